@@ -1,0 +1,147 @@
+"""The adapter interface every agent CLI implements, and helpers they share.
+
+An adapter knows one CLI: how to build its argv for a non-interactive run
+(never a shell string), the environment it needs, and how to read its
+machine-readable output into an :class:`AgentResult`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from acr_cli.domain import Arm
+
+
+@dataclass
+class Invocation:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
+
+
+@dataclass
+class AgentResult:
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None  # as reported by the agent itself
+    session_id: str | None = None
+    text: str | None = None  # the agent's final message
+    error: str | None = None  # API error, rate limit, auth...: the attempt is an `error`
+    failed: str | None = None  # the agent ran but cannot have succeeded (e.g. all tools denied)
+
+
+class Adapter:
+    """Base class: subclasses set ``name``/``executable`` and implement the methods."""
+
+    name: str = ""
+    executable: str = ""
+
+    def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        raise NotImplementedError
+
+    def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        """Argv for the agent's own interactive screen (used under a pty)."""
+        raise NotImplementedError
+
+    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
+        raise NotImplementedError
+
+    def describe(self, line: str) -> str | None:
+        """A one-line human summary of an output line for the live view, or None to skip it."""
+        return None
+
+    def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
+        """Tokens (in, out) of the newest session started after ``since``, from the agent's files."""
+        return None
+
+    def version_argv(self) -> list[str]:
+        return [self.executable, "--version"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``text`` that sits on a line of its own; other lines are skipped."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def last_json_object(text: str) -> dict[str, Any] | None:
+    """The last JSON object in ``text``: a whole-document object, or the last one-line object."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+            if isinstance(obj, dict):
+                return obj
+        except ValueError:
+            pass
+    found = None
+    for found in json_lines(text):
+        pass
+    return found
+
+
+def dig(obj: Any, path: str) -> Any:
+    """``dig({"a": {"b": 1}}, "a.b") == 1``; None when any step is missing."""
+    for part in path.split("."):
+        if isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.lstrip("-").isdigit() and -len(obj) <= int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return None
+    return obj
+
+
+def as_int(val: Any) -> int | None:
+    if isinstance(val, bool) or val is None:
+        return None
+    try:
+        return int(val)
+    except (TypeError, ValueError):
+        return None
+
+
+def as_float(val: Any) -> float | None:
+    if isinstance(val, bool) or val is None:
+        return None
+    try:
+        return float(val)
+    except (TypeError, ValueError):
+        return None
+
+
+_API_TROUBLE = re.compile(
+    r"rate.?limit|too many requests|\b429\b|quota|insufficient.?(credit|balance|funds)|overloaded|"
+    r"\b5\d\d\b.*(error|status)|internal server error|service unavailable|bad gateway|"
+    r"unauthori[sz]ed|\b401\b|\b403\b|authenticat|invalid.?api.?key|api key|connection (refused|reset|error)|"
+    r"ECONNREFUSED|ETIMEDOUT|timed out|network error|stream disconnected",
+    re.I,
+)
+
+
+def looks_like_api_error(text: str) -> bool:
+    """Rate limits, quotas, auth failures, 5xx and network trouble: not the model's fault."""
+    return bool(_API_TROUBLE.search(text or ""))
+
+
+def tail(text: str, n: int = 20) -> str:
+    return "\n".join((text or "").splitlines()[-n:])
+
+
+def short(text: str | None, n: int = 160) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,121 @@
+"""Claude Code (``claude``).
+
+Non-interactive: ``claude -p --output-format stream-json --verbose --model M
+[permission flags] -- PROMPT``. The stream is one JSON object per line; the
+last one (``type: result``) carries ``total_cost_usd``, ``usage``,
+``session_id``, ``result`` (final text), ``is_error`` and
+``permission_denials``. A run whose tool calls were all denied exits 0 with
+subtype ``success``: acr counts it as a failed attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
+from acr_cli.domain import Arm
+
+EDIT_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit,Read,Glob,Grep,LS,TodoWrite"
+WRITE_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit"
+
+
+class ClaudeAdapter(Adapter):
+    name = "claude"
+    executable = "claude"
+
+    def _permission_args(self, permissions: str) -> list[str]:
+        if permissions == "read-only":
+            return ["--permission-mode", "default", f"--disallowedTools={WRITE_TOOLS}"]
+        if permissions == "full":
+            return ["--permission-mode", "bypassPermissions"]
+        return ["--permission-mode", "acceptEdits", f"--allowedTools={EDIT_TOOLS}"]
+
+    def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose", "--model", arm.model]
+        argv += self._permission_args(permissions) + list(arm.args) + ["--", prompt]
+        return Invocation(argv)
+
+    def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, "--model", arm.model] + self._permission_args(permissions) + list(arm.args)
+        return Invocation(argv + (["--", prompt] if prompt else []))
+
+    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
+        res = AgentResult()
+        final = None
+        tool_uses = 0
+        for ev in json_lines(stdout):
+            kind = ev.get("type")
+            res.session_id = ev.get("session_id") or res.session_id
+            if kind == "assistant":
+                for block in (ev.get("message") or {}).get("content") or []:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        tool_uses += 1
+            elif kind == "result":
+                final = ev
+        if final is None:
+            res.error = _first_line(stderr) or f"claude produced no result (exit {exit_code})"
+            return res
+        usage = final.get("usage") or {}
+        tin = as_int(usage.get("input_tokens"))
+        if tin is not None:
+            tin += sum(as_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens"))
+        res.tokens_in, res.tokens_out = tin, as_int(usage.get("output_tokens"))
+        res.cost_usd = as_float(final.get("total_cost_usd"))
+        res.text = final.get("result") if isinstance(final.get("result"), str) else None
+        if final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code:
+            status = final.get("api_error_status")
+            detail = res.text or final.get("subtype") or "error"
+            res.error = f"API error {status}: {short(detail)}" if status else short(detail)
+            return res
+        denials = final.get("permission_denials") or []
+        if denials and len(denials) >= max(tool_uses, 1):
+            names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
+            res.failed = f"all {len(denials)} tool calls were denied ({', '.join(names)}); check the profile's permissions"
+        return res
+
+    def describe(self, line: str) -> str | None:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return None
+        if ev.get("type") == "assistant":
+            parts = []
+            for block in (ev.get("message") or {}).get("content") or []:
+                if block.get("type") == "tool_use":
+                    inp = block.get("input") or {}
+                    parts.append(f"{block.get('name')}: {short(inp.get('command') or inp.get('file_path') or json.dumps(inp), 100)}")
+                elif block.get("type") == "text" and block.get("text"):
+                    parts.append(short(block["text"], 120))
+            return " · ".join(parts) or None
+        if ev.get("type") == "result":
+            return f"result: {ev.get('subtype')} cost ${ev.get('total_cost_usd', '?')}"
+        return None
+
+    def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
+        """Sum usage over the newest transcript in ``~/.claude/projects/<dir>/`` written after ``since``."""
+        root = Path.home() / ".claude" / "projects"
+        if not root.is_dir():
+            return None
+        files = [p for p in root.glob("*/*.jsonl") if p.stat().st_mtime >= since]
+        if not files:
+            return None
+        newest = max(files, key=lambda p: p.stat().st_mtime)
+        tin = tout = 0
+        seen = False
+        for ev in json_lines(newest.read_text(errors="replace")):
+            usage = (ev.get("message") or {}).get("usage") if isinstance(ev.get("message"), dict) else None
+            if isinstance(usage, dict):
+                seen = True
+                tin += sum(as_int(usage.get(k)) or 0 for k in
+                           ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+                tout += as_int(usage.get("output_tokens")) or 0
+        return (tin, tout) if seen else None
+
+
+def _first_line(text: str) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return short(line)
+    return ""
+

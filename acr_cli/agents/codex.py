@@ -1,0 +1,106 @@
+"""OpenAI Codex CLI (``codex``).
+
+Non-interactive: ``codex exec --json -m M -C DIR -s SANDBOX -c
+approval_policy="never" [--skip-git-repo-check] -- PROMPT``. Output is JSONL
+events: ``thread.started{thread_id}``, ``item.completed{item}``
+(``agent_message``, ``command_execution``, ``error``), ``turn.completed{usage}``,
+``turn.failed{error}``. Codex reports tokens but no cost: acr prices them from
+the profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_lines, short
+from acr_cli.domain import Arm
+
+SANDBOX = {"read-only": "read-only", "workspace-write": "workspace-write", "full": "danger-full-access"}
+
+
+def _in_git(workdir: Path) -> bool:
+    return any((p / ".git").exists() for p in (workdir, *workdir.parents))
+
+
+class CodexAdapter(Adapter):
+    name = "codex"
+    executable = "codex"
+
+    def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, "exec", "--json", "-m", arm.model, "-C", str(workdir),
+                "-s", SANDBOX.get(permissions, "workspace-write"), "-c", 'approval_policy="never"']
+        if not _in_git(workdir):
+            argv.append("--skip-git-repo-check")
+        return Invocation(argv + list(arm.args) + ["--", prompt])
+
+    def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, "-m", arm.model, "-C", str(workdir), "-s", SANDBOX.get(permissions, "workspace-write")]
+        return Invocation(argv + list(arm.args) + (["--", prompt] if prompt else []))
+
+    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
+        res = AgentResult()
+        tin = tout = None
+        failure = None
+        for ev in json_lines(stdout):
+            kind = ev.get("type")
+            if kind == "thread.started":
+                res.session_id = ev.get("thread_id") or res.session_id
+            elif kind == "turn.completed":
+                usage = ev.get("usage") or {}
+                if as_int(usage.get("input_tokens")) is not None:
+                    tin = (tin or 0) + as_int(usage.get("input_tokens"))
+                if as_int(usage.get("output_tokens")) is not None:
+                    tout = (tout or 0) + as_int(usage.get("output_tokens"))
+            elif kind == "turn.failed":
+                failure = ((ev.get("error") or {}).get("message")) or "turn failed"
+            elif kind == "error":
+                failure = failure or ev.get("message")
+            elif kind == "item.completed":
+                item = ev.get("item") or {}
+                if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+                    res.text = item["text"]
+        res.tokens_in, res.tokens_out = tin, tout
+        if failure or exit_code:
+            res.error = short(failure or _stderr_reason(stderr) or f"codex exited with {exit_code}")
+        return res
+
+    def describe(self, line: str) -> str | None:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return None
+        item = ev.get("item") or {}
+        if ev.get("type") == "item.completed":
+            if item.get("type") == "command_execution":
+                return f"$ {short(item.get('command'), 100)} -> {item.get('exit_code')}"
+            if item.get("type") == "agent_message":
+                return short(item.get("text"), 120)
+            if item.get("type") == "file_change":
+                return "edit: " + short(json.dumps(item.get("changes")), 100)
+        if ev.get("type") == "turn.failed":
+            return "turn failed: " + short((ev.get("error") or {}).get("message"))
+        return None
+
+    def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
+        """Token totals from the newest ``$CODEX_HOME/sessions/**/rollout-*.jsonl`` after ``since``."""
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        files = [p for p in (home / "sessions").glob("*/*/*/rollout-*.jsonl") if p.stat().st_mtime >= since]
+        if not files:
+            return None
+        newest = max(files, key=lambda p: p.stat().st_mtime)
+        best = None
+        for ev in json_lines(newest.read_text(errors="replace")):
+            payload = ev.get("payload") or {}
+            info = payload.get("info") if isinstance(payload, dict) else None
+            total = (info or {}).get("total_token_usage") if isinstance(info, dict) else None
+            if isinstance(total, dict):
+                best = (as_int(total.get("input_tokens")) or 0, as_int(total.get("output_tokens")) or 0)
+        return best
+
+
+def _stderr_reason(stderr: str) -> str:
+    noise = ("could not create PATH aliases", "Reading additional input from stdin")
+    lines = [ln for ln in (stderr or "").splitlines() if ln.strip() and not any(n in ln for n in noise)]
+    return lines[-1] if lines else ""

@@ -1,0 +1,96 @@
+"""opencode (``opencode``).
+
+Non-interactive: ``opencode run --format json -m PROVIDER/MODEL --dir DIR --
+PROMPT``, with ``PWD`` set to the project (opencode trusts ``PWD``). Output is
+JSONL events carrying ``sessionID``: ``text{part.text}``, ``tool_use``,
+``step_finish{part.tokens, part.cost}`` (summed over steps), ``error``.
+Permissions are passed as inline config in ``OPENCODE_PERMISSION``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
+from acr_cli.domain import Arm
+
+PERMISSION = {
+    "read-only": {"edit": "deny", "bash": "deny"},
+    "workspace-write": {"edit": "allow", "bash": "allow"},
+    "full": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
+}
+
+
+class OpencodeAdapter(Adapter):
+    name = "opencode"
+    executable = "opencode"
+
+    def _env(self, workdir: Path, permissions: str) -> dict[str, str]:
+        perm = PERMISSION.get(permissions, PERMISSION["workspace-write"])
+        return {"PWD": str(workdir), "OPENCODE_PERMISSION": json.dumps(perm)}
+
+    def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, "run", "--format", "json", "-m", arm.model, "--dir", str(workdir)]
+        return Invocation(argv + list(arm.args) + ["--", prompt], self._env(workdir, permissions))
+
+    def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
+        argv = [self.executable, str(workdir), "-m", arm.model] + list(arm.args)
+        if prompt:
+            argv += ["--prompt", prompt]
+        return Invocation(argv, self._env(workdir, permissions))
+
+    def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
+        res = AgentResult()
+        tin = tout = None
+        cost = None
+        error = None
+        for ev in json_lines(stdout):
+            res.session_id = ev.get("sessionID") or res.session_id
+            kind = ev.get("type")
+            part = ev.get("part") or {}
+            if kind == "text" and isinstance(part.get("text"), str):
+                res.text = part["text"]
+            elif kind == "step_finish":
+                tokens = part.get("tokens") or {}
+                cache = tokens.get("cache") or {}
+                if as_int(tokens.get("input")) is not None:
+                    tin = (tin or 0) + as_int(tokens.get("input")) + (as_int(cache.get("read")) or 0) + (
+                        as_int(cache.get("write")) or 0)
+                if as_int(tokens.get("output")) is not None:
+                    tout = (tout or 0) + as_int(tokens.get("output"))
+                if as_float(part.get("cost")) is not None:
+                    cost = (cost or 0.0) + as_float(part.get("cost"))
+            elif kind == "error":
+                err = ev.get("error") or {}
+                data = err.get("data") or {}
+                status = data.get("statusCode")
+                msg = data.get("message") or err.get("name") or "error"
+                error = f"API error {status}: {short(msg)}" if status else short(msg)
+        res.tokens_in, res.tokens_out = tin, tout
+        # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
+        res.cost_usd = cost if cost else None
+        if error or exit_code:
+            res.error = error or short(_last_line(stderr)) or f"opencode exited with {exit_code}"
+        return res
+
+    def describe(self, line: str) -> str | None:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return None
+        part = ev.get("part") or {}
+        if ev.get("type") == "tool_use":
+            state = part.get("state") or {}
+            inp = state.get("input") or {}
+            return f"{part.get('tool')}: {short(inp.get('command') or inp.get('filePath') or json.dumps(inp), 100)}"
+        if ev.get("type") == "text":
+            return short(part.get("text"), 120)
+        if ev.get("type") == "error":
+            return "error: " + short(json.dumps(ev.get("error")), 120)
+        return None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""

@@ -1,0 +1,1 @@
+"""The command line: a thin Typer layer. Commands parse options, call the library, render data."""

@@ -1,0 +1,68 @@
+"""The ``acr`` Typer application: wiring only.
+
+Errors: an :class:`~acr_cli.errors.AcrError` anywhere below becomes one
+message on stderr and its exit code (2 for usage/configuration); any other
+exception is a bug: a short message, the traceback in the crash log, exit 70.
+"""
+
+from __future__ import annotations
+
+import typer
+from typer.core import TyperGroup
+
+from acr_cli import __version__
+from acr_cli.cli import bench, config, doctor, memory, profiles, run
+
+
+class AcrGroup(TyperGroup):
+    def invoke(self, ctx):  # type: ignore[override]
+        from acr_cli.cli.common import report_crash, report_error
+        from acr_cli.errors import AcrError
+
+        try:
+            return super().invoke(ctx)
+        except AcrError as e:
+            report_error(e)
+            raise typer.Exit(e.exit_code) from None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:
+            if type(e).__module__.split(".")[0] in ("typer", "click"):
+                raise
+            raise typer.Exit(report_crash(e)) from None
+
+
+app = typer.Typer(
+    cls=AcrGroup,
+    name="acr",
+    help="Route each coding request to the right agent CLI and model, verify the result, escalate, and learn.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"acr {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                 help="Print acr's version and exit."),
+) -> None:
+    """Route each coding request to the right agent CLI and model, verify the result, escalate, and learn.
+
+    Exit codes: 0 passed / ok, 1 no attempt passed, 2 usage or configuration error, 130 cancelled (Ctrl-C).
+    """
+
+
+app.command("run")(run.run)
+app.command("route")(run.route)
+app.command("doctor")(doctor.doctor)
+app.add_typer(memory.app, name="memory")
+app.add_typer(profiles.app, name="profiles")
+app.add_typer(bench.app, name="bench")
+app.add_typer(config.app, name="config")

@@ -1,0 +1,95 @@
+"""Helpers shared by the commands: paths, memory, profile loading, output."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from acr_cli.errors import EXIT_INTERNAL, AcrError
+
+MEMORY_HELP = "Memory file to use (default: ACR_MEMORY, else memory.sqlite in acr's data dir)."
+PROFILE_HELP = "Profile name (built-in or in <config>/profiles) or path to a profile YAML."
+JSON_HELP = "Print machine-readable JSON on stdout."
+
+
+def paths():
+    from acr_cli.paths import Paths
+
+    return Paths.from_env()
+
+
+def open_memory(memory: Path | None, create: bool = True):
+    from acr_cli.memory import Memory
+
+    return Memory.open(paths().memory_path(memory), create=create)
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def report_error(e: AcrError) -> None:
+    typer.echo(f"acr: error: {e.message}", err=True)
+    if e.hint:
+        typer.echo(f"  hint: {e.hint}", err=True)
+
+
+def report_crash(e: BaseException) -> int:
+    where = "stderr"
+    try:
+        log = paths().crash_log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write("".join(traceback.format_exception(type(e), e, e.__traceback__)) + "\n")
+        where = str(log)
+    except OSError:
+        traceback.print_exception(type(e), e, e.__traceback__)
+    typer.echo(f"acr: internal error: {type(e).__name__}: {e}", err=True)
+    typer.echo(f"  this is a bug in acr; the traceback is in {where}", err=True)
+    return EXIT_INTERNAL
+
+
+def load_profile(spec: str | None, project: Path | None = None):
+    """The profile named on the command line, else by .acr.toml / config.toml, else ``balanced``."""
+    from acr_cli import profiles
+    from acr_cli.config import Settings
+
+    p = paths()
+    settings = Settings(p.config_file, project)
+    name, _ = settings.resolve("profile", spec, default=profiles.DEFAULT_PROFILE)
+    return profiles.load(name, p.profiles_dir), settings
+
+
+def fmt_money(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"${x:,.{digits}f}"
+
+
+def fmt_pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def parse_since(text: str | None) -> str | None:
+    """``7d``, ``24h``, ``30m`` or an ISO date -> an ISO timestamp (UTC) to compare with."""
+    import re
+    import time
+
+    if not text:
+        return None
+    m = re.fullmatch(r"(\d+)\s*([smhdw])", text.strip())
+    if m:
+        secs = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - secs))
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?Z?)?", text.strip()):
+        return text.strip().replace(" ", "T")
+    raise AcrError(f"--since {text!r}: expected a duration like 7d, 24h, 30m or a date like 2026-11-01")

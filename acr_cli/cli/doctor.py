@@ -1,0 +1,90 @@
+"""``acr doctor``: what is installed, what is usable, where things live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+
+
+def agent_versions(names: list[str], profile_agents: dict) -> dict[str, dict]:
+    import shutil
+
+    from acr_cli import agents, process
+
+    out = {}
+    for name in names:
+        adapter = agents.get(name, profile_agents)
+        path = shutil.which(adapter.executable)
+        info = {"executable": adapter.executable, "path": path, "version": None, "found": path is not None}
+        if path:
+            res = process.run(adapter.version_argv(), cwd=Path.cwd(), timeout=20)
+            text = (res.stdout or res.stderr).strip().splitlines()
+            info["version"] = text[0] if text and not res.timed_out else None
+            if res.timed_out:
+                info["problem"] = "`--version` did not answer within 20 s"
+        out[name] = info
+    return out
+
+
+def doctor(
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Which agent CLIs are installed (with versions), which arms are usable, where config and memory live.
+
+    Example: acr doctor
+    """
+    from acr_cli.agents import BUILTIN
+    from acr_cli.cli.common import console, load_profile, open_memory, paths, print_json
+
+    p = paths()
+    prof, settings = load_profile(profile, Path.cwd())
+    names = list(BUILTIN) + sorted(prof.agents)
+    found = agent_versions(names, prof.agents)
+    arms = [{"arm": a.id, "usable": found.get(a.agent, {}).get("found", False)} for a in prof.arms]
+    mem_path = p.memory_path(memory)
+    mem_info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
+    if mem_path.exists():
+        mem = open_memory(memory, create=False)
+        try:
+            mem_info.update(mem.counts(), size_bytes=mem.size_bytes())
+        finally:
+            mem.close()
+    report = {
+        "agents": found,
+        "profile": {"name": prof.name, "path": str(prof.path), "arms": arms},
+        "paths": {"config": str(p.config_dir), "data": str(p.data_dir), "cache": str(p.cache_dir),
+                  "logs": str(p.logs_dir), "profiles": str(p.profiles_dir), "resolved_from": p.source,
+                  "project_config": str(settings.project_file) if settings.project_file else None},
+        "memory": mem_info,
+    }
+    if json_out:
+        print_json(report)
+        return
+    con = console()
+    con.print("[bold]agents[/]")
+    for name, info in found.items():
+        if info["found"]:
+            con.print(f"  [green]✓[/] {name:9} {info['version'] or '?'}  [dim]{info['path']}[/]")
+        else:
+            con.print(f"  [red]✗[/] {name:9} not found on PATH")
+    usable = sum(a["usable"] for a in arms)
+    con.print(f"[bold]profile[/] {prof.name}: {usable} of {len(arms)} arms usable")
+    for a in arms:
+        con.print(f"  {'[green]✓[/]' if a['usable'] else '[red]✗[/]'} {a['arm']}")
+    con.print("[bold]paths[/]")
+    for k, v in report["paths"].items():
+        if v:
+            con.print(f"  {k:15} {v}")
+    size = mem_info.get("size_bytes")
+    con.print(f"[bold]memory[/] {mem_path}" + (
+        f": {mem_info['tasks']} tasks, {mem_info['attempts']} attempts, {mem_info['bench_runs']} replays, "
+        f"{size / 1024:.0f} KiB" if mem_info["exists"] else " (not created yet)"))
+    if usable == 0:
+        con.print("[yellow]no arm of this profile is usable: install an agent CLI "
+                  "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")

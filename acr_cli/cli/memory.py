@@ -1,0 +1,198 @@
+"""``acr memory``: what acr has learned and what happened."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+
+app = typer.Typer(help="What acr has learned (show), what happened (log), and moving memory around.",
+                  no_args_is_help=True)
+
+
+@app.command()
+def show(
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind."),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Per task kind x arm: attempts, pass rate, posterior score, cost, time, the order acr would try now.
+
+    Example: acr memory show --kind bug_fix
+    """
+    from acr_cli.cli.common import load_profile, open_memory, print_json
+    from acr_cli.cli.render import memory_table
+    from acr_cli.context import Context
+    from acr_cli.routing.factory import live_policy
+
+    prof, _ = load_profile(profile, Path.cwd())
+    mem = open_memory(memory)
+    try:
+        rows = mem.kind_table("live", kind)
+        policy = live_policy(prof, mem)
+        kinds = sorted({r["kind"] for r in rows if r["kind"]} | ({kind} if kind else set()))
+        by_key = {(r["kind"], f"{r['agent']}:{r['model']}"): r for r in rows}
+        from acr_cli.memory.store import ArmStats
+
+        merged = []
+        for k in kinds:
+            ctx = Context(prompt="", kind=k, groups=("all", f"kind={k}"))
+            for pos, rk in enumerate(policy.rank(ctx), 1):
+                row = by_key.pop((k, rk.arm.id), None) or {"kind": k, "agent": rk.arm.agent, "model": rk.arm.model,
+                                                           "stats": ArmStats()}
+                row.update(mean=rk.mean, low=rk.low, high=rk.high, reward=rk.reward, rank=pos,
+                           expected_cost=rk.cost)
+                merged.append(row)
+        merged += list(by_key.values())  # arms no longer in the profile
+    finally:
+        mem.close()
+    if json_out:
+        out = []
+        for r in merged:
+            s = r["stats"]
+            out.append({"kind": r["kind"], "agent": r["agent"], "model": r["model"], "attempts": s.n,
+                        "judged": s.n_judged, "passed": s.n_passed,
+                        "pass_rate": s.n_passed / s.n_judged if s.n_judged else None,
+                        "mean_cost_usd": s.mean_cost, "mean_duration_s": s.mean_duration, "last_used": s.last_used,
+                        "posterior_mean": r.get("mean"), "interval90": [r.get("low"), r.get("high")],
+                        "expected_cost_usd": r.get("expected_cost"), "expected_reward": r.get("reward"),
+                        "order": r.get("rank")})
+        print_json({"profile": prof.name, "kinds": out})
+    else:
+        memory_table([r for r in merged if r["stats"].n or r.get("rank")])
+
+
+@app.command()
+def log(
+    since: Optional[str] = typer.Option(None, "--since", help="Only tasks newer than this: 7d, 24h, 30m or a date."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Only tasks where this agent made an attempt."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many tasks."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Tasks and their attempts, newest first.
+
+    Example: acr memory log --since 7d --json
+    """
+    from acr_cli.cli.common import console, fmt_money, open_memory, parse_since, print_json
+
+    mem = open_memory(memory)
+    try:
+        tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
+    finally:
+        mem.close()
+    if json_out:
+        keep = ("id", "created_at", "kind", "language", "project", "prompt", "passed", "cost_usd")
+        print_json({"tasks": [{**{k: t[k] for k in keep},
+                               "passed": None if t["passed"] is None else bool(t["passed"]),
+                               "attempts": t["attempts"]} for t in tasks]})
+        return
+    con = console()
+    if not tasks:
+        con.print("No tasks recorded" + (" in that window." if since else " yet."))
+        return
+    from rich.text import Text
+
+    from acr_cli.cli.render import MARK, VERDICT_STYLE
+
+    for t in tasks:
+        state = "running" if t["passed"] is None else ("passed" if t["passed"] else "not passed")
+        head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], 4)}", style="bold")
+        con.print(head)
+        con.print(Text("  " + (t["prompt"] or "").splitlines()[0][:100] if t["prompt"] else "  ", style="italic"))
+        for a in t["attempts"]:
+            line = Text(f"  {MARK.get(a['verdict'], '?')} {a['seq']}. {a['agent']}:{a['model']}  {a['verdict']}  "
+                        f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {a['detail'] or ''}",
+                        style=VERDICT_STYLE.get(a["verdict"], ""))
+            con.print(line)
+
+
+@app.command("export")
+def export_(
+    output: Optional[Path] = typer.Argument(None, help="File to write (default: stdout)."),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Write the whole memory as JSONL (runs, then tasks with their attempts).
+
+    Example: acr memory export backup.jsonl
+    """
+    from acr_cli.cli.common import open_memory
+
+    mem = open_memory(memory)
+    try:
+        if output is None:
+            mem.export(sys.stdout)
+        else:
+            tmp = output.with_name(output.name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                n = mem.export(f)
+            tmp.replace(output)
+            typer.echo(f"wrote {n} records to {output}", err=True)
+    finally:
+        mem.close()
+
+
+@app.command("import")
+def import_(
+    source: Path = typer.Argument(..., help="A file written by `acr memory export`."),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Add the records of an export; tasks already in memory are skipped.
+
+    Example: acr memory import backup.jsonl
+    """
+    from acr_cli.cli.common import open_memory
+    from acr_cli.errors import AcrError
+
+    if not source.is_file():
+        raise AcrError(f"{source} does not exist")
+    mem = open_memory(memory)
+    try:
+        with open(source, encoding="utf-8") as f:
+            added, skipped = mem.import_(f)
+    finally:
+        mem.close()
+    typer.echo(f"imported {added} records, skipped {skipped} already present")
+
+
+@app.command()
+def forget(
+    task_ids: Optional[List[str]] = typer.Argument(None, help="Task ids to forget (see `acr memory log`)."),
+    all_: bool = typer.Option(False, "--all", help="Forget everything (asks first unless --yes)."),
+    bench: bool = typer.Option(False, "--bench", help="Forget all recorded benchmark replays."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Forget tasks: some by id, all benchmark replays, or everything.
+
+    Example: acr memory forget 20261121-101500-a1b2c3
+    """
+    from acr_cli.cli.common import open_memory
+    from acr_cli.errors import AcrError
+
+    if not task_ids and not all_ and not bench:
+        raise AcrError("say what to forget: task ids, --bench or --all")
+    if all_ and not yes:
+        if not sys.stdin.isatty():
+            raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
+        typer.confirm("Forget every task, attempt and replay in memory?", abort=True)
+    mem = open_memory(memory)
+    try:
+        if all_:
+            n = mem.forget_all()
+        elif bench:
+            n = mem.forget_source_prefix("bench:")
+        else:
+            n = mem.forget(task_ids or [])
+            missing = len(task_ids or []) - n
+            if missing:
+                typer.echo(f"{missing} of the given ids were not in memory", err=True)
+    finally:
+        mem.close()
+    typer.echo(f"forgot {n} task(s)")

@@ -1,0 +1,112 @@
+"""``acr profiles``: list, show and validate routing profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP
+
+app = typer.Typer(help="Routing profiles: the arms acr may use, prices, priors, order and settings.",
+                  no_args_is_help=True)
+
+
+def _arm_dict(a) -> dict:
+    return {"agent": a.agent, "model": a.model, "price": {"input": a.price_in, "output": a.price_out},
+            "args": list(a.args), "prior": dict(a.prior), "prior_weight": a.prior_weight}
+
+
+@app.command("list")
+def list_(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Every profile acr can use: built-in ones and yours in <config>/profiles.
+
+    Example: acr profiles list
+    """
+    from acr_cli import profiles
+    from acr_cli.cli.common import console, paths, print_json
+
+    p = paths()
+    items = profiles.available(p.profiles_dir)
+    if json_out:
+        print_json([{"name": n, "path": str(path), "origin": o} for n, path, o in items])
+        return
+    from rich.table import Table
+
+    t = Table(box=None)
+    for c in ("name", "origin", "arms", "description"):
+        t.add_column(c)
+    for name, path, origin in items:
+        try:
+            prof = profiles.load(str(path), p.profiles_dir)
+            t.add_row(name, origin, str(len(prof.arms)), prof.description)
+        except Exception as e:  # a broken user profile must not hide the others
+            t.add_row(name, origin, "-", f"[red]invalid: {getattr(e, 'message', e)}[/]")
+    console().print(t)
+    console().print(f"[dim]your profiles go in {p.profiles_dir}[/]")
+
+
+@app.command()
+def show(
+    name: str = typer.Argument("balanced", help="Profile name or path."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show a profile's settings, arms and orders.
+
+    Example: acr profiles show cheap
+    """
+    from dataclasses import asdict
+
+    from acr_cli import profiles
+    from acr_cli.cli.common import console, fmt_money, paths, print_json
+
+    prof = profiles.load(name, paths().profiles_dir)
+    if json_out:
+        print_json({"name": prof.name, "path": str(prof.path), "description": prof.description,
+                    "settings": asdict(prof.settings), "arms": [_arm_dict(a) for a in prof.arms],
+                    "order": {k: list(v) for k, v in prof.order.items()}, "agents": prof.agents})
+        return
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{prof.name}[/] ({prof.path})\n{prof.description}")
+    con.print("settings: " + ", ".join(f"{k}={v}" for k, v in asdict(prof.settings).items()))
+    t = Table(box=None)
+    for c in ("arm", "in $/1M", "out $/1M", "priors", "args"):
+        t.add_column(c)
+    for a in prof.arms:
+        t.add_row(a.id, fmt_money(a.price_in), fmt_money(a.price_out),
+                  ", ".join(f"{k} {v:.2f}" for k, v in a.prior) or "-", " ".join(a.args) or "-")
+    con.print(t)
+    for kind, ids in prof.order.items():
+        con.print(f"order[{kind}]: {' → '.join(ids)}")
+
+
+@app.command()
+def validate(
+    targets: Optional[list[str]] = typer.Argument(None, help="Profile names or paths (default: all)."),
+) -> None:
+    """Check profiles; errors name the file, the line and the field (exit 2 if any is invalid).
+
+    Example: acr profiles validate ~/my-profile.yaml
+    """
+    from acr_cli import profiles
+    from acr_cli.cli.common import paths
+    from acr_cli.errors import AcrError
+
+    p = paths()
+    names = targets or [str(path) for _, path, _ in profiles.available(p.profiles_dir)]
+    bad = 0
+    for n in names:
+        try:
+            prof = profiles.load(n, p.profiles_dir)
+            typer.echo(f"ok  {prof.path} ({len(prof.arms)} arms)")
+        except AcrError as e:
+            bad += 1
+            typer.echo(f"acr: error: {e.message}", err=True)
+    if bad:
+        raise typer.Exit(2)
+
+
+

@@ -1,0 +1,125 @@
+"""Rendering for people (rich). JSON output never goes through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acr_cli.cli.common import console, fmt_money, fmt_pct
+
+VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "timeout": "magenta", "cancelled": "dim"}
+MARK = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗", "cancelled": "■"}
+
+
+class LiveView:
+    """The compact live view of ``acr run`` on stderr (stdout stays clean for --json)."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.con = console(stderr=True)
+
+    def start(self, ctx, policy, verify: str | None, rollback: bool) -> None:
+        if self.quiet:
+            return
+        self.con.print(f"[bold]acr[/] {ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · "
+                       f"policy {policy.name} · verify: {verify or '[yellow]none[/]'}"
+                       + ("" if rollback else " · [yellow]no rollback[/]"))
+
+    def event(self, what: str, **data: Any) -> None:
+        if self.quiet:
+            return
+        if what == "skipped":
+            self.con.print(f"  [yellow]skip[/] {data['arm'].id}: {data['reason']}")
+        elif what == "attempt":
+            d = data["decision"]
+            self.con.print(f"[bold cyan]▶ attempt {data['seq']}[/]: [bold]{d.arm.id}[/] [dim]({d.reason})[/]")
+        elif what == "feedback":
+            fb = data["feedback"]
+            style = VERDICT_STYLE.get(fb.verdict, "white")
+            cost = fmt_money(fb.cost_usd, 4) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
+            tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
+            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {fb.reason} · {cost} · {tokens}"
+                           f" · {fb.duration_s:.1f}s")
+            if fb.verdict != "passed" and fb.apply_ok is not None:
+                self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
+
+    def output(self, adapter, stream: str, line: str) -> None:
+        if self.quiet or stream != "out":
+            return
+        text = adapter.describe(line)
+        if text:
+            from rich.text import Text
+
+            self.con.print(Text(f"  │ {text}", style="dim"))
+
+
+def print_run_summary(result, verify: str | None) -> None:
+    con = console()
+    if result.passed:
+        fb = result.steps[-1][1]
+        con.print(f"[green bold]passed[/] with {fb.arm.id} after {len(result.steps)} attempt(s), "
+                  f"{fmt_money(result.cost_usd, 4)} in total. The changes are in your work tree, uncommitted.")
+    elif result.cancelled:
+        con.print(f"[yellow]cancelled[/]; the work tree is as it was. {fmt_money(result.cost_usd, 4)} spent.")
+    else:
+        con.print(f"[red bold]not passed[/]: {result.stop_reason}. {len(result.steps)} attempt(s), "
+                  f"{fmt_money(result.cost_usd, 4)} spent; the work tree is as it was.")
+    con.print(f"[dim]task {result.task_id} · `acr memory log` shows the attempts[/]")
+
+
+def print_route(ctx, profile, policy, ranked, explain: bool) -> None:
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{ctx.kind}[/] · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
+              f" · policy {policy.name}")
+    if explain:
+        for r in ctx.reasons:
+            con.print(f"  [dim]- {r}[/]")
+        con.print(f"  [dim]- groups (coarse to fine): {' > '.join(ctx.groups)}[/]")
+    table = Table(box=None, pad_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("arm")
+    if explain:
+        for col in ("score", "90% interval", "cost/attempt", "exp. reward", "attempts", "why"):
+            table.add_column(col, justify="right" if col not in ("why",) else "left")
+    for i, r in enumerate(ranked, 1):
+        row = [str(i), r.arm.id]
+        if explain:
+            row += [
+                "-" if r.mean is None else f"{r.mean:.2f}",
+                "-" if r.low is None else f"{r.low:.2f}–{r.high:.2f}",
+                fmt_money(r.cost, 3),
+                "-" if r.reward is None else f"{r.reward:+.3f}",
+                str(r.attempts),
+                r.why,
+            ]
+        table.add_row(*row)
+    con.print(table)
+
+
+def memory_table(rows: list[dict[str, Any]], ranked_by_kind: dict[str, list] | None = None) -> None:
+    from rich.table import Table
+
+    con = console()
+    if not rows and not ranked_by_kind:
+        con.print("Memory is empty: run `acr run ...` and acr records every attempt here.")
+        return
+    table = Table(title="What acr has learned (live runs)", box=None)
+    for col, just in (("kind", "left"), ("arm", "left"), ("attempts", "right"), ("pass rate", "right"),
+                      ("posterior (90%)", "right"), ("mean cost", "right"), ("exp. reward", "right"),
+                      ("mean time", "right"), ("order", "right"), ("last used", "left")):
+        table.add_column(col, justify=just)
+    for r in rows:
+        s = r["stats"]
+        rank = r.get("rank")
+        table.add_row(
+            r["kind"] or "?", f"{r['agent']}:{r['model']}", str(s.n),
+            fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
+            "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}–{r['high']:.2f})",
+            fmt_money(s.mean_cost, 3),
+            "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
+            "-" if s.mean_duration is None else f"{s.mean_duration:.0f}s",
+            "-" if rank is None else f"#{rank}",
+            (s.last_used or "-").replace("T", " ").rstrip("Z"),
+        )
+    con.print(table)

@@ -1,0 +1,192 @@
+"""``acr run`` and ``acr route``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+
+_ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
+              "(the model part may contain ':' or '/').")
+
+
+def _arms(text: Optional[str]) -> list[str] | None:
+    if not text:
+        return None
+    from acr_cli.domain import parse_arm_id
+    from acr_cli.errors import AcrError
+
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    for item in items:
+        try:
+            parse_arm_id(item)
+        except ValueError as e:
+            raise AcrError(f"--arms: {e}") from None
+    return items
+
+
+def _prompt(prompt: Optional[str], prompt_file: Optional[Path]) -> str:
+    from acr_cli.errors import AcrError
+
+    if prompt_file is not None:
+        try:
+            text = prompt_file.read_text(encoding="utf-8")
+        except OSError as e:
+            raise AcrError(f"--prompt-file {prompt_file}: {e.strerror}") from None
+    else:
+        text = prompt or ""
+    if not text.strip():
+        raise AcrError("the request is empty", hint='acr run "describe the change you want" --verify "pytest -q"')
+    return text
+
+
+def _project(project: Optional[Path]) -> Path:
+    from acr_cli.errors import AcrError
+
+    p = (project or Path.cwd()).resolve()
+    if not p.is_dir():
+        raise AcrError(f"project directory {p} does not exist")
+    return p
+
+
+def run(
+    prompt: Optional[str] = typer.Argument(None, help="The coding request, in plain words.", show_default=False),
+    verify: Optional[str] = typer.Option(None, "--verify", "-v",
+                                         help="Command that checks the result (exit 0 = pass), e.g. \"pytest -q\". "
+                                              "Default: .acr.toml, then the profile."),
+    arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
+    policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="Stop before spending more USD than this on the task."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per attempt before the agent is killed."),
+    verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, help="Seconds for the verifier."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Task kind, instead of classifying the prompt."),
+    project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
+    permissions: Optional[str] = typer.Option(None, "--permissions",
+                                              help="read-only, workspace-write (default) or full."),
+    no_rollback: bool = typer.Option(False, "--no-rollback", help="Do not checkpoint/restore the work tree (no git needed)."),
+    interactive: bool = typer.Option(False, "--interactive", "-i", help="Open the chosen agent's own interactive screen."),
+    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help="Read the request from a file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the summary."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Route a coding request to an agent, verify, roll back and escalate on failure, remember.
+
+    Examples:
+
+      acr run "fix the failing parser test" --verify "pytest -q"
+
+      acr run --arms codex:gpt-5.4,claude:claude-opus-4-6 --verify "make test" "port the CSV reader to pyarrow"
+
+    Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C.
+    """
+    from acr_cli.cli.common import load_profile, open_memory, paths, print_json
+    from acr_cli.cli.render import LiveView, print_run_summary
+    from acr_cli.context import KINDS, classify
+    from acr_cli.errors import EXIT_CANCELLED, EXIT_NOT_PASSED, AcrError, ConfigError
+    from acr_cli.live import LiveEnvironment
+    from acr_cli.loop import run_task, summary
+    from acr_cli.profiles import PERMISSIONS, POLICIES
+    from acr_cli.routing.factory import live_policy
+    from acr_cli.workspace import Workspace
+
+    text = _prompt(prompt, prompt_file)
+    arm_list = _arms(arms)
+    proj = _project(project)
+    if kind is not None and kind not in KINDS:
+        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if policy is not None and policy not in POLICIES:
+        raise AcrError(f"--policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    prof, settings = load_profile(profile, proj)
+    s = prof.settings
+    verify_cmd, _ = settings.resolve("verify", verify, s.verify)
+    perm, _ = settings.resolve("permissions", permissions, s.permissions)
+    if perm not in PERMISSIONS:
+        raise ConfigError(f"permissions {perm!r}: expected one of {', '.join(PERMISSIONS)}")
+    t_agent, _ = settings.resolve("timeout", timeout, s.timeout)
+    t_verify, _ = settings.resolve("verify_timeout", verify_timeout, s.verify_timeout)
+    n_max, _ = settings.resolve("max_attempts", max_attempts, s.max_attempts)
+    cost_max, _ = settings.resolve("max_cost", max_cost, s.max_cost)
+    if arm_list:
+        n_max = max(n_max, len(arm_list)) if max_attempts is None else n_max
+
+    workspace = None
+    if not no_rollback:
+        workspace = Workspace.open(proj)
+        workspace.lock()
+    p = paths()
+    mem = open_memory(memory)
+    try:
+        pol = live_policy(prof, mem, arms=arm_list, policy=policy)
+        ctx = classify(text, proj, kind=kind)
+        view = LiveView(quiet=quiet)
+        env = LiveEnvironment(profile=prof, project=proj, logs_dir=p.logs_dir, workspace=workspace,
+                              verify=verify_cmd, timeout=float(t_agent), verify_timeout=float(t_verify),
+                              permissions=perm, interactive=interactive, on_output=view.output)
+        view.start(ctx, pol, verify_cmd, workspace is not None)
+        result = run_task(ctx, pol, env, mem, max_attempts=int(n_max),
+                          max_cost=None if cost_max is None else float(cost_max), verifier=verify_cmd,
+                          on_event=view.event)
+    finally:
+        mem.close()
+        if workspace is not None:
+            workspace.unlock()
+    if json_out:
+        print_json(summary(result))
+    else:
+        print_run_summary(result, verify_cmd)
+    if result.cancelled:
+        raise typer.Exit(EXIT_CANCELLED)
+    if not result.passed:
+        raise typer.Exit(EXIT_NOT_PASSED)
+
+
+def route(
+    prompt: str = typer.Argument(..., help="The coding request, in plain words."),
+    explain: bool = typer.Option(False, "--explain", "-e", help="Show the context and the numbers behind the ranking."),
+    arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
+    policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Task kind, instead of classifying the prompt."),
+    project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """Decide only: classify the request and show the order acr would try arms in. Runs nothing.
+
+    Example: acr route "add type hints to utils.py" --explain
+    """
+    from acr_cli.cli.common import load_profile, open_memory, print_json
+    from acr_cli.cli.render import print_route
+    from acr_cli.context import KINDS, classify
+    from acr_cli.errors import AcrError
+    from acr_cli.routing.factory import live_policy
+
+    if kind is not None and kind not in KINDS:
+        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    proj = _project(project)
+    prof, _ = load_profile(profile, proj)
+    mem = open_memory(memory)
+    try:
+        pol = live_policy(prof, mem, arms=_arms(arms), policy=policy)
+        ctx = classify(prompt, proj, kind=kind)
+        ranked = pol.rank(ctx)
+    finally:
+        mem.close()
+    if json_out:
+        print_json({
+            "context": {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
+                        "groups": list(ctx.groups), "reasons": list(ctx.reasons)},
+            "profile": prof.name,
+            "policy": pol.name,
+            "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "low": r.low, "high": r.high,
+                       "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
+                      for r in ranked],
+        })
+    else:
+        print_route(ctx, prof, pol, ranked, explain)

@@ -1,0 +1,121 @@
+"""User settings (``<config>/config.toml``) and project settings (``.acr.toml``).
+
+A setting is resolved, highest first, from: the command line, the project's
+``.acr.toml`` (searched upwards from the project directory), the user's
+``config.toml``, the profile's ``settings:``, acr's default. ``resolve``
+returns the value *and* where it came from, so ``acr route --explain`` and
+``acr config show`` can say why.
+
+Both files are TOML::
+
+    profile = "cheap"          # config.toml or .acr.toml
+    verify = "pytest -q"       # usually in .acr.toml
+    timeout = 900
+    max_cost = 2.0
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from acr_cli.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KEYS = {
+    "profile": str,
+    "verify": str,
+    "timeout": float,
+    "verify_timeout": float,
+    "max_attempts": int,
+    "max_cost": float,
+    "permissions": str,
+    "memory": str,
+}
+PROJECT_FILE = ".acr.toml"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    for key, val in data.items():
+        want = KEYS.get(key)
+        if want is None:
+            raise ConfigError(f"{path}: unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
+        ok = isinstance(val, (int, float)) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
+        if not ok:
+            raise ConfigError(f"{path}: setting {key!r} should be a {want.__name__}, got {val!r}")
+    return data
+
+
+def find_project_file(project: Path) -> Path | None:
+    for d in (project, *project.parents):
+        candidate = d / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+        if (d / ".git").exists():
+            break
+    return None
+
+
+class Settings:
+    """Layered settings with provenance."""
+
+    def __init__(self, user_file: Path, project: Path | None):
+        self.user_file = user_file
+        self.user = read_toml(user_file)
+        self.project_file = find_project_file(project) if project else None
+        self.project = read_toml(self.project_file) if self.project_file else {}
+
+    def resolve(self, key: str, cli_value: Any = None, profile_value: Any = None,
+                default: Any = None) -> tuple[Any, str]:
+        if cli_value is not None:
+            return cli_value, "command line"
+        if key in self.project:
+            return self.project[key], str(self.project_file)
+        if key in self.user:
+            return self.user[key], str(self.user_file)
+        if profile_value is not None:
+            return profile_value, "profile"
+        return default, "default"
+
+
+def set_user_value(path: Path, key: str, raw: str) -> Any:
+    import tomli_w
+
+    want = KEYS.get(key)
+    if want is None:
+        raise ConfigError(f"unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
+    try:
+        value = want(raw)
+    except ValueError:
+        raise ConfigError(f"{key} needs a {want.__name__}, got {raw!r}") from None
+    data = read_toml(path)
+    data[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    return value
+
+
+def unset_user_value(path: Path, key: str) -> bool:
+    import tomli_w
+
+    data = read_toml(path)
+    if key not in data:
+        return False
+    del data[key]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    return True

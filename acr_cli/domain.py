@@ -1,0 +1,109 @@
+"""The nouns of the C-A-F loop, shared by live runs and benchmark replays.
+
+* :class:`Arm`: an (agent, model) pair with its prices and priors from the profile.
+* :class:`Feedback`: what one attempt produced (verdict, score, tokens, cost...).
+* :class:`Decision`: the arm a policy picked and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
+VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, CANCELLED)
+
+# Where an attempt's cost came from.
+COST_REPORTED, COST_PRICED, COST_UNKNOWN = "reported", "priced", "unknown"
+
+
+def parse_arm_id(text: str) -> tuple[str, str]:
+    """``"codex:gpt-5.4"`` -> ``("codex", "gpt-5.4")``.
+
+    Only the first ``:`` separates: the model part may itself contain ``:`` or
+    ``/`` (``opencode:openrouter/qwen/qwen3-coder:free``).
+    """
+    agent, sep, model = text.strip().partition(":")
+    if not sep or not agent or not model:
+        raise ValueError(f"{text!r} is not AGENT:MODEL (for example codex:gpt-5.4)")
+    return agent.strip(), model.strip()
+
+
+@dataclass(frozen=True)
+class Arm:
+    agent: str
+    model: str
+    price_in: float | None = None  # USD per 1M input tokens
+    price_out: float | None = None  # USD per 1M output tokens
+    args: tuple[str, ...] = ()
+    prior: tuple[tuple[str, float], ...] = ()  # (kind, prior mean score); "default" applies to any kind
+    prior_weight: float | None = None  # pseudo-count of the prior; None = the profile's setting
+
+    @property
+    def id(self) -> str:
+        return f"{self.agent}:{self.model}"
+
+    def price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        """USD for the given tokens, or None when tokens or prices are unknown."""
+        if tokens_in is None or tokens_out is None or self.price_in is None or self.price_out is None:
+            return None
+        return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+
+    def prior_for(self, kind: str | None) -> float | None:
+        table = dict(self.prior)
+        if kind is not None and kind in table:
+            return table[kind]
+        return table.get("default")
+
+
+@dataclass
+class Feedback:
+    """The outcome of one attempt, as the policy and the memory see it."""
+
+    arm: Arm
+    verdict: str
+    score: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cost_source: str = COST_UNKNOWN
+    duration_s: float = 0.0
+    apply_ok: bool | None = None  # did the attempt change the workspace
+    exit_code: int | None = None
+    reason: str = ""  # why it ended so: error message, verifier summary...
+    session_id: str | None = None
+    final_text: str | None = None
+    verifier_tail: str | None = None
+    log_path: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASSED
+
+
+@dataclass(frozen=True)
+class Decision:
+    arm: Arm
+    reason: str
+    expected_cost: float | None = None  # the policy's estimate, used to honour --max-cost before running
+
+
+@dataclass
+class TaskState:
+    """What happened so far on the task being routed."""
+
+    tried: list[Feedback] = field(default_factory=list)
+    excluded: set[str] = field(default_factory=set)  # arm ids that cannot run (e.g. CLI missing)
+    max_attempts: int | None = None
+    max_cost: float | None = None
+
+    @property
+    def spent(self) -> float:
+        return sum(f.cost_usd or 0.0 for f in self.tried)
+
+    @property
+    def tried_ids(self) -> set[str]:
+        return {f.arm.id for f in self.tried}
+
+    @property
+    def best_score(self) -> float:
+        return max((f.score or 0.0 for f in self.tried), default=0.0)

@@ -1,0 +1,55 @@
+"""The one user-facing error type, and the exit codes acr promises.
+
+Every failure a person can act on is raised as :class:`AcrError` (or a
+subclass) with a message and, where useful, a hint. The CLI turns it into a
+one-line message on stderr and the error's exit code; nothing else in acr
+prints errors or chooses exit codes.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NOT_PASSED = 1  # the run finished but no attempt passed the verifier
+EXIT_USAGE = 2  # bad arguments, bad configuration, unusable files
+EXIT_INTERNAL = 70  # a bug in acr (traceback written to the crash log)
+EXIT_CANCELLED = 130  # Ctrl-C
+
+
+class AcrError(Exception):
+    """An error explained to the user: message, optional hint, exit code."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, hint: str | None = None, exit_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.message
+
+
+class ConfigError(AcrError):
+    """A profile, config file or setting is invalid."""
+
+
+class ProfileError(ConfigError):
+    """A profile file is invalid; names the file, the line and the field."""
+
+    def __init__(self, path: str, line: int | None, field: str, problem: str):
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {field}: {problem}")
+        self.path = path
+        self.line = line
+        self.field = field
+        self.problem = problem
+
+
+class MemoryFileError(AcrError):
+    """The memory database cannot be opened, read or written."""
+
+
+class WorkspaceError(AcrError):
+    """The project cannot be checkpointed or restored."""

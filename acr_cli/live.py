@@ -1,0 +1,170 @@
+"""The live environment: an attempt is an agent CLI run in the project, then the verifier.
+
+Per attempt: checkpoint the work tree, build the prompt (with what the
+previous attempt's verifier said), run the agent through the process runner
+(log file, live output, timeout), parse its output, run the verifier, and
+roll the work tree back unless the attempt passed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Callable
+
+from acr_cli import agents, process
+from acr_cli.agents.base import Adapter, AgentResult, short
+from acr_cli.context import Context
+from acr_cli.domain import (CANCELLED, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED, PASSED, TIMEOUT, Arm,
+                            Feedback, TaskState)
+from acr_cli.errors import AcrError
+from acr_cli.profiles import Profile
+from acr_cli.redact import redact
+from acr_cli.verify import run_verifier
+from acr_cli.workspace import Checkpoint, Workspace
+
+OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
+
+
+def build_prompt(prompt: str, tried: list[Feedback], verify: str | None) -> str:
+    """The request, plus what the last failed attempt's verifier said (multi-turn routing)."""
+    last = next((fb for fb in reversed(tried) if fb.verdict in (FAILED, TIMEOUT, ERROR)), None)
+    if last is None:
+        return prompt
+    lines = [prompt, "", "---",
+             f"Note from acr: an earlier attempt at this request ({last.arm.id}) did not succeed "
+             f"({last.verdict}: {short(last.reason, 300)}). Its changes were rolled back; the files are as "
+             "they were before it."]
+    if last.verifier_tail and verify:
+        lines += [f"The check `{verify}` printed (last lines):", "```", last.verifier_tail, "```"]
+    return "\n".join(lines)
+
+
+class LiveEnvironment:
+    def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
+                 verify: str | None, timeout: float, verify_timeout: float, permissions: str,
+                 interactive: bool = False, on_output: OutputCallback | None = None):
+        self.profile = profile
+        self.project = project
+        self.logs_dir = logs_dir
+        self.workspace = workspace
+        self.verify = verify
+        self.timeout = timeout
+        self.verify_timeout = verify_timeout
+        self.permissions = permissions
+        self.interactive = interactive
+        self.on_output = on_output
+
+    def adapter(self, arm: Arm) -> Adapter:
+        return agents.get(arm.agent, self.profile.agents)
+
+    def unavailable(self, arm: Arm) -> str | None:
+        try:
+            adapter = self.adapter(arm)
+        except AcrError as e:
+            return e.message
+        if shutil.which(adapter.executable) is None:
+            return f"`{adapter.executable}` is not installed (not found on PATH)"
+        return None
+
+    def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
+        adapter = self.adapter(arm)
+        log_path = self.logs_dir / task_id / f"{seq}-{arm.agent}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        prompt = build_prompt(ctx.prompt, state.tried, self.verify)
+        started = time.monotonic()
+        cp: Checkpoint | None = None
+        fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
+        with open(log_path, "w", encoding="utf-8") as log:
+            try:
+                if self.workspace is not None:
+                    # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
+                    cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
+                fb = self._run(adapter, arm, prompt, log, fb, started)
+                if cp is not None:
+                    fb.apply_ok = bool(self.workspace.changes(cp))
+                if not fb.passed and cp is not None:
+                    self._rollback(cp, log)
+            except (process.Cancelled, KeyboardInterrupt) as e:
+                fb.verdict = CANCELLED
+                fb.reason = "cancelled with Ctrl-C; the agent's process group was killed"
+                if isinstance(e, process.Cancelled):
+                    self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
+                if cp is not None:
+                    self._rollback(cp, log)
+            if cp is not None:
+                self.workspace.drop(cp)
+            fb.duration_s = time.monotonic() - started
+            log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
+        return fb
+
+    def _rollback(self, cp: Checkpoint, log) -> None:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt a restore
+        try:
+            n = self.workspace.restore(cp)
+            log.write(f"--- rolled back {n} changed path(s)\n")
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+    def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float) -> Feedback:
+        if self.interactive:
+            inv = adapter.interactive(prompt, arm, self.project, self.permissions)
+        else:
+            inv = adapter.invocation(prompt, arm, self.project, self.permissions)
+        env = process.child_env(self.project, inv.env)
+        log.write(f"--- agent: {arm.id}\n--- argv: {redact(' '.join(repr(a) for a in inv.argv))}\n")
+        if self.interactive:
+            wall = time.time()
+            res = process.run_interactive(inv.argv, cwd=self.project, env=env)
+            usage = adapter.session_usage(self.project, wall - 1)
+            parsed = AgentResult(*(usage or (None, None)))
+            if res.not_found or res.exit_code not in (0, None):
+                parsed.error = short(res.stderr) or f"{adapter.executable} exited with {res.exit_code}"
+            fb.exit_code = res.exit_code
+            self._apply_usage(arm, fb, parsed)
+        else:
+            on_line = (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None
+            res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log)
+            fb.exit_code = res.exit_code
+            if res.timed_out:
+                self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
+                fb.verdict = TIMEOUT
+                fb.reason = f"no result within {self.timeout:g}s; the agent's process group was killed"
+                return fb
+            if res.not_found:
+                fb.verdict, fb.reason = ERROR, res.stderr
+                return fb
+            parsed = self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
+        if parsed.error:
+            fb.verdict, fb.reason = ERROR, parsed.error
+            return fb
+        if parsed.failed:
+            fb.verdict, fb.reason = FAILED, parsed.failed
+            return fb
+        if not self.verify:
+            fb.verdict, fb.score = PASSED, None
+            fb.reason = "no verifier: accepted on the agent's own exit status"
+            return fb
+        v = run_verifier(self.verify, self.project, self.verify_timeout, log)
+        fb.verdict = PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED)
+        fb.score, fb.verifier_tail, fb.reason = v.score, v.tail, v.summary()
+        return fb
+
+    def _fill_from_output(self, adapter: Adapter, arm: Arm, fb: Feedback, stdout: str, stderr: str,
+                          exit_code: int | None) -> AgentResult:
+        parsed = adapter.parse(stdout, stderr, exit_code)
+        self._apply_usage(arm, fb, parsed)
+        return parsed
+
+    @staticmethod
+    def _apply_usage(arm: Arm, fb: Feedback, parsed: AgentResult) -> None:
+        fb.tokens_in, fb.tokens_out = parsed.tokens_in, parsed.tokens_out
+        fb.session_id = parsed.session_id
+        fb.final_text = parsed.text
+        if parsed.cost_usd is not None:
+            fb.cost_usd, fb.cost_source = parsed.cost_usd, COST_REPORTED
+        else:
+            priced = arm.price(parsed.tokens_in, parsed.tokens_out)
+            fb.cost_usd, fb.cost_source = (priced, COST_PRICED) if priced is not None else (None, COST_UNKNOWN)

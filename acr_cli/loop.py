@@ -1,0 +1,142 @@
+"""The C-A-F loop: Context -> Action -> Feedback -> Context.
+
+``run_task`` is the whole routing loop for one task. It is the same for a
+live ``acr run`` (an :class:`Environment` that runs agent CLIs) and for
+``acr bench replay`` (an environment that looks up the benchmark matrix):
+
+    decide with what memory knows -> act -> verify -> record -> decide again
+
+It stops when an attempt passes, the policy says stop, the attempts are
+used up, ``max_cost`` would be exceeded, or the user cancels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from acr_cli.context import Context
+from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
+from acr_cli.memory.store import Memory
+from acr_cli.routing.base import Policy
+
+
+class Environment(Protocol):
+    def unavailable(self, arm: Arm) -> str | None:
+        """Why ``arm`` cannot run here (e.g. its CLI is not installed), or None."""
+
+    def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
+        """Run one attempt and return its feedback (never raises for the attempt's own failures)."""
+
+
+Events = Callable[..., None]
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    passed: bool
+    cost_usd: float
+    steps: list[tuple[Decision, Feedback]] = field(default_factory=list)
+    skipped: list[tuple[Arm, str]] = field(default_factory=list)
+    stop_reason: str = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.steps) and self.steps[-1][1].verdict == CANCELLED
+
+    @property
+    def score(self) -> float:
+        return max((fb.score or 0.0 for _, fb in self.steps), default=0.0)
+
+
+def run_task(
+    ctx: Context,
+    policy: Policy,
+    env: Environment,
+    memory: Memory,
+    *,
+    source: str = "live",
+    max_attempts: int | None = None,
+    max_cost: float | None = None,
+    verifier: str | None = None,
+    task_id: str | None = None,
+    oracle: tuple[float, str] | None = None,
+    on_event: Events | None = None,
+) -> TaskResult:
+    emit = on_event or (lambda *a, **k: None)
+    task_id = memory.begin_task(
+        source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
+        project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
+        task_id=task_id, oracle_reward=oracle[0] if oracle else None, oracle_arm=oracle[1] if oracle else None,
+    )
+    state = TaskState(max_attempts=max_attempts, max_cost=max_cost)
+    result = TaskResult(task_id, False, 0.0)
+    while True:
+        if max_attempts is not None and len(state.tried) >= max_attempts:
+            result.stop_reason = f"max attempts ({max_attempts}) reached"
+            break
+        decision = policy.next(ctx, state)
+        if decision is None:
+            result.stop_reason = "no arm left worth trying" if state.tried else "no usable arm"
+            break
+        why_not = env.unavailable(decision.arm)
+        if why_not:
+            state.excluded.add(decision.arm.id)
+            result.skipped.append((decision.arm, why_not))
+            emit("skipped", arm=decision.arm, reason=why_not)
+            continue
+        if max_cost is not None and state.tried:
+            projected = state.spent + (decision.expected_cost or 0.0)
+            if state.spent >= max_cost or projected > max_cost:
+                result.stop_reason = (f"--max-cost ${max_cost:.2f} would be exceeded "
+                                      f"(spent ${state.spent:.2f}, next ~${decision.expected_cost or 0:.2f})")
+                break
+        seq = len(state.tried) + 1
+        emit("attempt", seq=seq, decision=decision)
+        fb = env.attempt(decision.arm, ctx, state, task_id, seq)
+        memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier)
+        state.tried.append(fb)
+        result.steps.append((decision, fb))
+        emit("feedback", seq=seq, decision=decision, feedback=fb)
+        if fb.passed:
+            result.passed = True
+            result.stop_reason = "passed"
+            break
+        if fb.verdict == CANCELLED:
+            result.stop_reason = "cancelled"
+            break
+    result.cost_usd = state.spent
+    final = result.steps[-1][1].arm.id if result.steps else None
+    memory.finish_task(task_id, passed=result.passed, score=result.score if result.steps else None,
+                       cost_usd=result.cost_usd, final_arm=final)
+    policy.task_done(ctx, state)
+    return result
+
+
+def summary(result: TaskResult) -> dict[str, Any]:
+    """The ``acr run --json`` object."""
+    return {
+        "task_id": result.task_id,
+        "passed": result.passed,
+        "cost_usd": round(result.cost_usd, 6),
+        "stop_reason": result.stop_reason,
+        "attempts": [
+            {
+                "agent": fb.arm.agent,
+                "model": fb.arm.model,
+                "verdict": fb.verdict,
+                "score": fb.score,
+                "tokens_in": fb.tokens_in,
+                "tokens_out": fb.tokens_out,
+                "cost_usd": fb.cost_usd,
+                "cost_source": fb.cost_source,
+                "duration_s": round(fb.duration_s, 3),
+                "reason": d.reason,
+                "detail": fb.reason,
+                "log": fb.log_path,
+            }
+            for d, fb in result.steps
+        ],
+        "skipped": [{"agent": a.agent, "model": a.model, "reason": why} for a, why in result.skipped],
+    }

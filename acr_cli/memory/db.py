@@ -1,0 +1,174 @@
+"""Open the memory database: one SQLite file, WAL, busy timeout, mode 0600, migrations.
+
+Migrations are named functions applied in order and recorded in the
+``migrations`` table; every open applies the ones missing, so an old file is
+brought up to date and a new one is created from scratch by the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from acr_cli.errors import MemoryFileError
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run statements one by one (executescript would commit the migration's transaction)."""
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'live',   -- 'live' or 'bench:<benchmark>:<run id>'
+            project TEXT,
+            prompt TEXT,                           -- redacted
+            prompt_sha256 TEXT,
+            kind TEXT,
+            language TEXT,
+            size TEXT,
+            ref TEXT,                              -- the benchmark's own task id
+            policy TEXT,
+            passed INTEGER,                        -- NULL while the task runs
+            score REAL,
+            cost_usd REAL,
+            final_arm TEXT,
+            oracle_reward REAL,                    -- replays: best single-arm reward in hindsight
+            oracle_arm TEXT,
+            finished_at TEXT
+        );
+        CREATE INDEX tasks_source_created ON tasks(source, created_at);
+        CREATE TABLE task_groups (                 -- the context groups a task belongs to, coarse to fine
+            task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+            level INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            PRIMARY KEY (task_id, level)
+        );
+        CREATE INDEX task_groups_key ON task_groups(key, task_id);
+        CREATE TABLE attempts (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            policy TEXT,
+            reason TEXT,                           -- why the policy chose this arm
+            started_at TEXT NOT NULL,
+            duration_s REAL,
+            exit_code INTEGER,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            cost_usd REAL,
+            cost_source TEXT,
+            verdict TEXT NOT NULL,
+            score REAL,
+            apply_ok INTEGER,
+            detail TEXT,                           -- how the attempt ended (error, verifier summary)
+            verifier TEXT,
+            verifier_tail TEXT,
+            session_id TEXT,
+            log_path TEXT,
+            UNIQUE (task_id, seq)
+        );
+        CREATE INDEX attempts_task ON attempts(task_id);
+        CREATE TABLE runs (                        -- benchmark replays
+            id TEXT PRIMARY KEY,
+            benchmark TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            params TEXT,                           -- JSON
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            n_tasks INTEGER,
+            report TEXT                            -- JSON: the rendered figures of the run's group
+        );
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_initial", _m001_initial),
+]
+
+
+def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
+    """Open (creating if needed) the memory at ``path``; ``":memory:"`` for a throw-away one."""
+    in_memory = str(path) == ":memory:"
+    if not in_memory:
+        path = Path(path)
+        if not path.exists():
+            if not create:
+                raise MemoryFileError(f"no memory at {path}")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+            except OSError as e:
+                raise MemoryFileError(f"cannot create the memory file {path}: {e.strerror}",
+                                      hint="check the directory's permissions, or pass --memory PATH / set ACR_HOME") from None
+        elif path.is_dir():
+            raise MemoryFileError(f"{path} is a directory, not a memory file")
+    try:
+        db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        if not in_memory:
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA synchronous = NORMAL")
+        migrate(db)
+    except sqlite3.DatabaseError as e:
+        raise _explain(e, path) from None
+    if not in_memory:
+        for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
+            try:
+                if p.exists() and (p.stat().st_mode & 0o777) != 0o600:
+                    os.chmod(p, 0o600)
+            except OSError:
+                pass
+    return db
+
+
+def _explain(e: sqlite3.DatabaseError, path: Path | str) -> MemoryFileError:
+    text = str(e)
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return MemoryFileError(
+            f"{path} is not a readable acr memory ({text})",
+            hint=f"move it aside (`mv {path} {path}.broken`) and acr starts a new memory; "
+            "`acr memory import` can bring back an export",
+        )
+    if "readonly" in text or "unable to open" in text or "disk I/O" in text:
+        return MemoryFileError(f"cannot write the memory {path} ({text})",
+                               hint="check the file's and directory's permissions, or pass --memory PATH")
+    return MemoryFileError(f"memory {path}: {text}")
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the missing migrations; returns their names."""
+    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if name not in {r[0] for r in db.execute("SELECT name FROM migrations")}:  # another process raced us
+                fn(db)
+                db.execute("INSERT INTO migrations VALUES (?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))", (name,))
+                applied.append(name)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return applied

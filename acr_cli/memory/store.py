@@ -1,0 +1,440 @@
+"""The memory: tasks, attempts and benchmark runs in one SQLite file.
+
+Everything acr knows is derived from the ``attempts`` rows with SQL
+aggregates; nothing learned is stored twice. Writers use short transactions
+(WAL + busy timeout), so several ``acr run`` processes can record at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator, Sequence
+
+from acr_cli.domain import Decision, Feedback
+from acr_cli.errors import MemoryFileError
+from acr_cli.memory import db as dbmod
+from acr_cli.redact import redact
+
+# Verdicts that say something about the arm's ability (errors and cancels do not).
+JUDGED = ("passed", "failed", "timeout")
+_JUDGED_SQL = "('passed','failed','timeout')"
+
+TASK_FIELDS = ("id", "created_at", "source", "project", "prompt", "prompt_sha256", "kind", "language", "size",
+               "ref", "policy", "passed", "score", "cost_usd", "final_arm", "oracle_reward", "oracle_arm",
+               "finished_at")
+ATTEMPT_FIELDS = ("seq", "agent", "model", "policy", "reason", "started_at", "duration_s", "exit_code",
+                  "tokens_in", "tokens_out", "cost_usd", "cost_source", "verdict", "score", "apply_ok", "detail",
+                  "verifier", "verifier_tail", "session_id", "log_path")
+RUN_FIELDS = ("id", "benchmark", "policy", "params", "started_at", "finished_at", "n_tasks", "report")
+
+
+def now_iso(t: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t if t is not None else time.time()))
+
+
+def new_task_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class ArmStats:
+    """Aggregates of one arm's attempts within one context group."""
+
+    n: int = 0  # attempts
+    n_judged: int = 0  # attempts whose verdict says something about the arm (passed/failed/timeout)
+    score_sum: float = 0.0  # sum of scores over judged attempts (pass = 1)
+    n_passed: int = 0
+    cost_sum: float = 0.0
+    n_cost: int = 0  # attempts with a known cost
+    duration_sum: float = 0.0
+    last_used: str | None = None
+
+    def add(self, other: "ArmStats") -> None:
+        self.n += other.n
+        self.n_judged += other.n_judged
+        self.score_sum += other.score_sum
+        self.n_passed += other.n_passed
+        self.cost_sum += other.cost_sum
+        self.n_cost += other.n_cost
+        self.duration_sum += other.duration_sum
+        if other.last_used and (self.last_used is None or other.last_used > self.last_used):
+            self.last_used = other.last_used
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.score_sum / self.n_judged if self.n_judged else None
+
+    @property
+    def mean_cost(self) -> float | None:
+        return self.cost_sum / self.n_cost if self.n_cost else None
+
+    @property
+    def mean_duration(self) -> float | None:
+        return self.duration_sum / self.n if self.n else None
+
+
+_STATS_COLUMNS = f"""
+    COUNT(*) AS n,
+    SUM(a.verdict IN {_JUDGED_SQL}) AS n_judged,
+    SUM(CASE WHEN a.verdict IN {_JUDGED_SQL} THEN COALESCE(a.score, a.verdict = 'passed') ELSE 0 END) AS score_sum,
+    SUM(a.verdict = 'passed') AS n_passed,
+    TOTAL(a.cost_usd) AS cost_sum,
+    COUNT(a.cost_usd) AS n_cost,
+    TOTAL(a.duration_s) AS duration_sum,
+    MAX(a.started_at) AS last_used
+"""
+
+
+def _stats_from_row(r: sqlite3.Row) -> ArmStats:
+    return ArmStats(r["n"], r["n_judged"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0, r["cost_sum"] or 0.0,
+                    r["n_cost"] or 0, r["duration_sum"] or 0.0, r["last_used"])
+
+
+class Memory:
+    def __init__(self, conn: sqlite3.Connection, path: Path | str):
+        self.db = conn
+        self.path = path
+        self._in_batch = False
+
+    @classmethod
+    def open(cls, path: Path | str, create: bool = True) -> "Memory":
+        return cls(dbmod.connect(path, create=create), path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql, params)
+        except sqlite3.OperationalError as e:
+            raise dbmod._explain(e, self.path) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes (a benchmark replay writes thousands of rows); nests as a no-op."""
+        if self._in_batch:
+            yield
+            return
+        self._write("BEGIN IMMEDIATE")
+        self._in_batch = True
+        try:
+            yield
+        except BaseException:
+            self._in_batch = False
+            self.db.execute("ROLLBACK")
+            raise
+        self._in_batch = False
+        self._write("COMMIT")
+
+    def begin_task(self, *, source: str, kind: str | None, groups: Sequence[str], prompt: str | None = None,
+                   project: str | None = None, language: str | None = None, size: str | None = None,
+                   ref: str | None = None, policy: str | None = None, task_id: str | None = None,
+                   oracle_reward: float | None = None, oracle_arm: str | None = None,
+                   created_at: str | None = None) -> str:
+        task_id = task_id or new_task_id()
+        clean = redact(prompt)
+        sha = hashlib.sha256(prompt.encode()).hexdigest() if prompt is not None else None
+        with self.transaction():
+            self._write(
+                "INSERT INTO tasks (id, created_at, source, project, prompt, prompt_sha256, kind, language, size,"
+                " ref, policy, oracle_reward, oracle_arm) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (task_id, created_at or now_iso(), source, project, clean, sha, kind, language, size, ref, policy,
+                 oracle_reward, oracle_arm),
+            )
+            for level, key in enumerate(groups):
+                self._write("INSERT INTO task_groups (task_id, level, key) VALUES (?,?,?)", (task_id, level, key))
+        return task_id
+
+    def add_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, *, policy: str | None = None,
+                    verifier: str | None = None, started_at: str | None = None) -> None:
+        self._write(
+            "INSERT INTO attempts (task_id, seq, agent, model, policy, reason, started_at, duration_s, exit_code,"
+            " tokens_in, tokens_out, cost_usd, cost_source, verdict, score, apply_ok, detail, verifier,"
+            " verifier_tail, session_id, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (task_id, seq, fb.arm.agent, fb.arm.model, policy, redact(decision.reason),
+             started_at or now_iso(time.time() - fb.duration_s), fb.duration_s, fb.exit_code, fb.tokens_in,
+             fb.tokens_out, fb.cost_usd, fb.cost_source, fb.verdict, fb.score,
+             None if fb.apply_ok is None else int(fb.apply_ok), redact(fb.reason), verifier,
+             redact(fb.verifier_tail), fb.session_id, fb.log_path),
+        )
+
+    def finish_task(self, task_id: str, *, passed: bool, score: float | None, cost_usd: float,
+                    final_arm: str | None) -> None:
+        self._write("UPDATE tasks SET passed=?, score=?, cost_usd=?, final_arm=?, finished_at=? WHERE id=?",
+                    (int(passed), score, cost_usd, final_arm, now_iso(), task_id))
+
+    # ------------------------------------------------------------------ routing statistics
+
+    def arm_stats(self, scope: str, keys: Sequence[str], upto: int | None = None) -> dict[str, dict[str, ArmStats]]:
+        """{group key: {arm id: ArmStats}} over the attempts of tasks in ``scope`` (a task source)."""
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        extra = "" if upto is None else " AND a.id <= ?"
+        rows = self.db.execute(
+            f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, {_STATS_COLUMNS}"
+            " FROM task_groups g JOIN tasks t ON t.id = g.task_id JOIN attempts a ON a.task_id = g.task_id"
+            f" WHERE g.key IN ({marks}) AND t.source = ?{extra} GROUP BY g.key, a.agent, a.model",
+            [*keys, scope, *([] if upto is None else [upto])],
+        )
+        out: dict[str, dict[str, ArmStats]] = {k: {} for k in keys}
+        for r in rows:
+            out[r["key"]][r["arm"]] = _stats_from_row(r)
+        return out
+
+    def stats_since(self, scope: str, after_id: int) -> tuple[int, dict[str, dict[str, ArmStats]]]:
+        """Aggregates of attempts with id > ``after_id`` for every group key; returns (max id, stats)."""
+        rows = self.db.execute(
+            f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, MAX(a.id) AS max_id, {_STATS_COLUMNS}"
+            " FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN task_groups g ON g.task_id = a.task_id"
+            " WHERE a.id > ? AND t.source = ? GROUP BY g.key, a.agent, a.model",
+            (after_id, scope),
+        )
+        out: dict[str, dict[str, ArmStats]] = {}
+        top = after_id
+        for r in rows:
+            out.setdefault(r["key"], {})[r["arm"]] = _stats_from_row(r)
+            top = max(top, r["max_id"])
+        return top, out
+
+    def max_attempt_id(self) -> int:
+        return self.db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0]
+
+    # ------------------------------------------------------------------ reading
+
+    def kind_table(self, source: str = "live", kind: str | None = None) -> list[dict[str, Any]]:
+        """Per task kind x arm: the figures ``acr memory show`` prints."""
+        sql = (f"SELECT t.kind AS kind, a.agent AS agent, a.model AS model, {_STATS_COLUMNS}"
+               " FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.source = ?")
+        params: list[Any] = [source]
+        if kind:
+            sql += " AND t.kind = ?"
+            params.append(kind)
+        sql += " GROUP BY t.kind, a.agent, a.model ORDER BY t.kind, n DESC"
+        out = []
+        for r in self.db.execute(sql, params):
+            s = _stats_from_row(r)
+            out.append({"kind": r["kind"], "agent": r["agent"], "model": r["model"], "stats": s})
+        return out
+
+    def task_outcomes(self, source: str) -> list[dict[str, Any]]:
+        """One row per task of ``source`` with its attempts folded: what every report is computed from."""
+        sql = """
+            SELECT t.id, t.ref, t.kind, t.oracle_reward, t.oracle_arm, t.created_at,
+                   COUNT(a.id) AS steps,
+                   MAX(COALESCE(a.score, a.verdict = 'passed')) AS score,
+                   TOTAL(a.cost_usd) AS cost_usd,
+                   MAX(a.verdict = 'passed') AS passed,
+                   MAX(COALESCE(a.apply_ok, 0)) AS apply_ok,
+                   TOTAL(a.tokens_in) AS tokens_in, TOTAL(a.tokens_out) AS tokens_out,
+                   (SELECT a2.agent || ':' || a2.model FROM attempts a2 WHERE a2.task_id = t.id
+                     ORDER BY a2.seq DESC LIMIT 1) AS final_arm,
+                   (SELECT a3.agent || ':' || a3.model FROM attempts a3 WHERE a3.task_id = t.id
+                     ORDER BY a3.seq LIMIT 1) AS first_arm
+            FROM tasks t LEFT JOIN attempts a ON a.task_id = t.id
+            WHERE t.source = ? GROUP BY t.id ORDER BY t.rowid
+        """
+        return [dict(r) for r in self.db.execute(sql, (source,))]
+
+    def attempts_of(self, source: str) -> list[dict[str, Any]]:
+        sql = ("SELECT a.task_id, t.ref, a.seq, a.agent, a.model, a.verdict, a.score, a.cost_usd, a.apply_ok"
+               " FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.source = ? ORDER BY t.rowid, a.seq")
+        return [dict(r) for r in self.db.execute(sql, (source,))]
+
+    def tasks(self, *, source: str | None = "live", since: str | None = None, kind: str | None = None,
+              agent: str | None = None, limit: int | None = None, ids: Sequence[str] | None = None,
+              oldest_first: bool = False) -> list[dict[str, Any]]:
+        """Tasks newest first (or in insertion order), each with its attempts (``acr memory log``)."""
+        where, params = [], []
+        if source is not None:
+            where.append("t.source = ?")
+            params.append(source)
+        if since:
+            where.append("t.created_at >= ?")
+            params.append(since)
+        if kind:
+            where.append("t.kind = ?")
+            params.append(kind)
+        if agent:
+            where.append("EXISTS (SELECT 1 FROM attempts x WHERE x.task_id = t.id AND x.agent = ?)")
+            params.append(agent)
+        if ids:
+            where.append(f"t.id IN ({','.join('?' * len(ids))})")
+            params.extend(ids)
+        sql = "SELECT * FROM tasks t" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY t.rowid" if oldest_first else " ORDER BY t.created_at DESC, t.rowid DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        tasks = [dict(r) for r in self.db.execute(sql, params)]
+        if tasks:
+            by_id = {t["id"]: t for t in tasks}
+            for t in tasks:
+                t["attempts"] = []
+                t["groups"] = []
+            marks = ",".join("?" * len(by_id))
+            for r in self.db.execute(f"SELECT * FROM attempts WHERE task_id IN ({marks}) ORDER BY task_id, seq",
+                                     list(by_id)):
+                d = dict(r)
+                by_id[d.pop("task_id")]["attempts"].append({k: d[k] for k in ATTEMPT_FIELDS})
+            for r in self.db.execute(f"SELECT * FROM task_groups WHERE task_id IN ({marks}) ORDER BY task_id, level",
+                                     list(by_id)):
+                by_id[r["task_id"]]["groups"].append(r["key"])
+        return tasks
+
+    def counts(self) -> dict[str, int]:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "tasks": one("SELECT COUNT(*) FROM tasks WHERE source = 'live'"),
+            "attempts": one("SELECT COUNT(*) FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.source = 'live'"),
+            "bench_runs": one("SELECT COUNT(*) FROM runs"),
+            "bench_tasks": one("SELECT COUNT(*) FROM tasks WHERE source != 'live'"),
+        }
+
+    # ------------------------------------------------------------------ runs (benchmark replays)
+
+    def add_run(self, run_id: str, benchmark: str, policy: str, params: dict[str, Any]) -> None:
+        self._write("INSERT INTO runs (id, benchmark, policy, params, started_at) VALUES (?,?,?,?,?)",
+                    (run_id, benchmark, policy, json.dumps(params, sort_keys=True), now_iso()))
+
+    def finish_run(self, run_id: str, n_tasks: int, report: dict[str, Any] | None = None) -> None:
+        self._write("UPDATE runs SET finished_at=?, n_tasks=?, report=? WHERE id=?",
+                    (now_iso(), n_tasks, json.dumps(report) if report is not None else None, run_id))
+
+    def runs(self, benchmark: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM runs" + (" WHERE benchmark = ?" if benchmark else "") + " ORDER BY started_at, rowid"
+        return [_decode_run(dict(r)) for r in self.db.execute(sql, (benchmark,) if benchmark else ())]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        r = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _decode_run(dict(r)) if r else None
+
+    # ------------------------------------------------------------------ forget / export / import
+
+    def forget(self, task_ids: Iterable[str]) -> int:
+        ids = list(task_ids)
+        if not ids:
+            return 0
+        with self.transaction():
+            n = 0
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                n += self._write(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).rowcount
+        return n
+
+    def forget_all(self) -> int:
+        with self.transaction():
+            n = self._write("DELETE FROM tasks").rowcount
+            self._write("DELETE FROM runs")
+        self.db.execute("VACUUM")
+        return n
+
+    def forget_source_prefix(self, prefix: str) -> int:
+        with self.transaction():
+            n = self._write("DELETE FROM tasks WHERE source LIKE ? || '%'", (prefix,)).rowcount
+            if prefix.startswith("bench:"):
+                self._write("DELETE FROM runs")
+        return n
+
+    def export(self, out: IO[str]) -> int:
+        n = 0
+        for r in self.db.execute("SELECT * FROM runs ORDER BY rowid"):
+            out.write(json.dumps({"type": "run", **{k: r[k] for k in RUN_FIELDS}}, sort_keys=True) + "\n")
+            n += 1
+        ids = [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY rowid")]
+        for i in range(0, len(ids), 500):
+            for t in self.tasks(source=None, ids=ids[i:i + 500], oldest_first=True):
+                out.write(json.dumps({"type": "task", **t}, sort_keys=True) + "\n")
+                n += 1
+        return n
+
+    def import_(self, lines: Iterable[str]) -> tuple[int, int]:
+        """Import an export; tasks and runs already present are skipped. Returns (added, skipped)."""
+        added = skipped = 0
+        with self.transaction():
+            for lineno, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    kind = obj.pop("type")
+                except (ValueError, KeyError, AttributeError):
+                    raise MemoryFileError(f"line {lineno}: not an acr memory export record") from None
+                if kind == "run":
+                    cur = self._write(f"INSERT OR IGNORE INTO runs ({','.join(RUN_FIELDS)}) VALUES "
+                                      f"({','.join('?' * len(RUN_FIELDS))})", [obj.get(k) for k in RUN_FIELDS])
+                elif kind == "task":
+                    attempts = obj.pop("attempts", [])
+                    groups = obj.pop("groups", [])
+                    cur = self._write(f"INSERT OR IGNORE INTO tasks ({','.join(TASK_FIELDS)}) VALUES "
+                                      f"({','.join('?' * len(TASK_FIELDS))})", [obj.get(k) for k in TASK_FIELDS])
+                    if cur.rowcount:
+                        for level, key in enumerate(groups):
+                            self._write("INSERT INTO task_groups VALUES (?,?,?)", (obj["id"], level, key))
+                        for a in attempts:
+                            self._write(f"INSERT INTO attempts (task_id, {','.join(ATTEMPT_FIELDS)}) VALUES "
+                                        f"(?, {','.join('?' * len(ATTEMPT_FIELDS))})",
+                                        [obj["id"], *[a.get(k) for k in ATTEMPT_FIELDS]])
+                else:
+                    raise MemoryFileError(f"line {lineno}: unknown record type {kind!r}")
+                if cur.rowcount:
+                    added += 1
+                else:
+                    skipped += 1
+        return added, skipped
+
+    def size_bytes(self) -> int:
+        if str(self.path) == ":memory:":
+            return 0
+        p = Path(self.path)
+        return sum(q.stat().st_size for q in (p, Path(f"{p}-wal")) if q.exists())
+
+
+def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
+    for k in ("params", "report"):
+        if r.get(k):
+            r[k] = json.loads(r[k])
+    return r
+
+
+class StatsView:
+    """Per-(group key, arm) aggregates for one scope, refreshed incrementally.
+
+    A policy asks for the stats of a context's group keys before every
+    decision. The first request for a key runs an aggregate over that key's
+    attempts; later requests only aggregate attempts newer than the last seen
+    row id, so a replay of thousands of tasks never re-reads old rows.
+    """
+
+    def __init__(self, memory: Memory, scope: str):
+        self.memory = memory
+        self.scope = scope
+        self._watermark = memory.max_attempt_id()
+        self._cache: dict[str, dict[str, ArmStats]] = {}
+
+    def get(self, keys: Sequence[str]) -> list[dict[str, ArmStats]]:
+        self._refresh()
+        missing = [k for k in keys if k not in self._cache]
+        if missing:
+            self._cache.update(self.memory.arm_stats(self.scope, missing, upto=self._watermark))
+        return [self._cache[k] for k in keys]
+
+    def _refresh(self) -> None:
+        top, delta = self.memory.stats_since(self.scope, self._watermark)
+        if top == self._watermark:
+            return
+        for key, arms in delta.items():
+            cached = self._cache.get(key)
+            if cached is None:
+                continue  # loaded in full when first asked for
+            for arm, s in arms.items():
+                cached.setdefault(arm, ArmStats()).add(s)
+        self._watermark = top

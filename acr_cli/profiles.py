@@ -1,0 +1,294 @@
+"""Profiles: the arms acr may use, their prices and priors, the default order, and settings.
+
+A profile is a YAML file::
+
+    description: Cheap models first, strong ones when needed.
+    settings:                 # all optional
+      cost_weight: 0.1        # lambda: reward = score - lambda * USD
+      timeout: 1200           # seconds per attempt (the agent), whole process group killed after
+      verify_timeout: 900     # seconds for the verifier command
+      max_attempts: 3         # attempts per task
+      max_cost: 5.0           # USD per task; null = no limit
+      permissions: workspace-write   # read-only | workspace-write | full
+      policy: learned         # learned | fixed
+      prior_weight: 2         # pseudo-count given to an arm's prior mean
+      verify: null            # default verifier command
+    arms:
+      - agent: codex          # claude | codex | opencode | a name under `agents:`
+        model: gpt-5.4
+        price: {input: 2.5, output: 15.0}   # USD per 1M tokens
+        args: []              # extra CLI arguments for this arm
+        prior: {default: 0.5, bug_fix: 0.57}  # optional prior mean score per task kind
+        prior_weight: 4       # optional, overrides settings.prior_weight
+    order:                    # default order per task kind (arm ids AGENT:MODEL)
+      default: [codex:gpt-5.4]
+    agents:                   # optional generic CLIs (see acr_cli/agents/command.py)
+      mycli: {command: [mycli, --model, "{model}", "{prompt}"], output: text}
+
+Resolution of ``--profile NAME|PATH``: an existing path; else
+``<config>/profiles/NAME.yaml``; else the built-in ``profiles/NAME.yaml``.
+Every error names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from acr_cli import yamlfile
+from acr_cli.domain import Arm, parse_arm_id
+from acr_cli.errors import ConfigError, ProfileError
+
+BUILTIN_AGENTS = ("claude", "codex", "opencode")
+PERMISSIONS = ("read-only", "workspace-write", "full")
+POLICIES = ("learned", "fixed")
+DEFAULT_PROFILE = "balanced"
+
+
+@dataclass(frozen=True)
+class Settings:
+    cost_weight: float = 0.1
+    timeout: float = 1200.0
+    verify_timeout: float = 900.0
+    max_attempts: int = 3
+    max_cost: float | None = None
+    permissions: str = "workspace-write"
+    policy: str = "learned"
+    prior_weight: float = 2.0
+    verify: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: Path | None
+    description: str
+    settings: Settings
+    arms: tuple[Arm, ...]
+    order: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def arm(self, arm_id: str) -> Arm | None:
+        for a in self.arms:
+            if a.id == arm_id:
+                return a
+        return None
+
+    def order_for(self, kind: str | None) -> list[Arm]:
+        """Arms in the profile's order for ``kind``; arms not listed follow in file order."""
+        ids = self.order.get(kind or "", ()) or self.order.get("default", ())
+        listed = [a for i in ids if (a := self.arm(i)) is not None]
+        return listed + [a for a in self.arms if a not in listed]
+
+    def resolve_arm(self, text: str) -> Arm:
+        """An ``AGENT:MODEL`` from the command line: the profile's arm, or a bare one."""
+        agent, model = parse_arm_id(text)
+        found = self.arm(f"{agent}:{model}")
+        return found if found is not None else Arm(agent=agent, model=model)
+
+    def with_settings(self, **changes: Any) -> "Profile":
+        return replace(self, settings=replace(self.settings, **changes))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def builtin_dir() -> Path:
+    from acr_cli.resources import profiles_dir
+
+    return profiles_dir()
+
+
+def available(user_dir: Path) -> list[tuple[str, Path, str]]:
+    """(name, path, origin) of every profile: user ones shadow built-ins."""
+    seen: dict[str, tuple[str, Path, str]] = {}
+    for origin, d in (("built-in", builtin_dir()), ("user", user_dir)):
+        if d.is_dir():
+            for p in sorted(d.glob("*.yaml")):
+                seen[p.stem] = (p.stem, p, origin)
+    return sorted(seen.values())
+
+
+def find(spec: str, user_dir: Path) -> Path:
+    p = Path(spec).expanduser()
+    if p.suffix in (".yaml", ".yml") or "/" in spec or p.exists():
+        if p.is_file():
+            return p
+        raise ConfigError(f"profile file {spec} does not exist")
+    for d in (user_dir, builtin_dir()):
+        candidate = d / f"{spec}.yaml"
+        if candidate.is_file():
+            return candidate
+    names = ", ".join(n for n, _, _ in available(user_dir)) or "none"
+    raise ConfigError(f"no profile named {spec!r}", hint=f"available profiles: {names}")
+
+
+def load(spec: str, user_dir: Path) -> Profile:
+    path = find(spec, user_dir)
+    data, lines = yamlfile.load(path)
+    return parse(data, lines, path)
+
+
+def parse(data: Any, lines: dict, path: Path) -> Profile:
+    v = _Validator(str(path), lines)
+    if data is None:
+        data = {}
+    v.mapping(data, (), {"description", "settings", "arms", "order", "agents", "name"})
+    settings = _settings(v, data.get("settings") or {})
+    agents = _agents(v, data.get("agents") or {})
+    known_agents = set(BUILTIN_AGENTS) | set(agents)
+    arms = _arms(v, data.get("arms"), known_agents)
+    ids = [a.id for a in arms]
+    order = _order(v, data.get("order") or {}, set(ids))
+    return Profile(
+        name=str(data.get("name") or path.stem),
+        path=path,
+        description=str(data.get("description") or ""),
+        settings=settings,
+        arms=tuple(arms),
+        order=order,
+        agents=agents,
+    )
+
+
+def _settings(v: "_Validator", raw: Any) -> Settings:
+    key = ("settings",)
+    v.mapping(raw, key, set(Settings.__dataclass_fields__))
+    s = Settings()
+    out: dict[str, Any] = {}
+    for name in raw:
+        k = key + (name,)
+        val = raw[name]
+        if name in ("cost_weight", "timeout", "verify_timeout", "prior_weight"):
+            out[name] = v.number(val, k, minimum=0.0)
+        elif name == "max_cost":
+            out[name] = None if val is None else v.number(val, k, minimum=0.0)
+        elif name == "max_attempts":
+            out[name] = int(v.number(val, k, minimum=1, integer=True))
+        elif name == "permissions":
+            out[name] = v.choice(val, k, PERMISSIONS)
+        elif name == "policy":
+            out[name] = v.choice(val, k, POLICIES)
+        elif name == "verify":
+            out[name] = None if val is None else v.string(val, k)
+    return replace(s, **out)
+
+
+def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:
+    if raw is None:
+        raise v.error(("arms",), "a profile needs at least one arm (a list of {agent, model, price})")
+    if not isinstance(raw, list) or not raw:
+        raise v.error(("arms",), "expected a non-empty list of arms")
+    arms: list[Arm] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        k = ("arms", i)
+        v.mapping(item, k, {"agent", "model", "price", "args", "prior", "prior_weight"})
+        agent = v.string(item.get("agent"), k + ("agent",))
+        if agent not in known_agents:
+            raise v.error(k + ("agent",), f"unknown agent {agent!r}; known: {', '.join(sorted(known_agents))}")
+        model = v.string(item.get("model"), k + ("model",))
+        price_in = price_out = None
+        if "price" in item:
+            v.mapping(item["price"], k + ("price",), {"input", "output"}, required={"input", "output"})
+            price_in = v.number(item["price"]["input"], k + ("price", "input"), minimum=0.0)
+            price_out = v.number(item["price"]["output"], k + ("price", "output"), minimum=0.0)
+        args = tuple(v.string_list(item.get("args", []), k + ("args",)))
+        prior: list[tuple[str, float]] = []
+        if "prior" in item:
+            v.mapping(item["prior"], k + ("prior",), None)
+            for kind, mean in item["prior"].items():
+                prior.append((str(kind), v.number(mean, k + ("prior", kind), minimum=0.0, maximum=1.0)))
+        pw = item.get("prior_weight")
+        prior_weight = None if pw is None else v.number(pw, k + ("prior_weight",), minimum=0.0)
+        arm = Arm(agent, model, price_in, price_out, args, tuple(prior), prior_weight)
+        if arm.id in seen:
+            raise v.error(k, f"arm {arm.id} is listed twice")
+        seen.add(arm.id)
+        arms.append(arm)
+    return arms
+
+
+def _order(v: "_Validator", raw: Any, ids: set[str]) -> dict[str, tuple[str, ...]]:
+    v.mapping(raw, ("order",), None)
+    out: dict[str, tuple[str, ...]] = {}
+    for kind, lst in raw.items():
+        k = ("order", kind)
+        items = v.string_list(lst, k)
+        for j, arm_id in enumerate(items):
+            if arm_id not in ids:
+                raise v.error(k + (j,), f"{arm_id!r} is not one of the profile's arms ({', '.join(sorted(ids))})")
+        out[str(kind)] = tuple(items)
+    return out
+
+
+def _agents(v: "_Validator", raw: Any) -> dict[str, dict[str, Any]]:
+    from acr_cli.agents.command import validate_spec
+
+    v.mapping(raw, ("agents",), None)
+    out = {}
+    for name, spec in raw.items():
+        k = ("agents", name)
+        if name in BUILTIN_AGENTS:
+            raise v.error(k, f"{name!r} is a built-in agent; pick another name for a generic CLI")
+        problem = validate_spec(spec)
+        if problem:
+            sub, msg = problem
+            raise v.error(k + sub, msg)
+        out[str(name)] = spec
+    return out
+
+
+class _Validator:
+    def __init__(self, path: str, lines: dict):
+        self.path, self.lines = path, lines
+
+    def error(self, key: tuple, problem: str) -> ProfileError:
+        return ProfileError(self.path, yamlfile.line_of(self.lines, key), yamlfile.dotted(key), problem)
+
+    def mapping(self, val: Any, key: tuple, allowed: set[str] | None, required: set[str] = frozenset()) -> None:
+        if not isinstance(val, dict):
+            raise self.error(key, f"expected a mapping, got {_kind(val)}")
+        if allowed is not None:
+            for k in val:
+                if k not in allowed:
+                    raise self.error(key + (k,), f"unknown field; expected one of {', '.join(sorted(allowed))}")
+        for k in sorted(required):
+            if k not in val:
+                raise self.error(key, f"missing field {k!r}")
+
+    def number(self, val: Any, key: tuple, minimum: float | None = None, maximum: float | None = None,
+               integer: bool = False) -> float:
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise self.error(key, f"expected a number, got {_kind(val)}")
+        if integer and int(val) != val:
+            raise self.error(key, f"expected a whole number, got {val}")
+        if minimum is not None and val < minimum:
+            raise self.error(key, f"must be >= {minimum:g}, got {val}")
+        if maximum is not None and val > maximum:
+            raise self.error(key, f"must be <= {maximum:g}, got {val}")
+        return float(val)
+
+    def string(self, val: Any, key: tuple) -> str:
+        if val is None:
+            raise self.error(key, "missing value")
+        if not isinstance(val, (str, int, float)) or isinstance(val, bool):
+            raise self.error(key, f"expected a string, got {_kind(val)}")
+        return str(val)
+
+    def string_list(self, val: Any, key: tuple) -> list[str]:
+        if not isinstance(val, list):
+            raise self.error(key, f"expected a list, got {_kind(val)}")
+        return [self.string(x, key + (i,)) for i, x in enumerate(val)]
+
+    def choice(self, val: Any, key: tuple, options: tuple[str, ...]) -> str:
+        if val not in options:
+            raise self.error(key, f"expected one of {', '.join(options)}, got {val!r}")
+        return str(val)
+
+
+def _kind(val: Any) -> str:
+    if val is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: f"the string {val!r}", bool: f"{val}"}.get(type(val), repr(val))

@@ -1,0 +1,56 @@
+"""The policy interface: the one object that decides, in live runs and in replays alike.
+
+A policy is asked ``next(ctx, state)`` before every attempt of a task and
+answers a :class:`~acr_cli.domain.Decision` or ``None`` (stop). It reads what
+memory knows through a :class:`Stats` source (SQL aggregates per context group
+and arm) and never talks to agents or the benchmark itself, so the same object
+can be driven by ``acr run`` (agents answer) and ``acr bench replay`` (the
+matrix answers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from acr_cli.context import Context
+from acr_cli.domain import Arm, Decision, TaskState
+from acr_cli.memory.store import ArmStats
+
+
+class Stats(Protocol):
+    def get(self, keys: Sequence[str]) -> list[dict[str, ArmStats]]:
+        """For each group key: {arm id: aggregates of the attempts recorded in that group}."""
+
+
+@dataclass
+class Ranked:
+    """One arm's standing for a context: what ``route --explain`` and ``memory show`` print."""
+
+    arm: Arm
+    mean: float | None = None  # expected score if tried now
+    low: float | None = None  # 90% interval of the score
+    high: float | None = None
+    cost: float | None = None  # expected USD of one attempt
+    reward: float | None = None  # mean - lambda * cost
+    attempts: int = 0  # attempts behind the estimate (in the finest group that has any)
+    why: str = ""
+
+
+class Policy:
+    name = "policy"
+
+    def next(self, ctx: Context, state: TaskState) -> Decision | None:
+        raise NotImplementedError
+
+    def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
+        """Arms in the order the policy would try them now, with the numbers behind it."""
+        raise NotImplementedError
+
+    def task_done(self, ctx: Context, state: TaskState) -> None:
+        """Called after each task; policies that learn from memory need nothing here."""
+
+
+def untried(arms: Sequence[Arm], state: TaskState) -> list[Arm]:
+    done = state.tried_ids | state.excluded
+    return [a for a in arms if a.id not in done]

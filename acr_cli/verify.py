@@ -1,0 +1,72 @@
+"""Run the verifier command and turn it into a verdict.
+
+The verifier is the user's own command line (``--verify "pytest -q"``, the
+project's ``.acr.toml`` or the profile), so it runs through ``/bin/sh -c``
+like a Makefile recipe; the *prompt* never does. Verdict: exit code 0 passes.
+Score in [0, 1]:
+
+1. a line ``ACR_SCORE=<x>`` (or ``ACR_SCORE: x``) in the output, if present;
+2. else a pytest summary (``3 passed, 1 failed``) -> passed / (passed + failed + errors);
+3. else 1.0 for exit 0 and 0.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from acr_cli import process
+from acr_cli.agents.base import tail
+
+TAIL_LINES = 30
+
+_SCORE = re.compile(r"ACR_SCORE\s*[=:]\s*([0-9]*\.?[0-9]+)")
+_PYTEST = re.compile(r"(\d+) (passed|failed|error|errors)\b")
+
+
+@dataclass
+class VerifierResult:
+    passed: bool
+    score: float
+    exit_code: int | None
+    tail: str
+    duration_s: float
+    timed_out: bool = False
+
+    def summary(self) -> str:
+        if self.timed_out:
+            return f"verifier timed out after {self.duration_s:.0f}s"
+        return f"verifier exit {self.exit_code}, score {self.score:.2f}"
+
+
+def parse_score(output: str, exit_code: int | None) -> float:
+    found = _SCORE.findall(output)
+    if found:
+        return max(0.0, min(1.0, float(found[-1])))
+    counts = {"passed": 0, "failed": 0, "error": 0}
+    summary_seen = False
+    for line in output.splitlines()[-5:]:
+        if "passed" in line or "failed" in line:
+            for n, what in _PYTEST.findall(line):
+                counts["error" if what.startswith("error") else what] += int(n)
+                summary_seen = True
+    total = sum(counts.values())
+    if summary_seen and total:
+        return counts["passed"] / total
+    return 1.0 if exit_code == 0 else 0.0
+
+
+def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None) -> VerifierResult:
+    if log is not None:
+        log.write(f"--- verifier: {command}\n")
+    res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log)
+    output = "\n".join(x for x in (res.stdout, res.stderr) if x)
+    if res.timed_out:
+        return VerifierResult(False, 0.0, None, tail(output, TAIL_LINES), res.duration_s, timed_out=True)
+    passed = res.exit_code == 0
+    score = parse_score(output, res.exit_code)
+    if passed and score < 1.0 and not _SCORE.search(output):
+        score = 1.0  # a passing pytest run with skips/xfails is a pass
+    return VerifierResult(passed, score, res.exit_code, tail(output, TAIL_LINES), res.duration_s)

@@ -1,0 +1,92 @@
+"""Load YAML while remembering the line of every value, for errors that point at the line.
+
+``load(path)`` returns ``(data, lines)`` where ``lines[("arms", 2, "price")]``
+is the 1-based line of that value. A syntax error becomes a
+:class:`~acr_cli.errors.ProfileError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acr_cli.errors import ProfileError
+
+Key = tuple  # a path into the document: ("arms", 0, "price", "input")
+
+
+def load(path: Path, text: str | None = None) -> tuple[Any, dict[Key, int]]:
+    import yaml
+
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ProfileError(str(path), None, "file", f"cannot read: {e.strerror or e}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e)
+        raise ProfileError(str(path), line, "yaml", f"invalid YAML: {problem}") from None
+    lines: dict[Key, int] = {}
+    if node is None:
+        return None, lines
+    try:
+        return _convert(node, (), lines), lines
+    except _DuplicateKey as e:
+        raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, field: str, line: int):
+        self.field, self.line = field, line
+
+
+def _convert(node: Any, key: Key, lines: dict[Key, int]) -> Any:
+    import yaml
+
+    lines[key] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for k_node, v_node in node.value:
+            k = _scalar(k_node)
+            if k in out:
+                raise _DuplicateKey(dotted(key + (k,)), k_node.start_mark.line + 1)
+            out[k] = _convert(v_node, key + (k,), lines)
+            lines[key + (k,)] = k_node.start_mark.line + 1  # point at the key, not the value
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(v, key + (i,), lines) for i, v in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: Any) -> Any:
+    import yaml
+
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def dotted(key: Key) -> str:
+    """("arms", 2, "price", "input") -> "arms[2].price.input"."""
+    out = ""
+    for part in key:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(document)"
+
+
+def line_of(lines: dict[Key, int], key: Key) -> int | None:
+    """The line of ``key``, or of its closest ancestor present in the file."""
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key[:-1]
+    return lines.get(())
