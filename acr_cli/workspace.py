@@ -102,7 +102,8 @@ class Workspace:
         os.unlink(path)  # git wants to create it; a missing file is an empty index
         real = self.git_dir / "index"
         if seed and real.exists():
-            shutil.copyfile(real, path)  # reuse its stat cache: only changed files are re-hashed
+            # copy2 keeps the mtime: git's racy-entry check then works as on the real index
+            shutil.copy2(real, path)  # reuse its stat cache: only changed files are re-hashed
         return path
 
     def _snapshot_tree(self) -> str:

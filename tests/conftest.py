@@ -1,0 +1,84 @@
+"""Shared fixtures: every test gets its own acr home; helpers for git projects and fake agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKES = Path(__file__).parent / "fakes"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_BENCH = REPO.parent / "shared" / "coderouterbench"
+
+
+@pytest.fixture(autouse=True)
+def acr_home(tmp_path, monkeypatch):
+    """Each test runs with a fresh ACR_HOME and without scenario/config leaking in from outside."""
+    home = tmp_path / "acr-home"
+    monkeypatch.setenv("ACR_HOME", str(home))
+    for var in ("ACR_MEMORY", "ACR_BENCH_DATA", "FAKE_AGENT_SCENARIO", "FAKE_AGENT_PIDFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    return home
+
+
+@pytest.fixture
+def fakes_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+    return FAKES
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A small git project whose test fails until add() is fixed."""
+    p = tmp_path / "proj"
+    p.mkdir()
+    git(p, "init", "-q")
+    git(p, "config", "user.email", "t@example.com")
+    git(p, "config", "user.name", "t")
+    (p / "calc.py").write_text("def add(a, b):\n    return a * b\n")
+    (p / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    git(p, "add", "-A")
+    git(p, "commit", "-qm", "init")
+    return p
+
+
+VERIFY = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+GOOD = "def add(a, b):\n    return a + b\n"
+BAD = "def add(a, b):\n    return a - b\n"
+
+
+@pytest.fixture
+def scenario(tmp_path, monkeypatch):
+    """Write a fake-agent scenario and point FAKE_AGENT_SCENARIO at it; returns (write, log path)."""
+    path = tmp_path / "scenario.json"
+    log = tmp_path / "calls.jsonl"
+
+    def write(*rules: dict) -> Path:
+        path.write_text(json.dumps({"log": str(log), "rules": list(rules)}))
+        return log
+
+    monkeypatch.setenv("FAKE_AGENT_SCENARIO", str(path))
+    return write
+
+
+def calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def acr(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120,
+        input: str | None = None) -> subprocess.CompletedProcess:
+    """Run the real ``acr`` entry point in a subprocess (as a user would)."""
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "acr_cli", *args], cwd=cwd, env=full, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL if input is None else None,
+                          input=input)

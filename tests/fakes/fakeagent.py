@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""A fake coding-agent CLI for acr's tests and demos.
+
+Installed as ``claude``, ``codex`` and ``opencode`` (small wrapper scripts in
+this folder): it parses the command line the way the real CLI does, then
+acts out a *scenario* and prints the real CLI's machine-readable output
+format (Claude Code stream-json, Codex ``exec --json`` events, opencode
+``run --format json`` events).
+
+The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
+
+    {"log": "/tmp/calls.jsonl",            # optional: every call appended here
+     "rules": [                             # first rule whose `match` fits wins
+        {"match": {"agent": "codex", "model": "gpt-5.4"},
+         "write": {"calc.py": "def add(a, b):\\n    return a + b\\n"},
+         "append": {}, "delete": [],
+         "tokens": [12000, 800], "cost": 0.05,      # cost null: not reported
+         "text": "Fixed add()",
+         "error": null,        # "500" | "401" | "rate_limit": an API error in the CLI's format, exit 1
+         "deny": false,        # claude: every tool call denied (exit 0, permission_denials)
+         "hang": false,        # sleep forever after the first event (and start a sleeping child)
+         "sleep": 0,           # seconds before finishing
+         "exit": 0}]}
+
+Without a scenario every call succeeds without touching any file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+
+def parse_args(agent: str, argv: list[str]) -> dict:
+    """Read argv like the real CLI would; exit 2 on a command line it would refuse."""
+    out = {"model": None, "prompt": None, "dir": None, "flags": []}
+    args = list(argv)
+    if agent == "codex":
+        if not args or args[0] != "exec":
+            die(2, "fake codex: only `codex exec` is supported")
+        args = args[1:]
+    if agent == "opencode":
+        if not args or args[0] != "run":
+            die(2, "fake opencode: only `opencode run` is supported")
+        args = args[1:]
+    takes_value = {"--model", "-m", "--output-format", "--permission-mode", "-C", "--cd", "-s", "--sandbox",
+                   "-c", "--config", "--format", "--dir", "-o", "--output-last-message"}
+    positional = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            positional += args[i + 1:]
+            break
+        if a.startswith("--") and "=" in a:
+            out["flags"].append(a)
+        elif a in takes_value:
+            if i + 1 >= len(args):
+                die(2, f"fake {agent}: {a} needs a value")
+            val = args[i + 1]
+            if a in ("--model", "-m"):
+                out["model"] = val
+            elif a in ("-C", "--cd", "--dir"):
+                out["dir"] = val
+            out["flags"].append(f"{a}={val}")
+            i += 1
+        elif a.startswith("-"):
+            out["flags"].append(a)
+        else:
+            positional.append(a)
+        i += 1
+    out["prompt"] = "\n".join(positional) if positional else None
+    flags = out["flags"]
+    if agent == "claude":
+        if "-p" not in flags and "--print" not in flags:
+            die(2, "fake claude: interactive mode is not supported; pass -p")
+        if "--output-format=stream-json" in flags and "--verbose" not in flags:
+            die(1, "Error: When using --print, --output-format=stream-json requires --verbose")
+    if agent == "codex" and "--json" not in flags:
+        die(2, "fake codex: pass --json")
+    if agent == "opencode" and "--format=json" not in flags:
+        die(2, "fake opencode: pass --format json")
+    if out["prompt"] is None:
+        die(2, f"fake {agent}: no prompt given")
+    return out
+
+
+def die(code: int, msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.exit(code)
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def pick_rule(scenario: dict, agent: str, model: str | None) -> dict:
+    for rule in scenario.get("rules", []):
+        m = rule.get("match", {})
+        if m.get("agent") not in (None, agent):
+            continue
+        if m.get("model") not in (None, model):
+            continue
+        return rule
+    return {}
+
+
+def apply_files(rule: dict, root: Path) -> list[str]:
+    touched = []
+    for rel, content in (rule.get("write") or {}).items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content)
+        touched.append(rel)
+    for rel, content in (rule.get("append") or {}).items():
+        with open(root / rel, "a") as f:
+            f.write(content)
+        touched.append(rel)
+    for rel in rule.get("delete") or []:
+        (root / rel).unlink(missing_ok=True)
+        touched.append(rel)
+    return touched
+
+
+def hang(first_event) -> None:
+    first_event()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    pidfile = os.environ.get("FAKE_AGENT_PIDFILE")
+    if pidfile:
+        Path(pidfile).write_text(f"{os.getpid()}\n{child.pid}\n")
+    while True:
+        time.sleep(1)
+
+
+# --------------------------------------------------------------------------- output formats
+
+
+def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
+    sid = str(uuid.uuid4())
+    tin, tout = rule.get("tokens", [1000, 100])
+    emit({"type": "system", "subtype": "init", "session_id": sid, "model": model, "cwd": str(root),
+          "tools": ["Bash", "Edit", "Write", "Read"], "permissionMode": "acceptEdits"})
+    if rule.get("hang"):
+        hang(lambda: None)
+    time.sleep(rule.get("sleep", 0))
+    err = rule.get("error")
+    base = {"type": "result", "duration_ms": 1200, "duration_api_ms": 1100, "num_turns": 1, "session_id": sid,
+            "total_cost_usd": rule.get("cost", 0.01) or 0, "usage": {"input_tokens": tin, "output_tokens": tout,
+                                                                    "cache_creation_input_tokens": 0,
+                                                                    "cache_read_input_tokens": 0},
+            "modelUsage": {model: {"inputTokens": tin, "outputTokens": tout, "costUSD": rule.get("cost", 0.01)}},
+            "permission_denials": []}
+    if err:
+        status = 429 if err == "rate_limit" else int(err)
+        text = {500: "API Error: 500 Internal server error", 401: "Failed to authenticate. API Error: 401 invalid x-api-key",
+                429: "API Error: 429 rate_limit_error: This request would exceed your rate limit"}[status]
+        emit({**base, "subtype": "success", "is_error": True, "api_error_status": status, "result": text,
+              "total_cost_usd": 0, "usage": {"input_tokens": 0, "output_tokens": 0}})
+        return 1
+    files = list((rule.get("write") or {}).items()) + list((rule.get("append") or {}).items())
+    uses = []
+    for i, (rel, content) in enumerate(files):
+        uses.append({"type": "tool_use", "id": f"toolu_{i}", "name": "Write",
+                     "input": {"file_path": str(root / rel), "content": content}})
+    if uses:
+        emit({"type": "assistant", "session_id": sid,
+              "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": uses,
+                          "usage": {"input_tokens": tin, "output_tokens": tout}}})
+    denials = []
+    if rule.get("deny"):
+        denials = [{"tool_name": u["name"], "tool_use_id": u["id"], "tool_input": u["input"]} for u in uses] or [
+            {"tool_name": "Bash", "tool_use_id": "toolu_x", "tool_input": {"command": "ls"}}]
+    else:
+        apply_files(rule, root)
+    emit({"type": "assistant", "session_id": sid,
+          "message": {"id": "msg_2", "type": "message", "role": "assistant", "model": model,
+                      "content": [{"type": "text", "text": rule.get("text", "Done.")}]}})
+    emit({**base, "subtype": "success", "is_error": False, "result": rule.get("text", "Done."),
+          "permission_denials": denials, "total_cost_usd": rule.get("cost", 0.01)})
+    return int(rule.get("exit", 0))
+
+
+def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
+    sys.stderr.write("Reading additional input from stdin...\n")
+    emit({"type": "thread.started", "thread_id": str(uuid.uuid4())})
+    emit({"type": "turn.started"})
+    if rule.get("hang"):
+        hang(lambda: None)
+    time.sleep(rule.get("sleep", 0))
+    err = rule.get("error")
+    if err:
+        msg = {"500": "unexpected status 500 Internal Server Error", "401": "unexpected status 401 Unauthorized",
+               "rate_limit": "exceeded retry limit, last status: 429 Too Many Requests"}[str(err)]
+        emit({"type": "error", "message": msg})
+        emit({"type": "turn.failed", "error": {"message": msg}})
+        return 1
+    for i, rel in enumerate(apply_files(rule, root)):
+        emit({"type": "item.completed", "item": {"id": f"item_{i}", "type": "file_change", "status": "completed",
+                                                 "changes": [{"path": str(root / rel), "kind": "update"}]}})
+    emit({"type": "item.completed", "item": {"id": "item_m", "type": "agent_message", "text": rule.get("text", "Done.")}})
+    tin, tout = rule.get("tokens", [1000, 100])
+    emit({"type": "turn.completed", "usage": {"input_tokens": tin, "cached_input_tokens": 0, "output_tokens": tout,
+                                              "reasoning_output_tokens": 0}})
+    return int(rule.get("exit", 0))
+
+
+def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
+    sid = "ses_" + uuid.uuid4().hex[:20]
+    ts = int(time.time() * 1000)
+    emit({"type": "step_start", "timestamp": ts, "sessionID": sid, "part": {"type": "step-start"}})
+    if rule.get("hang"):
+        hang(lambda: None)
+    time.sleep(rule.get("sleep", 0))
+    err = rule.get("error")
+    if err:
+        status = 429 if err == "rate_limit" else int(err)
+        emit({"type": "error", "timestamp": ts, "sessionID": sid,
+              "error": {"name": "APIError", "data": {"message": f"Request failed with status {status}",
+                                                     "statusCode": status, "isRetryable": status != 401}}})
+        return 1
+    for rel in apply_files(rule, root):
+        emit({"type": "tool_use", "timestamp": ts, "sessionID": sid,
+              "part": {"type": "tool", "tool": "write", "state": {"status": "completed",
+                                                                  "input": {"filePath": str(root / rel)},
+                                                                  "output": "", "metadata": {}}}})
+    tin, tout = rule.get("tokens", [1000, 100])
+    emit({"type": "text", "timestamp": ts, "sessionID": sid, "part": {"type": "text", "text": rule.get("text", "Done.")}})
+    emit({"type": "step_finish", "timestamp": ts, "sessionID": sid,
+          "part": {"type": "step-finish", "reason": "stop", "cost": rule.get("cost", 0.0) or 0,
+                   "tokens": {"input": tin, "output": tout, "reasoning": 0, "cache": {"read": 0, "write": 0}}}})
+    return int(rule.get("exit", 0))
+
+
+def main() -> None:
+    agent = os.environ.get("FAKE_AGENT_NAME") or Path(sys.argv[0]).name
+    if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-v"):
+        print({"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.169.0", "opencode": "1.18.33"}.get(agent, "0"))
+        return
+    args = parse_args(agent, sys.argv[1:])
+    root = Path(args["dir"] or os.environ.get("PWD") or os.getcwd()) if agent != "claude" else Path(os.getcwd())
+    scen_path = os.environ.get("FAKE_AGENT_SCENARIO")
+    scenario = json.loads(Path(scen_path).read_text()) if scen_path else {}
+    rule = pick_rule(scenario, agent, args["model"])
+    if scenario.get("log"):
+        with open(scenario["log"], "a") as f:
+            f.write(json.dumps({"agent": agent, "model": args["model"], "prompt": args["prompt"],
+                                "argv": sys.argv[1:], "cwd": os.getcwd(), "pwd": os.environ.get("PWD"),
+                                "stdin_tty": os.isatty(0)}) + "\n")
+    run = {"claude": claude, "codex": codex, "opencode": opencode}[agent]
+    sys.exit(run(rule, args["model"] or "default", args["prompt"], root))
+
+
+if __name__ == "__main__":
+    main()

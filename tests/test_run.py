@@ -1,0 +1,248 @@
+"""End to end: route -> run a fake agent subprocess -> verify -> roll back -> escalate -> record."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BAD, GOOD, VERIFY, acr, calls, git
+
+TWO_ARMS = "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4"
+
+
+def attempts_in_memory(home: Path) -> list[dict]:
+    db = sqlite3.connect(home / "data" / "memory.sqlite")
+    db.row_factory = sqlite3.Row
+    return [dict(r) for r in db.execute("SELECT * FROM attempts ORDER BY id")]
+
+
+def dirty_user_work(project: Path) -> dict[str, bytes]:
+    """The user's own uncommitted edit, untracked file and staged change, before acr runs."""
+    (project / "calc.py").write_bytes(b"def add(a, b):\n    return a * b\n# user's note\r\n\x00\xff")
+    (project / "NOTES.md").write_bytes("untracked notes, ünïcode\n".encode())
+    (project / "staged.txt").write_text("staged\n")
+    git(project, "add", "staged.txt")
+    return {p: (project / p).read_bytes() for p in ("calc.py", "NOTES.md", "staged.txt")}
+
+
+def test_escalates_after_failed_verifier_and_records_every_attempt(project, fakes_on_path, scenario, acr_home):
+    log = scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}, "tokens": [4200, 180], "cost": 0.002},
+                   {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}, "tokens": [3800, 150]})
+    r = acr("run", "fix the add function", "--verify", VERIFY, "--arms", TWO_ARMS, "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["passed"] is True
+    assert [a["verdict"] for a in out["attempts"]] == ["failed", "passed"]
+    first, second = out["attempts"]
+    assert (first["agent"], first["model"]) == ("opencode", "moonshotai/kimi-k2.5")
+    assert (first["tokens_in"], first["tokens_out"], first["cost_source"]) == (4200, 180, "reported")
+    # codex reports no cost: priced from the profile (gpt-5.4: $2.5 in / $15 out per 1M)
+    assert second["cost_source"] == "priced"
+    assert second["cost_usd"] == pytest.approx((3800 * 2.5 + 150 * 15) / 1e6)
+    assert out["cost_usd"] == pytest.approx(0.002 + second["cost_usd"], abs=1e-6)
+    assert set(out["attempts"][0]) >= {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd",
+                                       "cost_source", "duration_s", "reason"}
+    # The second agent saw why the first failed (multi-turn routing).
+    prompts = [c["prompt"] for c in calls(log)]
+    assert prompts[0] == "fix the add function"
+    assert "did not succeed" in prompts[1] and "assert" in prompts[1]
+    # The passing change is left for review; the memory has both attempts.
+    assert (project / "calc.py").read_text() == GOOD
+    rows = attempts_in_memory(acr_home)
+    assert [(a["agent"], a["verdict"]) for a in rows] == [("opencode", "failed"), ("codex", "passed")]
+    assert rows[0]["apply_ok"] == 1 and rows[0]["tokens_in"] == 4200
+
+
+def test_users_uncommitted_work_survives_a_failed_run(project, fakes_on_path, scenario):
+    before = dirty_user_work(project)
+    scenario({"write": {"calc.py": BAD, "new_file.py": "x = 1\n"}, "delete": ["NOTES.md"]})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", TWO_ARMS, cwd=project)
+    assert r.returncode == 1, r.stderr
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+    assert not (project / "new_file.py").exists()
+    assert git(project, "diff", "--cached", "--name-only").split() == ["staged.txt"]
+
+
+def test_users_uncommitted_work_survives_a_timeout(project, fakes_on_path, scenario, tmp_path, monkeypatch):
+    before = dirty_user_work(project)
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("FAKE_AGENT_PIDFILE", str(pidfile))
+    scenario({"match": {"agent": "opencode"}, "hang": True},
+             {"match": {"agent": "codex"}, "write": {"calc.py": BAD}})
+    start = time.monotonic()
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", TWO_ARMS, "--timeout", "3", "--json", cwd=project)
+    assert time.monotonic() - start < 60
+    out = json.loads(r.stdout)
+    assert [a["verdict"] for a in out["attempts"]] == ["timeout", "failed"]
+    assert r.returncode == 1
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+    # The stalled agent and the child it started are gone (the whole process group was killed).
+    for pid in map(int, pidfile.read_text().split()):
+        assert not _alive(pid), pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_prompt_reaches_the_agent_verbatim_and_is_never_run_by_a_shell(project, fakes_on_path, scenario, tmp_path):
+    canary = tmp_path / "pwned"
+    prompt = (f"fix \"quoted\" and 'single' $(touch {canary}) `touch {canary}` ; touch {canary} && echo hi\n"
+              "second line\twith tab $HOME -rf --help")
+    log = scenario({"write": {"calc.py": GOOD}})
+    for agent in ("claude:claude-opus-4-6", "codex:gpt-5.4", "opencode:moonshotai/kimi-k2.5"):
+        r = acr("run", "--arms", agent, "--verify", VERIFY, "--", prompt, cwd=project)
+        assert r.returncode == 0, r.stderr
+        git(project, "checkout", "--", "calc.py")
+    assert [c["prompt"] for c in calls(log)] == [prompt] * 3
+    assert not canary.exists()
+
+
+def test_api_errors_move_on_to_the_next_arm(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "claude"}, "error": "500"},
+             {"match": {"agent": "opencode"}, "error": "rate_limit"},
+             {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--json", "--arms",
+            "claude:claude-sonnet-4-6,opencode:alibaba/qwen3.5-plus,codex:gpt-5.4", cwd=project)
+    out = json.loads(r.stdout)
+    assert r.returncode == 0
+    assert [a["verdict"] for a in out["attempts"]] == ["error", "error", "passed"]
+    assert "500" in out["attempts"][0]["detail"] and "429" in out["attempts"][1]["detail"]
+
+
+def test_claude_run_with_every_tool_denied_is_a_failed_attempt(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": GOOD}, "deny": True})
+    r = acr("run", "fix add", "--verify", VERIFY, "--json", "--arms", "claude:claude-opus-4-6", cwd=project)
+    out = json.loads(r.stdout)
+    assert r.returncode == 1
+    assert out["attempts"][0]["verdict"] == "failed"
+    assert "denied" in out["attempts"][0]["detail"]
+
+
+def test_missing_cli_is_skipped_with_a_note(project, fakes_on_path, scenario):
+    scenario({"write": {"calc.py": GOOD}})
+    bindir = project.parent / "onlycodex"
+    bindir.mkdir()
+    (bindir / "codex").write_text((Path(__file__).parent / "fakes" / "codex").read_text().replace(
+        '"$(dirname "$0")/fakeagent.py"', f'"{Path(__file__).parent / "fakes" / "fakeagent.py"}"'))
+    (bindir / "codex").chmod(0o755)
+    path = os.pathsep.join([str(bindir)] + [p for p in os.environ["PATH"].split(os.pathsep) if "fakes" not in p])
+    r = acr("run", "fix add", "--verify", VERIFY, "--json", "--arms",
+            "claude:claude-opus-4-6,nosuchagent:m1,codex:gpt-5.4", cwd=project, env={"PATH": path})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [(s["agent"], "not installed" in s["reason"]) for s in out["skipped"]] == [("claude", True),
+                                                                                      ("nosuchagent", False)]
+    assert "unknown agent" in out["skipped"][1]["reason"]
+    assert [a["agent"] for a in out["attempts"]] == ["codex"]
+
+
+def test_max_cost_stops_escalation(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": BAD}, "cost": 0.9})
+    r = acr("run", "fix add", "--verify", VERIFY, "--json", "--max-cost", "0.5", "--arms",
+            "claude:claude-opus-4-6,claude:claude-sonnet-4-6", cwd=project)
+    out = json.loads(r.stdout)
+    assert r.returncode == 1
+    assert len(out["attempts"]) == 1
+    assert "max-cost" in out["stop_reason"]
+
+
+def test_outside_git_explains_and_no_rollback_works(tmp_path, fakes_on_path, scenario):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    scenario({"write": {"out.txt": "hello\n"}})
+    r = acr("run", "write hello", "--arms", "codex:gpt-5.4", cwd=plain)
+    assert r.returncode == 2
+    assert "git" in r.stderr and "--no-rollback" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = acr("run", "write hello", "--arms", "codex:gpt-5.4", "--no-rollback", cwd=plain)
+    assert r.returncode == 0, r.stderr
+    assert (plain / "out.txt").read_text() == "hello\n"
+
+
+def test_ctrl_c_cancels_records_and_restores(project, fakes_on_path, scenario, acr_home):
+    before = dirty_user_work(project)
+    scenario({"hang": True, "write": {"calc.py": BAD}})
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
+                             "codex:gpt-5.4", "--json"], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _attempt_started(acr_home):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["attempts"][0]["verdict"] == "cancelled"
+    assert attempts_in_memory(acr_home)[0]["verdict"] == "cancelled"
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+
+
+def _attempt_started(home: Path) -> bool:
+    logs = home / "data" / "logs"
+    return logs.exists() and any(logs.rglob("*.log"))
+
+
+def test_parallel_runs_lose_no_row(tmp_path, fakes_on_path, scenario, acr_home):
+    scenario({"write": {"out.txt": "x\n"}, "sleep": 0.2})
+    projects = []
+    for i in range(8):
+        p = tmp_path / f"p{i}"
+        p.mkdir()
+        git(p, "init", "-q")
+        projects.append(p)
+    procs = [subprocess.Popen([sys.executable, "-m", "acr_cli", "run", f"task {i}", "--arms",
+                               "claude:claude-sonnet-4-6,codex:gpt-5.4", "--verify", "false", "--quiet"],
+                              cwd=p, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+             for i, p in enumerate(projects)]
+    for pr in procs:
+        _, err = pr.communicate(timeout=120)
+        assert pr.returncode == 1, err
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 8
+    assert db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 16
+    assert db.execute("SELECT COUNT(*) FROM tasks WHERE passed IS NULL").fetchone()[0] == 0
+
+
+def test_corrupt_memory_gives_a_clear_error(project, tmp_path):
+    bad = tmp_path / "broken.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    r = acr("memory", "show", "--memory", str(bad), cwd=project)
+    assert r.returncode == 2
+    assert "not a readable acr memory" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write to read-only files")
+def test_unwritable_memory_gives_a_clear_error(project, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    r = acr("memory", "show", "--memory", str(ro / "m.sqlite"), cwd=project)
+    assert r.returncode == 2 and "cannot create the memory file" in r.stderr
+
+
+def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = acr("memory", "show", "--memory", str(blocker / "m.sqlite"), cwd=project)
+    assert r.returncode == 2 and "cannot create the memory file" in r.stderr
+    assert "Traceback" not in r.stderr
