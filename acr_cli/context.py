@@ -15,8 +15,11 @@ Classification is deterministic and cheap (no model call):
   ``small`` for prompts naming at most one file and under 200 characters,
   else ``medium``.
 * **groups**: the context's place in the hierarchy the router learns over,
-  coarse to fine: ``all`` -> ``kind=K`` -> ``kind=K/lang=L`` ->
-  ``kind=K/lang=L/project=P``. Sparse groups borrow strength from parents.
+  coarse to fine: ``kind=K`` -> ``kind=K/lang=L`` -> ``kind=K/lang=L/project=P``.
+  Sparse groups borrow strength from their parents; the coarsest level
+  borrows from the profile's prior for the kind. (There is no all-kinds level:
+  a model's record on docs says little about bug fixes, and aggregating every
+  attempt on every decision would make routing slow on a large memory.)
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ class Context:
     language: str | None = None
     size: str = "medium"
     project: str | None = None  # absolute path of the project (live runs)
-    groups: tuple[str, ...] = ("all",)  # coarse -> fine
+    groups: tuple[str, ...] = ()  # coarse -> fine
     reasons: tuple[str, ...] = field(default=(), compare=False)
     ref: str | None = None  # the benchmark's task id (replays)
 
@@ -161,7 +164,7 @@ def project_key(project: Path) -> str:
 def live_groups(kind: str, language: str | None, project: Path | None) -> tuple[str, ...]:
     k = f"kind={kind}"
     kl = f"{k}/lang={language or '?'}"
-    groups = ["all", k, kl]
+    groups = [k, kl]
     if project is not None:
         groups.append(f"{kl}/project={project_key(project)}")
     return tuple(groups)

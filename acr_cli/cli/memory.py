@@ -41,11 +41,12 @@ def show(
 
         merged = []
         for k in kinds:
-            ctx = Context(prompt="", kind=k, groups=("all", f"kind={k}"))
+            ctx = Context(prompt="", kind=k, groups=(f"kind={k}",))
             for pos, rk in enumerate(policy.rank(ctx), 1):
                 row = by_key.pop((k, rk.arm.id), None) or {"kind": k, "agent": rk.arm.agent, "model": rk.arm.model,
                                                            "stats": ArmStats()}
-                row.update(mean=rk.mean, low=rk.low, high=rk.high, reward=rk.reward, rank=pos,
+                low, high = rk.interval
+                row.update(mean=rk.mean, low=low, high=high, reward=rk.reward, rank=pos,
                            expected_cost=rk.cost)
                 merged.append(row)
         merged += list(by_key.values())  # arms no longer in the profile

@@ -67,34 +67,30 @@ def print_run_summary(result, verify: str | None) -> None:
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool) -> None:
-    from rich.table import Table
+    """Plain text on purpose: `acr route` must start fast, so no rich import here."""
+    import typer
 
-    con = console()
-    con.print(f"[bold]{ctx.kind}[/] · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
-              f" · policy {policy.name}")
+    typer.echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
+               f" · policy {policy.name}")
     if explain:
         for r in ctx.reasons:
-            con.print(f"  [dim]- {r}[/]")
-        con.print(f"  [dim]- groups (coarse to fine): {' > '.join(ctx.groups)}[/]")
-    table = Table(box=None, pad_edge=False)
-    table.add_column("#", justify="right")
-    table.add_column("arm")
-    if explain:
-        for col in ("score", "90% interval", "cost/attempt", "exp. reward", "attempts", "why"):
-            table.add_column(col, justify="right" if col not in ("why",) else "left")
+            typer.echo(f"  - {r}")
+        typer.echo(f"  - groups (coarse to fine): {' > '.join(ctx.groups)}")
+        typer.echo("")
+    rows = []
     for i, r in enumerate(ranked, 1):
-        row = [str(i), r.arm.id]
+        row = [f"{i}.", r.arm.id]
         if explain:
-            row += [
-                "-" if r.mean is None else f"{r.mean:.2f}",
-                "-" if r.low is None else f"{r.low:.2f}–{r.high:.2f}",
-                fmt_money(r.cost, 3),
-                "-" if r.reward is None else f"{r.reward:+.3f}",
-                str(r.attempts),
-                r.why,
-            ]
-        table.add_row(*row)
-    con.print(table)
+            low, high = r.interval
+            row += ["-" if r.mean is None else f"{r.mean:.2f}",
+                    "-" if low is None else f"{low:.2f}-{high:.2f}",
+                    fmt_money(r.cost, 3), "-" if r.reward is None else f"{r.reward:+.3f}", str(r.attempts), r.why]
+        rows.append(row)
+    head = ["#", "arm"] + (["score", "90% int.", "cost", "reward", "n", "why"] if explain else [])
+    widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
+    for row in ([head] if explain else []) + rows:
+        typer.echo("  ".join(c.ljust(w) if j in (1, len(head) - 1) else c.rjust(w)
+                             for j, (c, w) in enumerate(zip(row, widths))).rstrip())
 
 
 def memory_table(rows: list[dict[str, Any]], ranked_by_kind: dict[str, list] | None = None) -> None:

@@ -184,7 +184,7 @@ def route(
                         "groups": list(ctx.groups), "reasons": list(ctx.reasons)},
             "profile": prof.name,
             "policy": pol.name,
-            "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "low": r.low, "high": r.high,
+            "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),
                        "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
                       for r in ranked],
         })

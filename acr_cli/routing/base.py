@@ -29,12 +29,21 @@ class Ranked:
 
     arm: Arm
     mean: float | None = None  # expected score if tried now
-    low: float | None = None  # 90% interval of the score
-    high: float | None = None
     cost: float | None = None  # expected USD of one attempt
     reward: float | None = None  # mean - lambda * cost
     attempts: int = 0  # attempts behind the estimate (in the finest group that has any)
     why: str = ""
+    alpha: float | None = None  # Beta posterior of the score, when the policy keeps one
+    beta: float | None = None
+
+    @property
+    def interval(self) -> tuple[float | None, float | None]:
+        """90% credible interval of the score (computed on demand: only --explain needs it)."""
+        if self.alpha is None or self.beta is None:
+            return None, None
+        from acr_cli.routing.betadist import interval90
+
+        return interval90(max(self.alpha, 1e-3), max(self.beta, 1e-3))
 
 
 class Policy:

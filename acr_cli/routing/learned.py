@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory.store import ArmStats
-from acr_cli.routing import betadist
 from acr_cli.routing.base import Policy, Ranked, Stats, untried
 
 DEFAULT_PRIOR = 0.5  # no prior in the profile: maximal uncertainty about the pass rate
@@ -58,12 +57,11 @@ class LearnedPolicy(Policy):
                     if cost is not None else s.mean_cost
             if s and s.n:
                 n_finest = s.n
-        low, high = betadist.interval90(max(alpha, 1e-3), max(beta, 1e-3))
         reward = mean - self.cost_weight * (cost or 0.0)
         why = f"prior {'%.2f' % prior if prior is not None else 'none'}"
         if n_finest:
             why += f", {n_finest} attempts in memory"
-        return Ranked(arm, mean, low, high, cost, reward, n_finest, why)
+        return Ranked(arm, mean, cost, reward, n_finest, why, alpha, beta)
 
     def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
         levels = self.stats.get(ctx.groups)

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Performance figures for acr, printed (never asserted): python bench/perf.py [--quick].
+
+Wall times are medians of interleaved runs, and each acr figure is also given as a
+ratio to a bare Typer hello-world measured in the same run, so a noisy machine
+moves both sides together. Targets (issue #2): ``acr --help`` <= 1.3x the bare
+app; ``acr route`` with 100,000 attempts in memory <= 2x the bare app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HELLO = """
+import typer
+app = typer.Typer()
+@app.command()
+def hello(name: str = "world"):
+    print(f"hello {name}")
+if __name__ == "__main__":
+    app()
+"""
+
+
+def timed(argv: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                   check=False)
+    return time.perf_counter() - start
+
+
+def measure(cases: dict[str, list[str]], env: dict, repeat: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {k: [] for k in cases}
+    for argv in cases.values():  # warm the file cache
+        timed(argv, env)
+    for _ in range(repeat):
+        for name, argv in cases.items():  # interleaved: noise hits every case alike
+            samples[name].append(timed(argv, env))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def seed_memory(path: Path, n_attempts: int) -> None:
+    """n_attempts synthetic live attempts (two per task) across kinds, languages and projects."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acr_cli.context import live_groups
+    from acr_cli.memory import Memory
+
+    mem = Memory.open(path)
+    rng = random.Random(7)
+    kinds = ["bug_fix", "feature", "refactor", "test_generation", "docs", "explain"]
+    langs = ["python", "typescript", "go", "rust"]
+    arms = [("codex", "gpt-5.4"), ("claude", "claude-opus-4-6"), ("claude", "claude-sonnet-4-6"),
+            ("opencode", "moonshotai/kimi-k2.5"), ("opencode", "zhipuai/glm-5")]
+    db = mem.db
+    db.execute("BEGIN")
+    for t in range(n_attempts // 2):
+        kind, lang = rng.choice(kinds), rng.choice(langs)
+        groups = live_groups(kind, lang, Path(f"/work/project{rng.randrange(20)}"))
+        tid = f"t{t:07d}"
+        db.execute("INSERT INTO tasks (id, created_at, source, kind, language, prompt) VALUES (?,?,?,?,?,?)",
+                   (tid, "2026-11-01T00:00:00Z", "live", kind, lang, f"synthetic task {t}"))
+        db.executemany("INSERT INTO task_groups VALUES (?,?,?)", [(tid, i, g) for i, g in enumerate(groups)])
+        for seq in (1, 2):
+            agent, model = rng.choice(arms)
+            verdict = rng.choice(["passed", "failed", "failed", "error"])
+            db.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, duration_s, cost_usd,"
+                       " cost_source, verdict, score, tokens_in, tokens_out) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (tid, seq, agent, model, "2026-11-01T00:00:00Z", rng.uniform(10, 300), rng.uniform(0, 2),
+                        "priced", verdict, 1.0 if verdict == "passed" else 0.0, 50000, 2000))
+    db.execute("COMMIT")
+    mem.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--attempts", type=int, default=100_000)
+    args = ap.parse_args()
+    repeat = 5 if args.quick else 15
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        hello = tmp / "hello.py"
+        hello.write_text(HELLO)
+        env = dict(os.environ, ACR_HOME=str(tmp / "home"))
+        big = tmp / "big.sqlite"
+        t0 = time.perf_counter()
+        seed_memory(big, args.attempts)
+        seeded = time.perf_counter() - t0
+        py = sys.executable
+        cases = {
+            "bare typer app --help": [py, str(hello), "--help"],
+            "bare typer app (run)": [py, str(hello)],
+            "acr --help": [py, "-m", "acr_cli", "--help"],
+            "acr route (empty memory)": [py, "-m", "acr_cli", "route", "fix the failing parser test"],
+            f"acr route ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "route", "fix the failing parser test",
+                                                        "--memory", str(big)],
+            f"acr memory show ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "memory", "show", "--memory",
+                                                              str(big)],
+        }
+        res = measure(cases, env, repeat)
+    help_base, run_base = res["bare typer app --help"], res["bare typer app (run)"]
+    print(f"seeded {args.attempts:,} synthetic attempts in {seeded:.1f}s; medians of {repeat} interleaved runs\n")
+    print(f"{'case':42} {'wall':>9} {'x bare --help':>14} {'x bare run':>11}")
+    for name, t in res.items():
+        print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
+    print("\ntargets: acr --help <= 1.30x bare --help; acr route with 100k attempts <= 2.00x the bare app")
+
+
+if __name__ == "__main__":
+    main()

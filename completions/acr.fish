@@ -1,0 +1,1 @@
+complete --command acr --no-files --arguments "(env _ACR_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) acr)" --condition "env _ACR_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) acr"

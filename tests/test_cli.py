@@ -1,0 +1,117 @@
+"""The command line through Typer's CliRunner: help, JSON shapes, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from acr_cli import __version__
+from acr_cli.cli.app import app
+from acr_cli.domain import Arm, Decision, Feedback
+from acr_cli.memory import Memory
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_help_and_version():
+    r = invoke("--help")
+    assert r.exit_code == 0
+    for cmd in ("run", "route", "memory", "bench", "profiles", "doctor", "config"):
+        assert cmd in r.output
+    assert invoke("--version").output.strip() == f"acr {__version__}"
+    assert "Exit codes" in invoke("run", "--help").output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["route", "x", "--kind", "nonsense"], "--kind 'nonsense'"),
+    (["run", "", "--no-rollback"], "the request is empty"),
+    (["run", "x", "--arms", "justamodel", "--no-rollback"], "is not AGENT:MODEL"),
+    (["memory", "log", "--since", "yesterday"], "--since 'yesterday'"),
+    (["memory", "forget"], "say what to forget"),
+    (["route", "x", "--profile", "nosuch"], "no profile named 'nosuch'"),
+    (["config", "set", "colour", "red"], "unknown setting 'colour'"),
+    (["config", "set", "timeout", "soon"], "timeout needs a float"),
+])
+def test_bad_input_is_explained_with_exit_2(args, message):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_route_explain_and_json(tmp_path):
+    r = invoke("route", "fix the failing parser test", "--explain", "--project", str(tmp_path))
+    assert r.exit_code == 0
+    assert "bug_fix" in r.output and "'fix'" in r.output and "groups" in r.output
+    r = invoke("route", "fix the failing parser test", "--json", "--project", str(tmp_path))
+    out = json.loads(r.output)
+    assert out["context"]["kind"] == "bug_fix" and out["policy"] == "learned"
+    assert len(out["order"]) == 8 and {"agent", "model", "mean", "expected_cost", "why"} <= set(out["order"][0])
+    rewards = [o["expected_reward"] for o in out["order"]]
+    assert rewards == sorted(rewards, reverse=True)
+    r = invoke("route", "fix it", "--json", "--arms", "codex:gpt-5.4,claude:claude-opus-4-6")
+    assert [o["agent"] for o in json.loads(r.output)["order"]] == ["codex", "claude"]
+
+
+def _seed(acr_home):
+    mem = Memory.open(acr_home / "data" / "memory.sqlite")
+    arm = Arm("codex", "gpt-5.4")
+    tid = mem.begin_task(source="live", kind="bug_fix", groups=["all", "kind=bug_fix"], prompt="fix it")
+    mem.add_attempt(tid, 1, Decision(arm, "because"), Feedback(arm, "passed", score=1.0, cost_usd=0.2,
+                                                               cost_source="priced", duration_s=3))
+    mem.finish_task(tid, passed=True, score=1.0, cost_usd=0.2, final_arm=arm.id)
+    mem.close()
+    return tid
+
+
+def test_memory_log_and_show_json_shapes(acr_home):
+    tid = _seed(acr_home)
+    out = json.loads(invoke("memory", "log", "--json").output)
+    task = out["tasks"][0]
+    assert {"id", "created_at", "kind", "prompt", "passed", "cost_usd", "attempts"} <= set(task)
+    assert task["id"] == tid and task["passed"] is True and task["attempts"][0]["verdict"] == "passed"
+    assert json.loads(invoke("memory", "log", "--json", "--kind", "docs").output) == {"tasks": []}
+    assert json.loads(invoke("memory", "log", "--json", "--agent", "codex", "--since", "1h").output)["tasks"]
+    show = json.loads(invoke("memory", "show", "--json").output)
+    row = next(k for k in show["kinds"] if k["agent"] == "codex" and k["model"] == "gpt-5.4")
+    assert (row["kind"], row["attempts"], row["pass_rate"], row["mean_cost_usd"]) == ("bug_fix", 1, 1.0, 0.2)
+    assert row["order"] >= 1 and row["interval90"][0] <= row["posterior_mean"] <= row["interval90"][1]
+    assert "bug_fix" in invoke("memory", "show").output
+
+
+def test_export_import_forget_cli(acr_home, tmp_path):
+    tid = _seed(acr_home)
+    dump = tmp_path / "dump.jsonl"
+    assert invoke("memory", "export", str(dump)).exit_code == 0
+    assert invoke("memory", "forget", tid).output.strip() == "forgot 1 task(s)"
+    assert "imported 1 records" in invoke("memory", "import", str(dump)).output
+    r = runner.invoke(app, ["memory", "forget", "--all"], input="n\n")
+    assert r.exit_code != 0
+    assert invoke("memory", "forget", "--all", "--yes").output.strip() == "forgot 1 task(s)"
+
+
+def test_doctor_json(acr_home, fakes_on_path):
+    out = json.loads(invoke("doctor", "--json").output)
+    assert out["agents"]["codex"]["found"] and out["agents"]["codex"]["version"] == "codex-cli 0.169.0"
+    assert out["paths"]["resolved_from"] == "ACR_HOME"
+    assert all(a["usable"] for a in out["profile"]["arms"])
+
+
+def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
+    assert invoke("config", "set", "profile", "cheap").exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    out = json.loads(invoke("config", "show", "--json").output)
+    assert out["settings"]["profile"] == {"value": "cheap", "source": str(acr_home / "config" / "config.toml")}
+    (tmp_path / ".acr.toml").write_text('profile = "quality"\nverify = "make test"\n')
+    out = json.loads(invoke("config", "show", "--json").output)
+    assert out["settings"]["profile"]["value"] == "quality" and out["settings"]["verify"]["value"] == "make test"
+    assert json.loads(invoke("route", "fix it", "--json").output)["profile"] == "quality"
+    (tmp_path / ".acr.toml").write_text("timeout = 'x'\n")
+    r = runner.invoke(app, ["route", "x"])
+    assert r.exit_code == 2 and "should be a float" in r.output

@@ -1,0 +1,145 @@
+"""The SQLite memory: migrations, safety, aggregates, export/import."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import stat
+from dataclasses import astuple
+
+import pytest
+
+from acr_cli.domain import Arm, Decision, Feedback
+from acr_cli.errors import MemoryFileError
+from acr_cli.memory import db as dbmod
+from acr_cli.memory.store import Memory, StatsView
+
+A = Arm("codex", "gpt-5.4", 2.5, 15.0)
+B = Arm("claude", "claude-opus-4-6", 5.0, 25.0)
+
+
+def record(mem: Memory, groups, outcomes, source="live", prompt="p"):
+    tid = mem.begin_task(source=source, kind=groups[1].split("=")[1] if len(groups) > 1 else None,
+                         groups=groups, prompt=prompt)
+    for seq, (arm, verdict, cost) in enumerate(outcomes, 1):
+        fb = Feedback(arm, verdict, score=1.0 if verdict == "passed" else 0.0, cost_usd=cost, duration_s=2.0,
+                      tokens_in=100, tokens_out=10, cost_source="reported")
+        mem.add_attempt(tid, seq, Decision(arm, "test"), fb, policy="fixed")
+    mem.finish_task(tid, passed=any(v == "passed" for _, v, _ in outcomes), score=None, cost_usd=0, final_arm=None)
+    return tid
+
+
+def test_new_file_is_migrated_private_and_wal(tmp_path):
+    path = tmp_path / "m.sqlite"
+    mem = Memory.open(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert mem.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    names = [r[0] for r in mem.db.execute("SELECT name FROM migrations")]
+    assert names == [name for name, _ in dbmod.MIGRATIONS]
+    mem.close()
+    # opening again applies nothing new
+    assert dbmod.migrate(sqlite3.connect(path)) == []
+
+
+def test_oldest_schema_is_brought_up_to_date(tmp_path):
+    path = tmp_path / "old.sqlite"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    first_name, first = dbmod.MIGRATIONS[0]
+    first(raw)
+    raw.execute("INSERT INTO migrations VALUES (?, 'then')", (first_name,))
+    raw.close()
+    mem = Memory.open(path)
+    assert [r[0] for r in mem.db.execute("SELECT name FROM migrations")] == [n for n, _ in dbmod.MIGRATIONS]
+
+
+def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-SECRETSECRETSECRET123")
+    mem = Memory.open(tmp_path / "m.sqlite")
+    tid = mem.begin_task(source="live", kind="bug_fix", groups=["all"],
+                         prompt="use key sk-proj-SECRETSECRETSECRET123 please")
+    fb = Feedback(A, "error", reason="401 for Bearer abcdefghijklmnopqrstu", verifier_tail="token ghp_" + "a" * 36)
+    mem.add_attempt(tid, 1, Decision(A, "x"), fb)
+    dump = "\n".join(str(tuple(r)) for t in ("tasks", "attempts") for r in mem.db.execute(f"SELECT * FROM {t}"))
+    assert "SECRETSECRET" not in dump and "abcdefghijklmnopqrstu" not in dump and "ghp_aaa" not in dump
+    assert dump.count("[REDACTED]") >= 3
+
+
+def test_stats_aggregate_per_group_and_arm(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    g1 = ["all", "kind=bug_fix"]
+    g2 = ["all", "kind=docs"]
+    record(mem, g1, [(A, "failed", 0.1), (B, "passed", 0.5)])
+    record(mem, g1, [(A, "passed", 0.3)])
+    record(mem, g2, [(A, "error", None)])
+    record(mem, g1, [(A, "passed", 1.0)], source="bench:x:1")  # another scope
+    st = mem.arm_stats("live", ["all", "kind=bug_fix", "kind=docs"])
+    a = st["kind=bug_fix"]["codex:gpt-5.4"]
+    assert (a.n, a.n_judged, a.n_passed, a.score_sum) == (2, 2, 1, 1.0)
+    assert a.mean_cost == pytest.approx(0.2)
+    assert st["kind=docs"]["codex:gpt-5.4"].n_judged == 0  # errors say nothing about ability
+    assert st["all"]["codex:gpt-5.4"].n == 3
+    assert st["kind=bug_fix"]["claude:claude-opus-4-6"].n_passed == 1
+
+
+def test_stats_view_stays_equal_to_a_full_query(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    view = StatsView(mem, "live")
+    keys = ["all", "kind=bug_fix", "kind=docs"]
+    for i in range(30):
+        g = ["all", "kind=bug_fix" if i % 3 else "kind=docs"]
+        record(mem, g, [(A, "failed" if i % 2 else "passed", 0.01 * i), (B, "passed", 0.2)][: 1 + i % 2])
+        got = view.get(keys)
+        full = mem.arm_stats("live", keys)
+        assert rounded(got) == rounded([full[k] for k in keys])
+
+
+def rounded(levels):
+    """Sums accumulated in another order differ in the last float bits."""
+    return [{arm: tuple(round(v, 9) if isinstance(v, float) else v for v in astuple(s)) for arm, s in lvl.items()}
+            for lvl in levels]
+
+
+def test_export_import_round_trips_exactly(tmp_path):
+    src = Memory.open(tmp_path / "a.sqlite")
+    record(src, ["all", "kind=bug_fix"], [(A, "failed", 0.1), (B, "passed", 0.5)], prompt="ünï \"q\"\nline")
+    record(src, ["all", "kind=docs"], [(A, "timeout", None)])
+    src.add_run("r1", "ood176", "acrouter", {"k": 2})
+    src.finish_run("r1", 176, {"cum_regret": 15.9})
+    first = io.StringIO()
+    src.export(first)
+    dst = Memory.open(tmp_path / "b.sqlite")
+    added, skipped = dst.import_(io.StringIO(first.getvalue()))
+    assert (added, skipped) == (3, 0)
+    second = io.StringIO()
+    dst.export(second)
+    assert second.getvalue() == first.getvalue()
+    assert dst.import_(io.StringIO(first.getvalue())) == (0, 3)  # idempotent
+    assert dst.arm_stats("live", ["all"]) == src.arm_stats("live", ["all"])
+
+
+def test_import_rejects_garbage_with_the_line(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    with pytest.raises(MemoryFileError, match="line 2"):
+        mem.import_(io.StringIO(json.dumps({"type": "run", "id": "x", "benchmark": "b", "policy": "p",
+                                            "started_at": "t"}) + "\nnot json\n"))
+    assert mem.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0  # all or nothing
+
+
+def test_forget(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    t1 = record(mem, ["all"], [(A, "passed", 0.1)])
+    record(mem, ["all"], [(A, "failed", 0.1)])
+    assert mem.forget([t1, "nope"]) == 1
+    assert mem.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 1  # cascade
+    assert mem.forget_all() == 1
+    assert mem.db.execute("SELECT COUNT(*) FROM task_groups").fetchone()[0] == 0
+
+
+def test_corrupt_file_is_explained(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"garbage" * 1000)
+    with pytest.raises(MemoryFileError) as e:
+        Memory.open(bad)
+    assert "not a readable acr memory" in e.value.message and "mv" in e.value.hint

@@ -1,0 +1,95 @@
+"""Profiles: built-ins load, errors name file, line and field, resolution order."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from acr_cli import profiles
+from acr_cli.errors import ConfigError, ProfileError
+from conftest import acr
+
+GOOD = """\
+description: test
+settings: {cost_weight: 0.2, max_attempts: 2}
+arms:
+  - agent: codex
+    model: gpt-5.4
+    price: {input: 2.5, output: 15}
+    prior: {bug_fix: 0.6}
+  - agent: opencode
+    model: openrouter/qwen/qwen3-coder:free
+order:
+  default: [opencode:openrouter/qwen/qwen3-coder:free, codex:gpt-5.4]
+"""
+
+
+def write(tmp_path, text, name="p.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_builtin_profiles_are_valid(tmp_path):
+    names = {n for n, _, origin in profiles.available(tmp_path) if origin == "built-in"}
+    assert {"balanced", "cheap", "quality", "coderouterbench"} <= names
+    for n in names:
+        prof = profiles.load(n, tmp_path)
+        assert prof.arms and all(a.price_in is not None for a in prof.arms)
+
+
+def test_valid_profile_parses(tmp_path):
+    prof = profiles.load(str(write(tmp_path, GOOD)), tmp_path)
+    assert prof.settings.cost_weight == 0.2 and prof.settings.max_attempts == 2
+    assert prof.settings.timeout == profiles.Settings().timeout
+    assert [a.id for a in prof.order_for("bug_fix")] == ["opencode:openrouter/qwen/qwen3-coder:free", "codex:gpt-5.4"]
+    assert prof.arm("codex:gpt-5.4").prior_for("bug_fix") == 0.6
+    assert prof.arm("codex:gpt-5.4").prior_for("docs") is None
+
+
+@pytest.mark.parametrize("bad, line, field", [
+    (GOOD.replace("input: 2.5", "input: cheap"), 6, "arms[0].price.input"),
+    (GOOD.replace("agent: opencode", "agent: nope"), 8, "arms[1].agent"),
+    (GOOD.replace("max_attempts: 2", "max_attempts: 0"), 2, "settings.max_attempts"),
+    (GOOD.replace("cost_weight", "cost_wieght"), 2, "settings.cost_wieght"),
+    (GOOD.replace("[opencode:openrouter/qwen/qwen3-coder:free, codex:gpt-5.4]", "[codex:gpt-9]"), 11,
+     "order.default[0]"),
+    (GOOD.replace("bug_fix: 0.6", "bug_fix: 1.6"), 7, "arms[0].prior.bug_fix"),
+    (GOOD + "arms: []\n", 12, "arms"),
+    (GOOD.replace("  - agent: codex", "  - agent: codex\n   broken: [", 1), None, "yaml"),
+])
+def test_errors_name_file_line_and_field(tmp_path, bad, line, field):
+    path = write(tmp_path, bad)
+    with pytest.raises(ProfileError) as e:
+        profiles.load(str(path), tmp_path)
+    err = e.value
+    assert err.path == str(path) and err.field == field
+    if line is not None:
+        assert err.line == line
+    assert str(path) in err.message and field in err.message
+
+
+def test_cli_validate_exits_2_with_the_location(tmp_path):
+    path = write(tmp_path, GOOD.replace("output: 15", "output: -1"))
+    r = acr("profiles", "validate", str(path))
+    assert r.returncode == 2
+    assert f"{path}:6: arms[0].price.output: must be >= 0" in r.stderr
+    r = acr("run", "x", "--profile", str(path), "--no-rollback")
+    assert r.returncode == 2 and "arms[0].price.output" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_user_profiles_shadow_builtins_and_unknown_names_list_choices(tmp_path):
+    user = tmp_path / "profiles"
+    user.mkdir()
+    write(user, GOOD, "balanced.yaml")
+    assert profiles.load("balanced", user).description == "test"
+    with pytest.raises(ConfigError) as e:
+        profiles.load("nosuch", user)
+    assert "balanced" in e.value.hint and "cheap" in e.value.hint
+
+
+def test_generic_command_agent_is_validated(tmp_path):
+    text = GOOD + "agents:\n  mycli:\n    command: [mycli, --model, '{model}']\n"
+    with pytest.raises(ProfileError, match=r"agents.mycli.command.*\{prompt\}"):
+        profiles.load(str(write(tmp_path, text)), tmp_path)

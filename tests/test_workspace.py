@@ -1,0 +1,128 @@
+"""Checkpoint / rollback never loses the user's own work."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from acr_cli.errors import WorkspaceError
+from acr_cli.workspace import Workspace
+from conftest import git
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts:
+            continue
+        if p.is_symlink():
+            out[str(p.relative_to(root))] = b"->" + os.readlink(p).encode()
+        elif p.is_file():
+            out[str(p.relative_to(root))] = p.read_bytes() + f"|mode={p.stat().st_mode & 0o777:o}".encode()
+    return out
+
+
+@pytest.fixture
+def dirty(project: Path) -> Path:
+    (project / "calc.py").write_bytes(b"user edit\r\nno newline at end")
+    (project / "untracked.bin").write_bytes(bytes(range(256)))
+    (project / "script.sh").write_text("#!/bin/sh\necho hi\n")
+    (project / "script.sh").chmod(0o755)
+    (project / "sub").mkdir()
+    (project / "sub" / "deep.txt").write_text("deep\n")
+    os.symlink("calc.py", project / "link")
+    (project / ".gitignore").write_text("ignored/\n")
+    (project / "ignored").mkdir()
+    (project / "ignored" / "cache").write_text("cache\n")
+    (project / "staged.txt").write_text("staged\n")
+    git(project, "add", "staged.txt")
+    return project
+
+
+def test_restore_undoes_every_kind_of_change_and_keeps_user_work(dirty):
+    before = snapshot(dirty)
+    index_before = git(dirty, "diff", "--cached", "--name-status")
+    ws = Workspace.open(dirty)
+    cp = ws.checkpoint()
+    # an attempt that edits, deletes, adds, changes modes, swaps a file for a dir, stages and commits
+    (dirty / "calc.py").write_text("agent edit\n")
+    (dirty / "untracked.bin").unlink()
+    (dirty / "sub" / "deep.txt").unlink()
+    (dirty / "new" / "nested").mkdir(parents=True)
+    (dirty / "new" / "nested" / "file.py").write_text("x = 1\n")
+    (dirty / "script.sh").chmod(0o644)
+    (dirty / "link").unlink()
+    (dirty / "link").write_text("now a file\n")
+    (dirty / "test_calc.py").unlink()
+    (dirty / "test_calc.py").mkdir()
+    (dirty / "test_calc.py" / "x").write_text("dir now\n")
+    git(dirty, "add", "-A")
+    git(dirty, "commit", "-qm", "agent commit")
+    assert ws.changes(cp)
+    ws.restore(cp)
+    assert ws.changes(cp) == []
+    after = snapshot(dirty)
+    assert after == before
+    assert git(dirty, "diff", "--cached", "--name-status") == index_before
+    assert git(dirty, "log", "--format=%s") == "init\n"
+    assert (dirty / "ignored" / "cache").read_text() == "cache\n"
+
+
+def test_same_size_edit_in_the_same_second_is_seen(project):
+    # git's stat cache cannot tell these apart by size or second-resolution mtime
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    assert ws.changes(cp) == [("M", "calc.py")]
+    ws.restore(cp)
+    assert (project / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
+
+
+def test_untouched_files_are_not_rewritten(dirty):
+    ws = Workspace.open(dirty)
+    cp = ws.checkpoint()
+    stat_before = (dirty / "untracked.bin").stat()
+    (dirty / "other.txt").write_text("agent\n")
+    ws.restore(cp)
+    stat_after = (dirty / "untracked.bin").stat()
+    assert (stat_before.st_ino, stat_before.st_mtime_ns) == (stat_after.st_ino, stat_after.st_mtime_ns)
+    assert not (dirty / "other.txt").exists()
+
+
+def test_empty_repository_without_commits(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("mine\n")
+    ws = Workspace.open(tmp_path)
+    cp = ws.checkpoint()
+    (tmp_path / "a.txt").write_text("agent\n")
+    (tmp_path / "b.txt").write_text("agent\n")
+    ws.restore(cp)
+    assert (tmp_path / "a.txt").read_text() == "mine\n" and not (tmp_path / "b.txt").exists()
+
+
+def test_not_a_git_repository_is_explained(tmp_path):
+    with pytest.raises(WorkspaceError) as e:
+        Workspace.open(tmp_path)
+    assert "--no-rollback" in e.value.hint
+
+
+def test_a_second_run_in_the_same_work_tree_is_refused(project):
+    a, b = Workspace.open(project), Workspace.open(project)
+    a.lock()
+    try:
+        with pytest.raises(WorkspaceError, match="another `acr run`"):
+            b.lock()
+    finally:
+        a.unlock()
+    b.lock()
+    b.unlock()
+
+
+def test_checkpoint_kept_as_ref_while_it_lives(project):
+    ws = Workspace.open(project)
+    cp = ws.checkpoint(keep_as="t1-1")
+    assert git(project, "rev-parse", "--verify", "refs/acr/checkpoints/t1-1").strip()
+    ws.drop(cp)
+    assert "refs/acr" not in git(project, "for-each-ref")
