@@ -42,7 +42,8 @@ class CodexAdapter(Adapter):
     def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
         res = AgentResult()
         tin = tout = None
-        failure = None
+        failure = None  # turn.failed: the run gave up
+        notice = None  # top-level "error" events: also retry notices ("Reconnecting... 1/5") of runs that recover
         for ev in json_lines(stdout):
             kind = ev.get("type")
             if kind == "thread.started":
@@ -56,14 +57,14 @@ class CodexAdapter(Adapter):
             elif kind == "turn.failed":
                 failure = ((ev.get("error") or {}).get("message")) or "turn failed"
             elif kind == "error":
-                failure = failure or ev.get("message")
+                notice = ev.get("message") or notice
             elif kind == "item.completed":
                 item = ev.get("item") or {}
                 if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
                     res.text = item["text"]
         res.tokens_in, res.tokens_out = tin, tout
         if failure or exit_code:
-            res.error = short(failure or _stderr_reason(stderr) or f"codex exited with {exit_code}")
+            res.error = short(failure or notice or _stderr_reason(stderr) or f"codex exited with {exit_code}")
         return res
 
     def describe(self, line: str) -> str | None:

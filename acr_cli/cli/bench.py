@@ -1,8 +1,124 @@
-"""``acr bench``: replay routing policies on CodeRouterBench."""
+"""``acr bench``: replay routing policies on CodeRouterBench, or on your own memory."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import List, Optional
+
 import typer
+
+from acr_cli.cli.common import JSON_HELP, PROFILE_HELP
 
 app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919) or on your own memory.",
                   no_args_is_help=True)
+
+DATA_HELP = "Folder with the CodeRouterBench files (default: $ACR_BENCH_DATA, else acr's download cache)."
+
+
+@app.command()
+def replay(
+    benchmark: str = typer.Argument(..., help="ood176, id2919, or memory (your own recorded runs)."),
+    policy: Optional[List[str]] = typer.Option(None, "--policy", "-P",
+                                               help="Policy to replay (repeatable): oracle, always:MODEL, random, "
+                                                    "acrouter, cascade:M1,M2, map:FILE, decisions:FILE, "
+                                                    "dimension-best, linucb, lints, knn, learned."),
+    baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_HELP),
+    protocol: Optional[str] = typer.Option(None, "--protocol",
+                                           help="cascade (OOD), single (ID: one action) or verify (ID: retry where "
+                                                "execution-verified)."),
+    cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, help="lambda in reward = score - lambda x USD."),
+    orders: int = typer.Option(1, "--orders", min=1, help="Replay N shuffled stream orders; report mean and sd."),
+    seed: int = typer.Option(1, "--seed", help="Seed for shuffled orders and randomised policies."),
+    k: int = typer.Option(2, "--k", min=0, help="acrouter: cheap attempts with apply_ok needed to escalate."),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                          help=PROFILE_HELP + " Priors for `learned` (default: coderouterbench)."),
+    memory: Optional[Path] = typer.Option(None, "--memory",
+                                          help="Record the replay's attempts in this file (default: a throw-away "
+                                               "in-memory database; the summary still goes to your memory)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
+    md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Draw cumulative regret to FILE.png or FILE.svg "
+                                                            "(needs `pip install 'acr[plot]'`)."),
+) -> None:
+    """Replay routing policies on a benchmark and report regret, performance and cost.
+
+    Examples:
+
+      acr bench replay ood176 --data-dir ../shared/coderouterbench --baselines
+
+      acr bench replay id2919 --policy learned --protocol verify --orders 20 --seed 1 --json
+    """
+    from acr_cli.bench.runner import ReplayRequest, run_replays
+    from acr_cli.cli.bench_render import render
+
+    req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
+                        protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
+                        profile=profile, memory=memory)
+    doc = run_replays(req, progress=not (json_out or csv_out or md_out))
+    render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
+
+
+@app.command()
+def report(
+    run: Optional[str] = typer.Argument(None, help="A run id or replay group id (default: the latest replay)."),
+    list_runs: bool = typer.Option(False, "--list", help="List stored replays instead."),
+    memory: Optional[Path] = typer.Option(None, "--memory", help="Memory file holding the runs."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
+    md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Draw cumulative regret to FILE.png or FILE.svg."),
+) -> None:
+    """Re-render a stored replay (recomputed from its recorded attempts when the memory holds them).
+
+    Example: acr bench report --list; acr bench report ood176-20261121-101500-ab12
+    """
+    from acr_cli.bench.runner import list_groups, load_report
+    from acr_cli.cli.bench_render import render
+    from acr_cli.cli.common import console, print_json
+
+    if list_runs:
+        groups = list_groups(memory)
+        if json_out:
+            print_json(groups)
+            return
+        con = console()
+        if not groups:
+            con.print("No replays stored yet: run `acr bench replay ...`.")
+        for g in groups:
+            con.print(f"{g['group']}  {g['benchmark']:7} {g['started_at']}  {', '.join(g['policies'])}")
+        return
+    render(load_report(run, memory), json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
+
+
+@app.command()
+def download(
+    dest: Optional[Path] = typer.Option(None, "--dest", help="Target folder (default: acr's cache dir)."),
+    revision: str = typer.Option("main", "--revision", help="Dataset revision (branch, tag or commit)."),
+    force: bool = typer.Option(False, "--force", help="Download again even if the files are present and valid."),
+) -> None:
+    """Fetch the CodeRouterBench files from Hugging Face (mirror: set ACR_HF_ENDPOINT).
+
+    Example: acr bench download
+    """
+    from acr_cli.bench import data, spec
+    from acr_cli.cli.common import paths
+
+    target = dest or paths().bench_cache
+    files = spec.all_files()
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(name: str, got: int, total: int | None) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=got)
+
+        got = data.download(files, target, revision=revision, progress=progress, force=force)
+    for p in got:
+        typer.echo(f"ok  {p}")
+    typer.echo(f"{len(got)} files in {target}; `acr bench replay ood176` now works without --data-dir")

@@ -1,0 +1,139 @@
+"""Render replay results: rich table (with the paper's figures beside ours), markdown, CSV, JSON, plot."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from typing import Any
+
+from acr_cli.errors import AcrError
+
+METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations")
+HEAD = {"avg_perf": "AvgPerf", "cum_regret": "CumReg", "cost_usd": "$Total", "perf_per_dollar": "Perf/$",
+        "racc": "rAcc", "apply_ok": "Apply_ok%", "avg_steps": "AvgSteps", "escalations": "Escal."}
+FMT = {"avg_perf": "{:.2f}", "cum_regret": "{:.1f}", "cost_usd": "{:.2f}", "perf_per_dollar": "{:.2f}",
+       "racc": "{:.3f}", "apply_ok": "{:.1f}", "avg_steps": "{:.2f}", "escalations": "{:.0f}"}
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result row from one or more runs (several shuffled orders): means, plus sd when > 1."""
+    first = runs[0]
+    row: dict[str, Any] = {"policy": first["policy"], "n": first.get("n", 0)}
+    for m in METRICS + ("tokens_in", "tokens_out"):
+        vals = [r[m] for r in runs if r.get(m) is not None]
+        row[m] = statistics.fmean(vals) if vals else None
+    if len(runs) > 1:
+        row["sd"] = {m: statistics.stdev([r[m] for r in runs if r.get(m) is not None])
+                     for m in METRICS if sum(r.get(m) is not None for r in runs) > 1}
+        row["orders"] = len(runs)
+    for extra in ("unscorable", "missing_decisions"):
+        if any(r.get(extra) for r in runs):
+            row[extra] = max(r.get(extra, 0) for r in runs)
+    row["run_ids"] = [r["run_id"] for r in runs]
+    return row
+
+
+def _fmt(metric: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return FMT[metric].format(value)
+
+
+def columns(benchmark: str) -> list[str]:
+    cols = list(METRICS)
+    if benchmark != "ood176":
+        cols.remove("apply_ok")
+    return cols
+
+
+def rich_table(doc: dict[str, Any]):
+    from rich.table import Table
+
+    t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
+                    f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False)
+    t.add_column("policy", no_wrap=True)
+    t.add_column("n", justify="right")
+    cols = columns(doc["benchmark"])
+    for m in cols:
+        t.add_column(HEAD[m], justify="right", no_wrap=True)
+    for r in doc["results"]:
+        pub = r.get("published") or {}
+        cells = []
+        for m in cols:
+            text = _fmt(m, r.get(m))
+            if r.get("sd") and m in r["sd"]:
+                text += f" ±{_fmt(m, r['sd'][m])}"
+            if m in pub:
+                text += f" [dim]({_fmt(m, pub[m])})[/]"
+            cells.append(text)
+        t.add_row(r["policy"], str(r["n"]), *cells)
+    return t
+
+
+def notes(doc: dict[str, Any]) -> list[str]:
+    out = ["(numbers in brackets: the paper's published value for that row)"]
+    if doc.get("published_note"):
+        out.append(doc["published_note"])
+    for r in doc["results"]:
+        if r.get("unscorable"):
+            out.append(f"{r['policy']}: {r['unscorable']} task(s) could not be scored (a needed cell was never observed)")
+        if r.get("missing_decisions"):
+            out.append(f"{r['policy']}: {r['missing_decisions']} task(s) had no decision (scored 0, $0)")
+    out += doc.get("warnings", [])
+    return out
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    cols = columns(doc["benchmark"])
+    lines = [f"| policy | n | " + " | ".join(HEAD[m] for m in cols) + " |",
+             "|---|---:|" + "---:|" * len(cols)]
+    for r in doc["results"]:
+        pub = r.get("published") or {}
+        cells = []
+        for m in cols:
+            text = _fmt(m, r.get(m))
+            if r.get("sd") and m in r["sd"]:
+                text += f" ± {_fmt(m, r['sd'][m])}"
+            if m in pub:
+                text += f" ({_fmt(m, pub[m])})"
+            cells.append(text)
+        lines.append(f"| {r['policy']} | {r['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(doc: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    cols = ["policy", "n", *METRICS, "tokens_in", "tokens_out"]
+    w = csv.writer(buf)
+    w.writerow(cols + [f"{m}_sd" for m in METRICS] + [f"paper_{m}" for m in METRICS])
+    for r in doc["results"]:
+        sd = r.get("sd") or {}
+        pub = r.get("published") or {}
+        w.writerow([r.get(c) for c in cols] + [sd.get(m) for m in METRICS] + [pub.get(m) for m in METRICS])
+    return buf.getvalue()
+
+
+def plot(curves: dict[str, list[float]], path: str, title: str) -> None:
+    """Cumulative regret along the stream, one line per policy (needs matplotlib: pip install 'acr[plot]')."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise AcrError("--plot needs matplotlib", hint="pip install 'acr[plot]'  (or: pip install matplotlib)") from None
+    if not path.lower().endswith((".png", ".svg")):
+        raise AcrError(f"--plot {path}: use a .png or .svg file name")
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    for label, curve in curves.items():
+        ax.plot(range(1, len(curve) + 1), curve, label=label, linewidth=1.6)
+    ax.set_xlabel("tasks in stream order")
+    ax.set_ylabel("cumulative regret")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,28 @@
+"""Print a replay document in the format asked for."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, plot: str | None) -> None:
+    from acr_cli.bench import report
+    from acr_cli.cli.common import console, print_json
+
+    if plot:
+        report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
+    if json_out:
+        print_json({k: v for k, v in doc.items() if k != "curves"})
+    elif csv_out:
+        sys.stdout.write(report.to_csv(doc))
+    elif md_out:
+        sys.stdout.write(report.markdown(doc))
+    else:
+        con = console()
+        con.print(report.rich_table(doc))
+        for note in report.notes(doc):
+            con.print(f"[dim]{note}[/]")
+        con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
+    if plot:
+        print(f"plot written to {plot}", file=sys.stderr)
