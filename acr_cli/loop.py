@@ -63,12 +63,15 @@ def run_task(
     task_id: str | None = None,
     oracle: tuple[float, str] | None = None,
     on_event: Events | None = None,
+    timestamp: str | None = None,
 ) -> TaskResult:
+    """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start)."""
     emit = on_event or (lambda *a, **k: None)
     task_id = memory.begin_task(
         source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
         project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
         task_id=task_id, oracle_reward=oracle[0] if oracle else None, oracle_arm=oracle[1] if oracle else None,
+        created_at=timestamp,
     )
     state = TaskState(max_attempts=max_attempts, max_cost=max_cost)
     result = TaskResult(task_id, False, 0.0)
@@ -95,7 +98,7 @@ def run_task(
         seq = len(state.tried) + 1
         emit("attempt", seq=seq, decision=decision)
         fb = env.attempt(decision.arm, ctx, state, task_id, seq)
-        memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier)
+        memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier, started_at=timestamp)
         state.tried.append(fb)
         result.steps.append((decision, fb))
         emit("feedback", seq=seq, decision=decision, feedback=fb)

@@ -30,9 +30,25 @@ _PATTERNS = re.compile(
 )
 
 
+_cache: tuple[int, dict[str, str], list[str]] | None = None
+
+
 def _secret_values() -> list[str]:
-    vals = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
-    return sorted(vals, key=len, reverse=True)
+    """Values of secret-looking environment variables, longest first.
+
+    Scanning the environment costs more than redacting, and a replay redacts
+    thousands of strings, so the scan is reused while the environment keeps
+    its size and the secret variables keep their values.
+    """
+    global _cache
+    if _cache is not None:
+        size, seen, values = _cache
+        if size == len(os.environ) and all(os.environ.get(k) == v for k, v in seen.items()):
+            return values
+    seen = {k: v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    values = sorted(set(seen.values()), key=len, reverse=True)
+    _cache = (len(os.environ), seen, values)
+    return values
 
 
 def redact(text: str | None) -> str | None:

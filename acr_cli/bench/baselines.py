@@ -17,10 +17,13 @@ loop as live runs. Single-action baselines answer one arm and then stop.
   else the profile's priors, which for ``coderouterbench`` are the paper's
   Table 10 = the probing-split means).
 * ``linucb``, ``lints``, ``knn``: online contextual bandits, one action per task,
-  reward = score - lambda * cost, features = one-hot of each context group plus
-  a bias. Our implementations (the paper's appendix gives the idea, not code):
-  LinUCB alpha = 1.0, ridge 1.0; LinTS v = 0.35, ridge 1.0 (the values in the
-  paper's released LinTS decisions); kNN k = 10 most similar earlier tasks.
+  reward = score - lambda * cost. Our implementations (the paper's appendix gives
+  the idea, not code). Linear models: one-hot features of the two coarsest
+  context groups (dimension, and source or bench) plus a bias; LinUCB alpha =
+  1.0, ridge 1.0; LinTS v = 0.35, ridge 1.0 (the values recorded in the paper's
+  released LinTS decisions). kNN: the k = 10 most similar earlier tasks, where
+  similarity is the finest context group shared (then the most recent first);
+  an arm never tried yet is tried first.
 """
 
 from __future__ import annotations
@@ -195,7 +198,7 @@ class _Linear(SingleAction):
 
     def _features(self, ctx: Context) -> list[int]:
         idx = [0]
-        for g in ctx.groups:
+        for g in ctx.groups[:2]:
             if g not in self.index:
                 self.index[g] = len(self.index)
                 for a in self.arms:  # grow every arm's A^-1 and b by one dimension
@@ -276,35 +279,50 @@ class KNN(SingleAction):
 
     def __init__(self, arms: Sequence[Arm], cost_weight: float, k: int = 10):
         self.arms, self.cost_weight, self.k = list(arms), cost_weight, k
-        self.history: list[tuple[frozenset, str, float]] = []  # (features, arm id, reward)
+        self.history: list[tuple[str, float]] = []  # (arm id, reward) per finished task
+        self.by_group: dict[str, list[int]] = {}  # group key -> indexes into history
         self.totals: dict[str, list[float]] = {a.id: [0.0, 0] for a in self.arms}
 
+    def neighbours(self, ctx: Context) -> list[int]:
+        """The k most similar earlier tasks: finest shared group first, most recent first."""
+        picked: list[int] = []
+        seen: set[int] = set()
+        for key in reversed(ctx.groups):
+            for i in reversed(self.by_group.get(key, [])):
+                if len(picked) >= self.k:
+                    return picked
+                if i not in seen:
+                    seen.add(i)
+                    picked.append(i)
+        return picked
+
     def choose(self, ctx):
-        feats = frozenset(ctx.groups)
         untried = [a for a in self.arms if self.totals[a.id][1] == 0]
         if untried:
             return untried[0], "not tried yet"
-        scored = sorted(((len(feats & f), i) for i, (f, _, _) in enumerate(self.history)), reverse=True)[: self.k]
+        near = self.neighbours(ctx)
         sums: dict[str, list[float]] = {}
-        for _, i in scored:
-            _, arm_id, r = self.history[i]
+        for i in near:
+            arm_id, r = self.history[i]
             s = sums.setdefault(arm_id, [0.0, 0])
             s[0] += r
             s[1] += 1
         best, best_val = None, -math.inf
         for a in self.arms:
-            s = sums.get(a.id)
-            val = s[0] / s[1] if s else self.totals[a.id][0] / self.totals[a.id][1]
+            s = sums.get(a.id) or self.totals[a.id]
+            val = s[0] / s[1]
             if val > best_val:
                 best, best_val = a, val
-        return best, f"best mean reward among {len(scored)} similar tasks ({best_val:+.3f})"
+        return best, f"best mean reward among {len(near)} similar tasks ({best_val:+.3f})"
 
     def task_done(self, ctx, state):
         if not state.tried:
             return
         fb = state.tried[0]
         reward = (fb.score or 0.0) - self.cost_weight * (fb.cost_usd or 0.0)
-        self.history.append((frozenset(ctx.groups), fb.arm.id, reward))
+        self.history.append((fb.arm.id, reward))
+        for key in ctx.groups:
+            self.by_group.setdefault(key, []).append(len(self.history) - 1)
         t = self.totals[fb.arm.id]
         t[0] += reward
         t[1] += 1

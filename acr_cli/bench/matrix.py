@@ -135,17 +135,28 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
                 tasks_meta.append(json.loads(line))
     cells: dict[str, dict[str, Cell]] = {t["task_id"]: {} for t in tasks_meta}
     with open(data_dir / spec.files["results"].name, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            ref = row["task_id"]
+        reader = csv.reader(f)
+        col = {name: i for i, name in enumerate(next(reader))}
+        ood = spec.format == "ood"
+        need = ("task_id", "model", "cost_usd") + (("resolved", "apply_ok", "in_tok", "out_tok") if ood else
+                                                   ("score", "input_tokens", "output_tokens"))
+        missing_cols = [c for c in need if c not in col]
+        if missing_cols:
+            raise AcrError(f"{spec.files['results'].name}: missing column(s) {', '.join(missing_cols)}")
+        i_task, i_model, i_cost = col["task_id"], col["model"], col["cost_usd"]
+        names: dict[str, str] = {}
+        for row in reader:
+            ref = row[i_task]
             if ref not in cells:
                 continue
-            model = normalize_model(row["model"], models, spec.aliases)
-            if spec.format == "ood":
-                cell = Cell(float(_int(row["resolved"]) or 0), _float(row["cost_usd"]), _int(row["in_tok"]),
-                            _int(row["out_tok"]), bool(_int(row["apply_ok"])))
+            raw = row[i_model]
+            model = names.get(raw) or names.setdefault(raw, normalize_model(raw, models, spec.aliases))
+            if ood:
+                cell = Cell(float(_int(row[col["resolved"]]) or 0), _float(row[i_cost]), _int(row[col["in_tok"]]),
+                            _int(row[col["out_tok"]]), bool(_int(row[col["apply_ok"]])))
             else:
-                cell = Cell(_float(row["score"]), _float(row["cost_usd"]), _int(row.get("input_tokens")),
-                            _int(row.get("output_tokens")))
+                cell = Cell(_float(row[col["score"]]), _float(row[i_cost]), _int(row[col["input_tokens"]]),
+                            _int(row[col["output_tokens"]]))
             cells[ref][model] = cell
     tasks = []
     for t in tasks_meta:

@@ -111,6 +111,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     env = MatrixEnvironment(matrix)
     unscorable = 0
     premium = max(matrix.prices, key=lambda m: sum(matrix.prices[m]))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with memory.transaction():
         for done, i in enumerate(order, 1):
             task = matrix.tasks[i]
@@ -118,7 +119,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             try:
                 run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}",
                          max_attempts=max_attempts_for(matrix, protocol, task.dimension),
-                         oracle=matrix.oracle(task.ref, cost_weight))
+                         oracle=matrix.oracle(task.ref, cost_weight), timestamp=started)
             except MissingCell:
                 memory.forget([f"{run_id}/{i}"])
                 unscorable += 1

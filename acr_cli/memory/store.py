@@ -150,8 +150,12 @@ class Memory:
                 (task_id, created_at or now_iso(), source, project, clean, sha, kind, language, size, ref, policy,
                  oracle_reward, oracle_arm),
             )
-            for level, key in enumerate(groups):
-                self._write("INSERT INTO task_groups (task_id, level, key) VALUES (?,?,?)", (task_id, level, key))
+            if groups:
+                try:
+                    self.db.executemany("INSERT INTO task_groups (task_id, level, key) VALUES (?,?,?)",
+                                        [(task_id, level, key) for level, key in enumerate(groups)])
+                except sqlite3.OperationalError as e:
+                    raise dbmod._explain(e, self.path) from None
         return task_id
 
     def add_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, *, policy: str | None = None,

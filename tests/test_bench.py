@@ -1,0 +1,261 @@
+"""Benchmark replays on small matrices the tests build (the published numbers are in test_bench_published.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from acr_cli.bench import data
+from acr_cli.errors import AcrError
+from benchdata import write_id, write_ood
+from conftest import acr
+
+LAMBDA = 0.1
+# task -> model -> (resolved, apply_ok, cost)
+OOD = {
+    "t1": {"cheap": (1, 1, 0.01), "mid": (1, 1, 0.20), "premium": (1, 1, 1.00)},
+    "t2": {"cheap": (0, 1, 0.02), "mid": (1, 1, 0.30), "premium": (1, 1, 2.00)},
+    "t3": {"cheap": (0, 1, 0.03), "mid": (0, 1, 0.40), "premium": (1, 1, 3.00)},
+    "t4": {"cheap": (0, 0, 0.04), "mid": (0, 0, 0.50), "premium": (0, 1, 4.00)},
+}
+
+
+def replay(data_dir: Path, bench: str, *policies: str, extra=()) -> dict:
+    args = ["bench", "replay", bench, "--data-dir", str(data_dir), "--json"]
+    for p in policies:
+        args += ["--policy", p]
+    r = acr(*args, *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def reward(cells: list[tuple[int, int, float]]) -> float:
+    return max(c[0] for c in cells) - LAMBDA * sum(c[2] for c in cells)
+
+
+def oracle(task: dict) -> float:
+    return max(reward([c]) for c in task.values())
+
+
+def test_metrics_of_single_models_and_oracle(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    doc = replay(d, "ood176", "oracle", "always:premium", "always:cheap")
+    assert [r["policy"] for r in doc["results"]] == ["oracle", "always:premium", "always:cheap"]
+    assert doc["n_tasks"] == 4 and doc["benchmark"] == "ood176"
+    orc, prem, cheap = doc["results"]
+    assert orc["cum_regret"] == pytest.approx(0.0) and orc["racc"] == 1.0
+    assert orc["avg_perf"] == pytest.approx(75.0)  # t4 is resolved only by premium, at a loss
+    want = sum(oracle(t) - reward([t["premium"]]) for t in OOD.values())
+    assert prem["cum_regret"] == pytest.approx(want)
+    assert prem["cost_usd"] == pytest.approx(10.0) and prem["avg_perf"] == pytest.approx(75.0)
+    assert prem["perf_per_dollar"] == pytest.approx(7.5)
+    assert cheap["avg_perf"] == pytest.approx(25.0) and cheap["apply_ok"] == pytest.approx(75.0)
+    assert set(orc) >= {"policy", "n", "avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok",
+                        "avg_steps", "escalations"}
+    assert any("sha256 differs" in w for w in doc["warnings"])  # our files are not the published ones
+
+
+def test_cascade_pays_for_every_model_tried_and_scores_the_best(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    doc = replay(d, "ood176", "cascade:cheap,mid,premium")
+    r = doc["results"][0]
+    tried = {"t1": ["cheap"], "t2": ["cheap", "mid"], "t3": ["cheap", "mid", "premium"],
+             "t4": ["cheap", "mid", "premium"]}
+    cost = sum(OOD[t][m][2] for t, ms in tried.items() for m in ms)
+    assert r["cost_usd"] == pytest.approx(cost)
+    assert r["avg_perf"] == pytest.approx(75.0)
+    assert r["avg_steps"] == pytest.approx(9 / 4)
+    regret = sum(oracle(OOD[t]) - reward([OOD[t][m] for m in ms]) for t, ms in tried.items())
+    assert r["cum_regret"] == pytest.approx(regret)
+    assert r["escalations"] == 2  # premium reached after a failure on t3 and t4
+
+
+def test_acrouter_escalates_only_after_k_applied_cheap_attempts(tmp_path):
+    models = ["MiniMax-M2.7", "kimi-k2.5", "gpt-5.4", "glm-5", "claude-opus-4-6"]
+    cells = {"applied": {m: (0, 1, 0.1) for m in models}, "not-applied": {m: (0, 0, 0.1) for m in models}}
+    cells["applied"]["claude-opus-4-6"] = (1, 1, 1.0)
+    cells["not-applied"]["claude-opus-4-6"] = (1, 1, 1.0)
+    cells["not-applied"]["kimi-k2.5"] = (0, 1, 0.1)
+    d = tmp_path / "data"
+    write_ood(d, cells)
+    from benchdata import write_models
+
+    write_models(d, {m: (1.0, 1.0) for m in models[:-1]} | {"claude-opus-4-6": (5.0, 25.0)})
+    for k, escalations in ((2, 1), (1, 2), (0, 2)):
+        r = replay(d, "ood176", "acrouter", extra=["--k", str(k)])["results"][0]
+        assert r["escalations"] == escalations, k
+        assert r["avg_steps"] == pytest.approx((4 + 4 + escalations) / 2)
+
+
+def test_shuffled_orders_report_mean_and_sd(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    doc = replay(d, "ood176", "learned", "always:mid", extra=["--orders", "3", "--seed", "5"])
+    assert doc["order"] == "3 shuffled orders (seed 5)"
+    learned, mid = doc["results"]
+    assert learned["orders"] == 3 and len(learned["run_ids"]) == 3
+    assert mid["sd"]["cum_regret"] == pytest.approx(0.0)  # order cannot change a fixed choice
+    assert set(learned["sd"]) >= {"avg_perf", "cum_regret", "cost_usd"}
+
+
+def test_decisions_file_with_aliases_and_missing_tasks(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    dec = tmp_path / "dec.jsonl"
+    dec.write_text("\n".join(json.dumps(x) for x in [
+        {"task_id": "t1", "chosen_model": "CHEAP"},
+        {"task_id": "t2", "chosen_model": "mid", "chain_run": ["cheap", "mid"]},
+        {"task_id": "t3", "chosen_model": "premium"}]) + "\n")
+    r = replay(d, "ood176", f"decisions:{dec}")["results"][0]
+    assert r["missing_decisions"] == 1
+    assert r["cost_usd"] == pytest.approx(0.01 + 0.02 + 0.30 + 3.00)
+    assert r["avg_perf"] == pytest.approx(75.0)
+
+
+def test_group_map_levels_and_fallback(tmp_path):
+    cells = {"dim1_mbpp_1": {"cheap": (1.0, 0.01), "mid": (0.0, 0.1), "premium": (0.5, 1.0)},
+             "dim1_bcb_BigCodeBench/2": {"cheap": (0.0, 0.01), "mid": (1.0, 0.1), "premium": (0.5, 1.0)},
+             "dim3_swebench_django_3": {"cheap": (0.0, 0.01), "mid": (0.0, 0.1), "premium": (1.0, 1.0)}}
+    dims = {"dim1_mbpp_1": "code_generation", "dim1_bcb_BigCodeBench/2": "code_generation",
+            "dim3_swebench_django_3": "bug_fixing"}
+    d = write_id(tmp_path / "data", cells, dims)
+    gmap = tmp_path / "map.json"
+    gmap.write_text(json.dumps({"fallback_model": "premium", "levels": [
+        {"mode": "first3", "mapping": {"dim1_mbpp_1": "cheap"}},
+        {"mode": "source", "mapping": {"bcb": "mid"}},
+        {"mode": "dimension", "mapping": {"algorithm": "cheap"}}]}))
+    r = replay(d, "id2919", f"map:{gmap}")["results"][0]
+    assert r["avg_perf"] == pytest.approx(100.0) and r["cost_usd"] == pytest.approx(1.11)
+
+
+def test_verify_protocol_retries_only_where_execution_verified(tmp_path):
+    cells = {"a": {"cheap": (0.5, 0.01), "mid": (1.0, 0.1), "premium": (1.0, 1.0)},
+             "b": {"cheap": (0.5, 0.01), "mid": (1.0, 0.1), "premium": (1.0, 1.0)}}
+    d = write_id(tmp_path / "data", cells, {"a": "algorithm", "b": "code_understanding"})
+    single = replay(d, "id2919", "cascade:cheap,mid", extra=["--protocol", "single"])["results"][0]
+    verify = replay(d, "id2919", "cascade:cheap,mid", extra=["--protocol", "verify"])["results"][0]
+    assert single["avg_steps"] == 1.0 and single["avg_perf"] == pytest.approx(50.0)
+    assert verify["avg_steps"] == 1.5 and verify["avg_perf"] == pytest.approx(75.0)
+    r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--protocol", "single")
+    assert r.returncode == 2 and "does not apply" in r.stderr
+
+
+def test_report_rerenders_a_stored_replay(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    doc = replay(d, "ood176", "oracle", "always:mid")
+    listed = json.loads(acr("bench", "report", "--list", "--json").stdout)
+    assert listed[-1]["group"] == doc["group"] and listed[-1]["policies"] == ["oracle", "always:mid"]
+    again = json.loads(acr("bench", "report", doc["group"], "--json").stdout)
+    for a, b in zip(doc["results"], again["results"]):
+        assert a["policy"] == b["policy"] and a["cum_regret"] == pytest.approx(b["cum_regret"])
+    md = acr("bench", "report", "--markdown").stdout
+    assert md.startswith("| policy | n |") and "always:mid" in md
+    csv_text = acr("bench", "report", "--csv").stdout
+    assert csv_text.splitlines()[0].startswith("policy,n,avg_perf,cum_regret")
+
+
+def test_replay_with_a_memory_file_recomputes_from_attempts(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    mem = tmp_path / "replay.sqlite"
+    doc = replay(d, "ood176", "cascade:cheap,premium", extra=["--memory", str(mem)])
+    import sqlite3
+
+    db = sqlite3.connect(mem)
+    assert db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 1 + 2 + 2 + 2
+    again = json.loads(acr("bench", "report", "--memory", str(mem), "--json").stdout)
+    assert again["results"][0]["cost_usd"] == pytest.approx(doc["results"][0]["cost_usd"])
+
+
+def test_bad_input(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    for args, msg in ((["nosuch"], "unknown benchmark"), (["ood176", "--policy", "always:gpt-9"], "unknown model"),
+                      (["ood176", "--policy", "magic"], "unknown policy"),
+                      (["ood176", "--policy", "map:nofile.json"], "not found")):
+        r = acr("bench", "replay", *args, "--data-dir", str(d))
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, args
+    r = acr("bench", "replay", "ood176", "--data-dir", str(tmp_path / "empty"))
+    assert r.returncode == 2 and "missing" in r.stderr
+    r = acr("bench", "replay", "ood176")
+    assert r.returncode == 2 and "acr bench download" in r.stderr
+
+
+def test_plot_or_a_clear_message(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    out = tmp_path / "regret.png"
+    r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle", "--plot", str(out))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.returncode == 2 and "pip install 'acr[plot]'" in r.stderr
+    else:
+        assert r.returncode == 0 and out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr_home):
+    from acr_cli.domain import Arm, Decision, Feedback
+    from acr_cli.memory import Memory
+
+    mem = Memory.open(acr_home / "data" / "memory.sqlite")
+    a, b = Arm("codex", "gpt-5.4"), Arm("claude", "claude-opus-4-6")
+    for i, outcomes in enumerate([[(a, "failed", 0.1), (b, "passed", 1.0)], [(a, "passed", 0.2)],
+                                  [(b, "passed", 0.5)]]):
+        tid = mem.begin_task(source="live", kind="bug_fix", groups=["kind=bug_fix"], prompt=f"t{i}")
+        for seq, (arm, verdict, cost) in enumerate(outcomes, 1):
+            mem.add_attempt(tid, seq, Decision(arm, "x"), Feedback(arm, verdict, cost_usd=cost))
+        mem.finish_task(tid, passed=True, score=1.0, cost_usd=0, final_arm=None)
+    mem.close()
+    r = acr("bench", "replay", "memory", "--policy", "always:codex:gpt-5.4", "--policy", "oracle", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    actual, always, orc = doc["results"]
+    assert actual["policy"] == "actual" and actual["n"] == 3
+    # task 1: best observed arm is b alone (1 - 0.1) vs actual (1 - 0.11); others: no regret
+    assert actual["cum_regret"] == pytest.approx(0.1 * 0.1)
+    assert always["unscorable"] == 1 and always["n"] == 2
+    assert orc["cum_regret"] == pytest.approx(0.0)
+    assert doc["missing_cells"] == 2
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def file_server(tmp_path):
+    root = tmp_path / "www"
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_download_from_a_mirror_checks_sha256_and_writes_atomically(tmp_path, file_server):
+    root, url = file_server
+    folder = root / "datasets" / "Lance1573" / "CodeRouterBench" / "resolve" / "v1"
+    folder.mkdir(parents=True)
+    (folder / "a.csv").write_text("x,y\n1,2\n")
+    (folder / "b.json").write_text("{}")
+    sha = {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in ("a.csv", "b.json")}
+    seen = []
+    dest = tmp_path / "cache"
+    got = data.download(sha, dest, revision="v1", endpoint=url, progress=lambda n, g, t: seen.append((n, g, t)))
+    assert [p.name for p in got] == ["a.csv", "b.json"] and (dest / "a.csv").read_text() == "x,y\n1,2\n"
+    assert ("a.csv", 8, 8) in seen
+    (folder / "b.json").write_text('{"tampered": true}')
+    with pytest.raises(AcrError, match="does not match"):
+        data.download(sha, dest, revision="v1", endpoint=url, force=True)
+    assert (dest / "b.json").read_text() == "{}"  # the good copy stays, no partial file is left
+    assert sorted(p.name for p in dest.iterdir()) == ["a.csv", "b.json"]
+    with pytest.raises(AcrError, match="HTTP 404"):
+        data.download({"missing.csv": None}, dest, revision="v1", endpoint=url)
+
+
+def test_download_cli_uses_the_endpoint_variable(tmp_path, file_server):
+    root, url = file_server
+    r = acr("bench", "download", "--dest", str(tmp_path / "d"), env={"ACR_HF_ENDPOINT": url})
+    assert r.returncode == 2 and "HTTP 404" in r.stderr and url in r.stderr

@@ -1,0 +1,90 @@
+"""The paper's published numbers, reproduced from the public CodeRouterBench files.
+
+Reads ../shared/coderouterbench (or $ACR_TEST_BENCH_DATA); skipped when absent.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import threading
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_BENCH, acr
+
+DATA = Path(os.environ.get("ACR_TEST_BENCH_DATA", SHARED_BENCH))
+pytestmark = pytest.mark.skipif(not (DATA / "ood176_results_long.csv").is_file(),
+                                reason=f"CodeRouterBench files not found in {DATA}")
+REF = "reference/ood176_decisions"
+
+
+def run(bench: str, *args: str) -> dict:
+    r = acr("bench", "replay", bench, "--data-dir", str(DATA), "--json", *args)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["warnings"] == []  # the files match the published checksums
+    return {x["policy"]: x for x in doc["results"]}
+
+
+def close(row: dict, **want: float) -> None:
+    for metric, value in want.items():
+        digits = {"cum_regret": 1, "escalations": 0}.get(metric, 2)
+        assert round(row[metric], digits) == pytest.approx(value), (row["policy"], metric, row[metric])
+
+
+def test_ood176_baselines():
+    rows = run("ood176", "--baselines")
+    close(rows["acrouter"], n=176, avg_perf=73.30, cum_regret=15.9, cost_usd=86.72, perf_per_dollar=0.85,
+          avg_steps=2.66, escalations=29)
+    close(rows["oracle"], avg_perf=78.98, cum_regret=0.0, cost_usd=27.62)
+    close(rows["always:claude-opus-4-6"], avg_perf=63.64, cum_regret=43.7, cost_usd=194.91)
+    close(rows["always:kimi-k2.5"], avg_perf=19.89, cum_regret=101.4, cost_usd=1.46)
+    assert rows["acrouter"]["published"]["cum_regret"] == 15.9  # shown beside ours
+
+
+def test_ood176_reference_decision_files():
+    args = ["--policy", f"decisions:{REF}/LinTS.jsonl"]
+    for seed in range(42, 52):
+        args += ["--policy", f"decisions:{REF}/Random_seed{seed}.jsonl"]
+    rows = run("ood176", *args)
+    close(rows["decisions:LinTS.jsonl"], avg_perf=53.98, cum_regret=46.4, cost_usd=51.37)
+    randoms = [r for name, r in rows.items() if name.startswith("decisions:Random")]
+    assert len(randoms) == 10
+    assert round(sum(r["avg_perf"] for r in randoms) / 10, 2) == 40.34
+    assert round(sum(r["cum_regret"] for r in randoms) / 10, 2) == 70.89
+
+
+def test_id2919_group_map_and_oracle():
+    rows = run("id2919", "--policy", "map:reference/acrouter_id_group_map.json", "--policy", "oracle")
+    close(rows["map:acrouter_id_group_map.json"], n=2919, avg_perf=50.14, cost_usd=22.31, cum_regret=290.1)
+    close(rows["oracle"], avg_perf=60.02, cum_regret=0.0)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+
+def test_download_of_the_published_files_from_a_local_mirror(tmp_path):
+    folder = tmp_path / "www" / "datasets" / "Lance1573" / "CodeRouterBench" / "resolve" / "main"
+    folder.mkdir(parents=True)
+    for name in ("ood176_results_long.csv", "ood176_tasks.jsonl", "id_test_results_long.csv",
+                 "id_test_tasks.jsonl", "models.json"):
+        shutil.copy(DATA / name, folder / name)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(tmp_path / "www")))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        env = {"ACR_HF_ENDPOINT": f"http://127.0.0.1:{srv.server_address[1]}"}
+        r = acr("bench", "download", env=env)
+        assert r.returncode == 0, r.stderr
+        assert "5 files" in r.stdout
+        r = acr("bench", "replay", "ood176", "--policy", "always:kimi-k2.5", "--json")  # from the cache now
+        assert r.returncode == 0, r.stderr
+        assert round(json.loads(r.stdout)["results"][0]["cum_regret"], 1) == 101.4
+    finally:
+        srv.shutdown()
