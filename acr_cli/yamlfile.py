@@ -23,8 +23,9 @@ def load(path: Path, text: str | None = None) -> tuple[Any, dict[Key, int]]:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise ProfileError(str(path), None, "file", f"cannot read: {e.strerror or e}") from None
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: ~10x faster
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=loader_cls)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -34,7 +35,7 @@ def load(path: Path, text: str | None = None) -> tuple[Any, dict[Key, int]]:
     if node is None:
         return None, lines
     try:
-        return _convert(node, (), lines), lines
+        return _convert(node, (), lines, yaml.constructor.SafeConstructor()), lines
     except _DuplicateKey as e:
         raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
 
@@ -44,32 +45,22 @@ class _DuplicateKey(Exception):
         self.field, self.line = field, line
 
 
-def _convert(node: Any, key: Key, lines: dict[Key, int]) -> Any:
+def _convert(node: Any, key: Key, lines: dict[Key, int], ctor: Any) -> Any:
     import yaml
 
     lines[key] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for k_node, v_node in node.value:
-            k = _scalar(k_node)
+            k = ctor.construct_object(k_node, deep=True)
             if k in out:
                 raise _DuplicateKey(dotted(key + (k,)), k_node.start_mark.line + 1)
-            out[k] = _convert(v_node, key + (k,), lines)
+            out[k] = _convert(v_node, key + (k,), lines, ctor)
             lines[key + (k,)] = k_node.start_mark.line + 1  # point at the key, not the value
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(v, key + (i,), lines) for i, v in enumerate(node.value)]
-    return _scalar(node)
-
-
-def _scalar(node: Any) -> Any:
-    import yaml
-
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+        return [_convert(v, key + (i,), lines, ctor) for i, v in enumerate(node.value)]
+    return ctor.construct_object(node, deep=True)
 
 
 def dotted(key: Key) -> str:

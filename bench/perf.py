@@ -67,7 +67,7 @@ def seed_memory(path: Path, n_attempts: int) -> None:
         tid = f"t{t:07d}"
         db.execute("INSERT INTO tasks (id, created_at, source, kind, language, prompt) VALUES (?,?,?,?,?,?)",
                    (tid, "2026-11-01T00:00:00Z", "live", kind, lang, f"synthetic task {t}"))
-        db.executemany("INSERT INTO task_groups VALUES (?,?,?)", [(tid, i, g) for i, g in enumerate(groups)])
+        db.executemany("INSERT INTO task_groups VALUES (?,?,?,?)", [(tid, i, g, "live") for i, g in enumerate(groups)])
         for seq in (1, 2):
             agent, model = rng.choice(arms)
             verdict = rng.choice(["passed", "failed", "failed", "error"])
@@ -79,10 +79,50 @@ def seed_memory(path: Path, n_attempts: int) -> None:
     mem.close()
 
 
+def bench_figures(data_dir: Path) -> None:
+    """Replay speed, in-process (the data is loaded once, as one `acr bench replay` command does)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acr_cli import profiles
+    from acr_cli.bench import matrix as matrix_mod, policies, replay as rp, spec as spec_mod
+    from acr_cli.memory import Memory
+
+    prof = profiles.load("coderouterbench", Path("/nonexistent"))
+    print(f"\nreplay speed (data from {data_dir}; loading excluded, shown apart)")
+    for name in ("ood176", "id2919"):
+        spec = spec_mod.load(name)
+        t0 = time.perf_counter()
+        m = matrix_mod.load(spec, data_dir)
+        load_s = time.perf_counter() - t0
+        arms = rp.bench_arms(m, prof)
+
+        def run(pols, orders=(None,), protocol=spec.default_protocol):
+            start = time.perf_counter()
+            for p in pols:
+                label, make = policies.build(p, m, arms, data_dir=data_dir, profile=prof, cost_weight=0.1,
+                                             seed=1, k=2)
+                for o in orders:
+                    mem = Memory.open(":memory:")
+                    rp.replay(m, make, mem, label=label, protocol=protocol, cost_weight=0.1, order_seed=o)
+                    mem.close()
+            return time.perf_counter() - start
+
+        base = policies.baseline_set(name, data_dir)
+        print(f"  {name}: load {load_s:.2f}s; all {len(base)} baselines {run(base):.2f}s")
+        for p in ("always:claude-opus-4-6", "learned"):
+            one = run([p])
+            sweep = run([p], orders=range(20))
+            print(f"  {name}: {p:24} single pass {one:.2f}s, 20 shuffled orders {sweep:.2f}s")
+        if name == "id2919":
+            print(f"  {name}: learned, verify protocol, single pass {run(['learned'], protocol='verify'):.2f}s")
+    print("targets: all OOD176 baselines < 1 s; ID2919 single pass < 2 s; 20-order sweep of one policy < 10 s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--attempts", type=int, default=100_000)
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA", "../shared/coderouterbench")),
+                    help="CodeRouterBench files for the replay figures (skipped when absent)")
     args = ap.parse_args()
     repeat = 5 if args.quick else 15
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,6 +152,10 @@ def main() -> None:
     for name, t in res.items():
         print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
     print("\ntargets: acr --help <= 1.30x bare --help; acr route with 100k attempts <= 2.00x the bare app")
+    if (args.data_dir / "ood176_results_long.csv").is_file():
+        bench_figures(args.data_dir)
+    else:
+        print(f"\n(no CodeRouterBench files in {args.data_dir}: replay figures skipped)")
 
 
 if __name__ == "__main__":

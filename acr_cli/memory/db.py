@@ -53,9 +53,10 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
             level INTEGER NOT NULL,
             key TEXT NOT NULL,
+            source TEXT NOT NULL,                  -- the task's source again: lets routing stats skip a join
             PRIMARY KEY (task_id, level)
         );
-        CREATE INDEX task_groups_key ON task_groups(key, task_id);
+        CREATE INDEX task_groups_key ON task_groups(source, key, task_id);
         CREATE TABLE attempts (
             id INTEGER PRIMARY KEY,
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
@@ -81,7 +82,8 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             log_path TEXT,
             UNIQUE (task_id, seq)
         );
-        CREATE INDEX attempts_task ON attempts(task_id);
+        -- covers the routing aggregates: they never read the attempts table itself
+        CREATE INDEX attempts_task ON attempts(task_id, agent, model, verdict, score, cost_usd, duration_s, started_at);
         CREATE TABLE runs (                        -- benchmark replays
             id TEXT PRIMARY KEY,
             benchmark TEXT NOT NULL,
@@ -91,7 +93,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             finished_at TEXT,
             n_tasks INTEGER,
             report TEXT                            -- JSON: the rendered figures of the run's group
-        );
+        )
         """
     )
 

@@ -152,8 +152,8 @@ class Memory:
             )
             if groups:
                 try:
-                    self.db.executemany("INSERT INTO task_groups (task_id, level, key) VALUES (?,?,?)",
-                                        [(task_id, level, key) for level, key in enumerate(groups)])
+                    self.db.executemany("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
+                                        [(task_id, level, key, source) for level, key in enumerate(groups)])
                 except sqlite3.OperationalError as e:
                     raise dbmod._explain(e, self.path) from None
         return task_id
@@ -186,9 +186,9 @@ class Memory:
         extra = "" if upto is None else " AND a.id <= ?"
         rows = self.db.execute(
             f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, {_STATS_COLUMNS}"
-            " FROM task_groups g JOIN tasks t ON t.id = g.task_id JOIN attempts a ON a.task_id = g.task_id"
-            f" WHERE g.key IN ({marks}) AND t.source = ?{extra} GROUP BY g.key, a.agent, a.model",
-            [*keys, scope, *([] if upto is None else [upto])],
+            " FROM task_groups g JOIN attempts a ON a.task_id = g.task_id"
+            f" WHERE g.source = ? AND g.key IN ({marks}){extra} GROUP BY g.key, a.agent, a.model",
+            [scope, *keys, *([] if upto is None else [upto])],
         )
         out: dict[str, dict[str, ArmStats]] = {k: {} for k in keys}
         for r in rows:
@@ -199,8 +199,8 @@ class Memory:
         """Aggregates of attempts with id > ``after_id`` for every group key; returns (max id, stats)."""
         rows = self.db.execute(
             f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, MAX(a.id) AS max_id, {_STATS_COLUMNS}"
-            " FROM attempts a JOIN tasks t ON t.id = a.task_id JOIN task_groups g ON g.task_id = a.task_id"
-            " WHERE a.id > ? AND t.source = ? GROUP BY g.key, a.agent, a.model",
+            " FROM attempts a JOIN task_groups g ON g.task_id = a.task_id"
+            " WHERE a.id > ? AND g.source = ? GROUP BY g.key, a.agent, a.model",
             (after_id, scope),
         )
         out: dict[str, dict[str, ArmStats]] = {}
@@ -382,7 +382,8 @@ class Memory:
                                       f"({','.join('?' * len(TASK_FIELDS))})", [obj.get(k) for k in TASK_FIELDS])
                     if cur.rowcount:
                         for level, key in enumerate(groups):
-                            self._write("INSERT INTO task_groups VALUES (?,?,?)", (obj["id"], level, key))
+                            self._write("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
+                                        (obj["id"], level, key, obj.get("source") or "live"))
                         for a in attempts:
                             self._write(f"INSERT INTO attempts (task_id, {','.join(ATTEMPT_FIELDS)}) VALUES "
                                         f"(?, {','.join('?' * len(ATTEMPT_FIELDS))})",
