@@ -80,11 +80,12 @@ def test_download_of_the_published_files_from_a_local_mirror(tmp_path):
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         env = {"ACR_HF_ENDPOINT": f"http://127.0.0.1:{srv.server_address[1]}"}
+        r = acr("bench", "replay", "ood176", "--policy", "always:kimi-k2.5", "--json", env=env)  # first use
+        assert r.returncode == 0, r.stderr
+        assert "downloading CodeRouterBench" in r.stderr
+        assert round(json.loads(r.stdout)["results"][0]["cum_regret"], 1) == 101.4
         r = acr("bench", "download", env=env)
         assert r.returncode == 0, r.stderr
         assert "5 files" in r.stdout
-        r = acr("bench", "replay", "ood176", "--policy", "always:kimi-k2.5", "--json")  # from the cache now
-        assert r.returncode == 0, r.stderr
-        assert round(json.loads(r.stdout)["results"][0]["cum_regret"], 1) == 101.4
     finally:
         srv.shutdown()

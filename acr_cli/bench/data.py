@@ -43,13 +43,18 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def env_data_dir() -> Path | None:
+    value = os.environ.get("ACR_BENCH_DATA")
+    return Path(value).expanduser() if value else None
+
+
 def locate(files: dict[str, str | None], data_dir: Path | None, cache: Path) -> DataDir:
     """Find a directory holding ``files`` ({name: sha256}); check the checksums."""
     candidates: list[tuple[Path, str]] = []
     if data_dir is not None:
         candidates.append((data_dir, "--data-dir"))
-    elif os.environ.get("ACR_BENCH_DATA"):
-        candidates.append((Path(os.environ["ACR_BENCH_DATA"]).expanduser(), "ACR_BENCH_DATA"))
+    elif env_data_dir() is not None:
+        candidates.append((env_data_dir(), "ACR_BENCH_DATA"))
     else:
         candidates.append((cache, "cache"))
     path, source = candidates[0]

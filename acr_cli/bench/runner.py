@@ -85,7 +85,14 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
             raise AcrError(f"--protocol {protocol!r} does not apply to {spec.name} (use {', '.join(spec.protocols)})")
         from acr_cli.bench import data
 
-        found = data.locate({f.name: f.sha256 for f in spec.files.values()}, req.data_dir, paths.bench_cache)
+        files = {f.name: f.sha256 for f in spec.files.values()}
+        try:
+            found = data.locate(files, req.data_dir, paths.bench_cache)
+        except AcrError:
+            if req.data_dir is not None or data.env_data_dir() is not None:
+                raise
+            _download_first(files, paths.bench_cache, progress)  # first use: fetch into the cache
+            found = data.locate(files, None, paths.bench_cache)
         warnings += found.warnings
         data_dir = found.path
         matrix = matrix_mod.load(spec, data_dir)
@@ -147,6 +154,19 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
     if store_path:
         mem.close()
     return doc
+
+
+def _download_first(files: dict[str, str | None], cache: Path, progress: bool) -> None:
+    from acr_cli.bench import data
+
+    print(f"acr: downloading CodeRouterBench into {cache} (first use; --data-dir DIR uses a local copy)",
+          file=sys.stderr)
+    try:
+        data.download(files, cache)
+    except AcrError as e:
+        raise AcrError(f"the benchmark files are not here and could not be downloaded: {e.message}",
+                       hint="point at a local copy with --data-dir DIR (or ACR_BENCH_DATA), "
+                            "or set ACR_HF_ENDPOINT to a mirror") from None
 
 
 def _mean_curve(curves: list[list[float]]) -> list[float]:
