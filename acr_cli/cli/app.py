@@ -26,6 +26,12 @@ class AcrGroup(TyperGroup):
             raise typer.Exit(e.exit_code) from None
         except (KeyboardInterrupt, SystemExit):
             raise
+        except BrokenPipeError:  # `acr ... | head`: the reader left; stop quietly
+            import os
+            import sys
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except Exception as e:
             if type(e).__module__.split(".")[0] in ("typer", "click"):
                 raise

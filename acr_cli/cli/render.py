@@ -93,29 +93,42 @@ def print_route(ctx, profile, policy, ranked, explain: bool) -> None:
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
 
 
-def memory_table(rows: list[dict[str, Any]], ranked_by_kind: dict[str, list] | None = None) -> None:
+def memory_table(rows: list[dict[str, Any]]) -> None:
+    """One table per task kind, arms in the order the router would try them now."""
     from rich.table import Table
 
     con = console()
-    if not rows and not ranked_by_kind:
+    if not rows:
         con.print("Memory is empty: run `acr run ...` and acr records every attempt here.")
         return
-    table = Table(title="What acr has learned (live runs)", box=None)
-    for col, just in (("kind", "left"), ("arm", "left"), ("attempts", "right"), ("pass rate", "right"),
-                      ("posterior (90%)", "right"), ("mean cost", "right"), ("exp. reward", "right"),
-                      ("mean time", "right"), ("order", "right"), ("last used", "left")):
-        table.add_column(col, justify=just)
+    kinds: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        s = r["stats"]
-        rank = r.get("rank")
-        table.add_row(
-            r["kind"] or "?", f"{r['agent']}:{r['model']}", str(s.n),
-            fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
-            "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}–{r['high']:.2f})",
-            fmt_money(s.mean_cost, 3),
-            "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
-            "-" if s.mean_duration is None else f"{s.mean_duration:.0f}s",
-            "-" if rank is None else f"#{rank}",
-            (s.last_used or "-").replace("T", " ").rstrip("Z"),
-        )
-    con.print(table)
+        kinds.setdefault(r["kind"] or "?", []).append(r)
+    arm_width = max(len(f"{r['agent']}:{r['model']}") for r in rows)
+    wide = con.width >= arm_width + 85  # room for time and last used too
+    for kind, items in kinds.items():
+        items.sort(key=lambda r: r.get("rank") or 1_000)
+        total = sum(r["stats"].n for r in items)
+        table = Table(title=f"[bold]{kind}[/] · {total} attempts", title_justify="left", box=None, pad_edge=False)
+        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("pass", "right"), ("posterior (90%)", "right"),
+                ("cost", "right"), ("reward", "right")] + ([("time", "right"), ("last used", "left")] if wide else [])
+        for col, just in cols:
+            table.add_column(col, justify=just, no_wrap=True, min_width=arm_width if col == "arm" else None)
+        for r in items:
+            s = r["stats"]
+            rank = r.get("rank")
+            row = [
+                "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n),
+                fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
+                "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
+                fmt_money(s.mean_cost if s.mean_cost is not None else r.get("expected_cost"), 3),
+                "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
+            ]
+            if wide:
+                row += ["-" if s.mean_duration is None else f"{s.mean_duration:.0f}s", (s.last_used or "-")[:10]]
+            table.add_row(*row)
+        con.print(table)
+        con.print()
+    con.print("[dim]# = the order acr would try the arms in now · n = attempts · cost = observed mean per "
+              "attempt, else expected · reward = posterior - lambda x cost" + ("" if wide else
+              " · a wider terminal (or --json) also shows time and last use") + "[/]")
