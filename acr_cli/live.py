@@ -126,7 +126,8 @@ class LiveEnvironment:
             self._apply_usage(arm, fb, parsed)
         else:
             on_line = (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None
-            res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log)
+            res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
+                              stdin_text=inv.stdin)
             fb.exit_code = res.exit_code
             if res.timed_out:
                 self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)

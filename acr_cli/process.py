@@ -1,6 +1,7 @@
 """The one place where acr starts processes.
 
-* stdin is always ``/dev/null`` (agents block on an open stdin pipe);
+* stdin is ``/dev/null`` (agents block on an open stdin pipe), or, when the
+  caller gives ``stdin_text``, a pipe that receives that text and is closed;
 * the child gets its own session, so a timeout or Ctrl-C can kill the whole
   process group (the agent and everything it started);
 * stdout/stderr are read line by line on threads, written (redacted) to the
@@ -67,6 +68,7 @@ def run(
     timeout: float | None = None,
     on_line: LineCallback | None = None,
     log: IO[str] | None = None,
+    stdin_text: str | None = None,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) and wait, bounded by ``timeout`` seconds."""
     argv = [str(a) for a in argv]
@@ -76,7 +78,7 @@ def run(
             argv,
             cwd=str(cwd),
             env=dict(env) if env is not None else child_env(cwd),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -104,10 +106,23 @@ def run(
                         pass
         stream.close()
 
+    def feed(text: str) -> None:
+        try:
+            proc.stdin.write(text.encode("utf-8"))
+        except (BrokenPipeError, OSError):
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
     threads = [
         threading.Thread(target=pump, args=(proc.stdout, "out", out_lines), daemon=True),
         threading.Thread(target=pump, args=(proc.stderr, "err", err_lines), daemon=True),
     ]
+    if stdin_text is not None:
+        threads.append(threading.Thread(target=feed, args=(stdin_text,), daemon=True))
     for t in threads:
         t.start()
 

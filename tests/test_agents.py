@@ -15,13 +15,20 @@ from acr_cli.errors import ConfigError
 PROMPT = "fix \"it\" $(rm -rf /) `x`; && \n -- --help"
 
 
-@pytest.mark.parametrize("name, model", [("claude", "claude-opus-4-6"), ("codex", "gpt-5.4"),
-                                         ("opencode", "moonshotai/kimi-k2.5")])
+@pytest.mark.parametrize("name, model", [("claude", "claude-opus-4-6"), ("codex", "gpt-5.4")])
 def test_argv_ends_with_the_prompt_after_double_dash(name, model, tmp_path):
     inv = agents.get(name).invocation(PROMPT, Arm(name, model, args=("--extra",)), tmp_path, "workspace-write")
     assert inv.argv[0] == name
     assert inv.argv[-2:] == ["--", PROMPT]
-    assert model in inv.argv and "--extra" in inv.argv
+    assert model in inv.argv and "--extra" in inv.argv and inv.stdin is None
+
+
+def test_opencode_gets_the_prompt_on_stdin(tmp_path):
+    # `opencode run` re-quotes message arguments that contain spaces; stdin arrives untouched
+    inv = agents.get("opencode").invocation(PROMPT, Arm("opencode", "p/m", args=("--extra",)), tmp_path,
+                                            "workspace-write")
+    assert inv.stdin == PROMPT and PROMPT not in inv.argv
+    assert inv.argv[:2] == ["opencode", "run"] and "--extra" in inv.argv
 
 
 def test_permissions_map_to_each_cli(tmp_path):

@@ -48,3 +48,12 @@ def test_log_is_redacted(tmp_path, monkeypatch):
                     cwd=tmp_path, timeout=10, log=f)
     text = log.read_text()
     assert "tok-1234567890abcdef" not in text and "sk-ant-aaaa" not in text and "[REDACTED]" in text
+
+
+def test_stdin_text_is_delivered_then_closed(tmp_path):
+    text = "line one\n\"quoted\" $(x) `y`\n" + "z" * 200_000  # larger than a pipe buffer
+    r = process.run([sys.executable, "-c", "import sys; d=sys.stdin.read(); print(len(d)); print(d[:30])"],
+                    cwd=tmp_path, timeout=30, stdin_text=text)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[0] == str(len(text))
+    assert r.stdout.splitlines()[1] == "line one"

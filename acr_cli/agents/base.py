@@ -20,6 +20,7 @@ from acr_cli.domain import Arm
 class Invocation:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
+    stdin: str | None = None  # text written to the agent's stdin, then EOF (default: /dev/null)
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """opencode (``opencode``).
 
-Non-interactive: ``opencode run --format json -m PROVIDER/MODEL --dir DIR --
-PROMPT``, with ``PWD`` set to the project (opencode trusts ``PWD``). Output is
+Non-interactive: ``opencode run --format json -m PROVIDER/MODEL --dir DIR``,
+with the prompt on stdin (then EOF) and ``PWD`` set to the project (opencode
+trusts ``PWD``). The prompt goes through stdin because ``opencode run``
+re-quotes every message argument that contains a space (``say "hi"`` would
+reach the model as ``"say \"hi\""``); text read from stdin arrives as is. Output is
 JSONL events carrying ``sessionID``: ``text{part.text}``, ``tool_use``,
 ``step_finish{part.tokens, part.cost}`` (summed over steps), ``error``.
 Permissions are passed as inline config in ``OPENCODE_PERMISSION``.
@@ -32,7 +35,7 @@ class OpencodeAdapter(Adapter):
 
     def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
         argv = [self.executable, "run", "--format", "json", "-m", arm.model, "--dir", str(workdir)]
-        return Invocation(argv + list(arm.args) + ["--", prompt], self._env(workdir, permissions))
+        return Invocation(argv + list(arm.args), self._env(workdir, permissions), stdin=prompt)
 
     def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
         argv = [self.executable, str(workdir), "-m", arm.model] + list(arm.args)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -32,12 +32,20 @@ def agent_versions(names: list[str], profile_agents: dict) -> dict[str, dict]:
 
 def doctor(
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
+    check: bool = typer.Option(False, "--check", help="Run each installed agent CLI once against a throw-away "
+                                                      "local mock model API and verify acr still understands it."),
+    agent: Optional[List[str]] = typer.Option(None, "--agent", help="With --check: only this agent (repeatable)."),
+    timeout: float = typer.Option(120.0, "--timeout", min=5, help="With --check: seconds per agent."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Which agent CLIs are installed (with versions), which arms are usable, where config and memory live.
 
-    Example: acr doctor
+    With --check, each installed CLI (claude, codex, opencode) runs one tiny task against a mock model
+    API on 127.0.0.1 (nothing leaves the machine, no API key needed): a quick way to know whether an
+    agent update changed something acr relies on. Exit 1 if a check fails.
+
+    Examples: acr doctor; acr doctor --check --agent codex
     """
     from acr_cli.agents import BUILTIN
     from acr_cli.cli.common import console, load_profile, open_memory, paths, print_json
@@ -63,8 +71,12 @@ def doctor(
                   "project_config": str(settings.project_file) if settings.project_file else None},
         "memory": mem_info,
     }
+    checks = _run_checks(agent, found, timeout, quiet=json_out) if check else None
+    if checks is not None:
+        report["checks"] = checks
     if json_out:
         print_json(report)
+        _exit_on_failed(checks)
         return
     con = console()
     con.print("[bold]agents[/]")
@@ -88,3 +100,42 @@ def doctor(
     if usable == 0:
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")
+    if checks is not None:
+        con.print("[bold]check against a local mock model API[/]")
+        for c in checks:
+            if c["ok"]:
+                s = c["seen"]
+                con.print(f"  [green]✓[/] {c['agent']:9} {c['version'] or '?'}: understood "
+                          f"(tokens {s['tokens_in']}/{s['tokens_out']}, cost {s['cost_usd'] if s['cost_usd'] else 'priced by acr'}, "
+                          f"tool call ran) in {c['duration_s']:.1f}s")
+            else:
+                con.print(f"  [red]✗[/] {c['agent']:9} {c['version'] or ''}")
+                for p in c["problems"]:
+                    con.print(f"      - {p}")
+        if not checks:
+            con.print("  no agent CLI installed to check")
+    _exit_on_failed(checks)
+
+
+def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:
+    from dataclasses import asdict
+
+    from acr_cli.agents import BUILTIN
+    from acr_cli.agents.selfcheck import check_agent
+    from acr_cli.errors import AcrError
+
+    names = list(only or [a for a in BUILTIN if found.get(a, {}).get("found")])
+    for n in names:
+        if n not in BUILTIN:
+            raise AcrError(f"--agent {n!r}: --check knows {', '.join(BUILTIN)}")
+    out = []
+    for n in names:
+        if not quiet:
+            typer.echo(f"checking {n}...", err=True)
+        out.append(asdict(check_agent(n, timeout=timeout)))
+    return out
+
+
+def _exit_on_failed(checks: Optional[list]) -> None:
+    if checks and not all(c["ok"] for c in checks):
+        raise typer.Exit(1)

@@ -74,7 +74,14 @@ def parse_args(agent: str, argv: list[str]) -> dict:
         else:
             positional.append(a)
         i += 1
-    out["prompt"] = "\n".join(positional) if positional else None
+    if agent == "opencode":
+        # like `opencode run`: arguments with a space are re-quoted, then stdin (when not a tty) is appended
+        message = " ".join('"' + p.replace('"', '\\"') + '"' if " " in p else p for p in positional)
+        if not sys.stdin.isatty():
+            message += "\n" + sys.stdin.read()
+        out["prompt"] = message.strip("\n") or None
+    else:
+        out["prompt"] = "\n".join(positional) if positional else None
     flags = out["flags"]
     if agent == "claude":
         if "-p" not in flags and "--print" not in flags:
