@@ -129,3 +129,13 @@ def test_recorded_real_cli_output_parses(sample):
             assert bool(got) == want, (field, got)
         else:
             assert got == want, (field, got)
+
+
+def test_interactive_sessions_yield_tokens_from_the_cli_session_files():
+    """Recorded session files of the real CLIs (claude transcript, codex rollout) after a tool call."""
+    from acr_cli.agents.claude import transcript_usage
+    from acr_cli.agents.codex import rollout_usage
+
+    assert transcript_usage((SAMPLES / "claude_tool.transcript.jsonl").read_text()) == (2468, 112)
+    assert rollout_usage((SAMPLES / "codex_tool.rollout.jsonl").read_text()) == (2468, 112)
+    assert rollout_usage("not json\n") is None

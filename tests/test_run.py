@@ -246,3 +246,24 @@ def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_pat
     r = acr("memory", "show", "--memory", str(blocker / "m.sqlite"), cwd=project)
     assert r.returncode == 2 and "cannot create the memory file" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_interactive_run_hands_over_the_terminal_then_verifies_and_records(project, fakes_on_path, scenario,
+                                                                           acr_home, tmp_path):
+    import pexpect
+
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}, "tokens": [3100, 420]})
+    env = dict(os.environ, CODEX_HOME=str(tmp_path / "codex-home"))
+    child = pexpect.spawn(sys.executable, ["-m", "acr_cli", "run", "--interactive", "--arms", "codex:gpt-5.4",
+                                           "--verify", VERIFY, "fix add"], cwd=str(project), env=env,
+                          encoding="utf-8", timeout=60)
+    child.expect("fake codex interactive")
+    child.expect("type ok")
+    child.sendline("ok")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    row = attempts_in_memory(acr_home)[0]
+    assert (row["verdict"], row["tokens_in"], row["tokens_out"]) == ("passed", 3100, 420)
+    assert row["cost_source"] == "priced"
+    assert (project / "calc.py").read_text() == GOOD

@@ -11,6 +11,7 @@ subtype ``success``: acr counts it as a failed attempt.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
@@ -93,24 +94,31 @@ class ClaudeAdapter(Adapter):
         return None
 
     def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
-        """Sum usage over the newest transcript in ``~/.claude/projects/<dir>/`` written after ``since``."""
-        root = Path.home() / ".claude" / "projects"
-        if not root.is_dir():
-            return None
-        files = [p for p in root.glob("*/*.jsonl") if p.stat().st_mtime >= since]
+        """Tokens of the newest transcript in ``~/.claude/projects/<project>/`` written after ``since``.
+
+        Claude names the folder after the working directory with every character other
+        than a letter or digit turned into ``-``; one API message can appear on several
+        lines, so usage is counted once per message id (its last line).
+        """
+        folder = Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(workdir))
+        files = [p for p in folder.glob("*.jsonl") if p.stat().st_mtime >= since] if folder.is_dir() else []
         if not files:
             return None
-        newest = max(files, key=lambda p: p.stat().st_mtime)
-        tin = tout = 0
-        seen = False
-        for ev in json_lines(newest.read_text(errors="replace")):
-            usage = (ev.get("message") or {}).get("usage") if isinstance(ev.get("message"), dict) else None
-            if isinstance(usage, dict):
-                seen = True
-                tin += sum(as_int(usage.get(k)) or 0 for k in
-                           ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-                tout += as_int(usage.get("output_tokens")) or 0
-        return (tin, tout) if seen else None
+        return transcript_usage(max(files, key=lambda p: p.stat().st_mtime).read_text(errors="replace"))
+
+
+def transcript_usage(text: str) -> tuple[int, int] | None:
+    per_message: dict[str, tuple[int, int]] = {}
+    for ev in json_lines(text):
+        msg = ev.get("message")
+        usage = msg.get("usage") if isinstance(msg, dict) else None
+        if isinstance(usage, dict):
+            tin = sum(as_int(usage.get(k)) or 0 for k in
+                      ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+            per_message[str(msg.get("id") or len(per_message))] = (tin, as_int(usage.get("output_tokens")) or 0)
+    if not per_message:
+        return None
+    return sum(v[0] for v in per_message.values()), sum(v[1] for v in per_message.values())
 
 
 def _first_line(text: str) -> str:
@@ -118,4 +126,3 @@ def _first_line(text: str) -> str:
         if line.strip():
             return short(line)
     return ""
-

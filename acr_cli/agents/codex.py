@@ -85,20 +85,24 @@ class CodexAdapter(Adapter):
         return None
 
     def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
-        """Token totals from the newest ``$CODEX_HOME/sessions/**/rollout-*.jsonl`` after ``since``."""
+        """Token totals from the newest ``$CODEX_HOME/sessions/Y/M/D/rollout-*.jsonl`` written after ``since``."""
         home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         files = [p for p in (home / "sessions").glob("*/*/*/rollout-*.jsonl") if p.stat().st_mtime >= since]
         if not files:
             return None
-        newest = max(files, key=lambda p: p.stat().st_mtime)
-        best = None
-        for ev in json_lines(newest.read_text(errors="replace")):
-            payload = ev.get("payload") or {}
-            info = payload.get("info") if isinstance(payload, dict) else None
-            total = (info or {}).get("total_token_usage") if isinstance(info, dict) else None
-            if isinstance(total, dict):
-                best = (as_int(total.get("input_tokens")) or 0, as_int(total.get("output_tokens")) or 0)
-        return best
+        return rollout_usage(max(files, key=lambda p: p.stat().st_mtime).read_text(errors="replace"))
+
+
+def rollout_usage(text: str) -> tuple[int, int] | None:
+    """The last ``token_count`` event's ``info.total_token_usage`` (input, output)."""
+    best = None
+    for ev in json_lines(text):
+        payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+        info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+        total = info.get("total_token_usage")
+        if isinstance(total, dict):
+            best = (as_int(total.get("input_tokens")) or 0, as_int(total.get("output_tokens")) or 0)
+    return best
 
 
 def _stderr_reason(stderr: str) -> str:

@@ -244,10 +244,35 @@ def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
     return int(rule.get("exit", 0))
 
 
+def interactive(agent: str, argv: list[str], scenario: dict) -> None:
+    """A stand-in for the agent's own screen: asks on the terminal, acts, leaves a session file."""
+    model = argv[argv.index("-m") + 1] if "-m" in argv else (argv[argv.index("--model") + 1] if "--model" in argv
+                                                              else None)
+    rule = pick_rule(scenario, agent, model)
+    print(f"fake {agent} interactive ({model}); prompt: {argv[-1] if '--' in argv else ''}", flush=True)
+    answer = input("type ok to apply the change: ")
+    if answer.strip() != "ok":
+        sys.exit(1)
+    apply_files(rule, Path(os.getcwd()))
+    tin, tout = rule.get("tokens", [1000, 100])
+    if agent == "codex":  # codex keeps a rollout file per session with running token totals
+        day = time.strftime("%Y/%m/%d")
+        folder = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions" / day
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"rollout-{uuid.uuid4()}.jsonl").write_text(json.dumps(
+            {"type": "event_msg", "payload": {"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": tin, "output_tokens": tout}}}}) + "\n")
+    print("bye", flush=True)
+
+
 def main() -> None:
     agent = os.environ.get("FAKE_AGENT_NAME") or Path(sys.argv[0]).name
     if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-v"):
         print({"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.169.0", "opencode": "1.18.33"}.get(agent, "0"))
+        return
+    if (agent == "codex" and sys.argv[1:2] != ["exec"]) or (agent == "claude" and "-p" not in sys.argv):
+        scen_path = os.environ.get("FAKE_AGENT_SCENARIO")
+        interactive(agent, sys.argv[1:], json.loads(Path(scen_path).read_text()) if scen_path else {})
         return
     args = parse_args(agent, sys.argv[1:])
     root = Path(args["dir"] or os.environ.get("PWD") or os.getcwd()) if agent != "claude" else Path(os.getcwd())
