@@ -59,17 +59,22 @@ def rich_table(doc: dict[str, Any]):
     for m in cols:
         t.add_column(HEAD[m], justify="right", no_wrap=True)
     for r in doc["results"]:
-        pub = r.get("published") or {}
-        cells = []
-        for m in cols:
-            text = _fmt(m, r.get(m))
-            if r.get("sd") and m in r["sd"]:
-                text += f" ±{_fmt(m, r['sd'][m])}"
-            if m in pub:
-                text += f" [dim]({_fmt(m, pub[m])})[/]"
-            cells.append(text)
-        t.add_row(r["policy"], str(r["n"]), *cells)
+        t.add_row(r["policy"], str(r["n"]), *_cells(r, cols, "[dim]({})[/]"))
     return t
+
+
+def _cells(row: dict[str, Any], cols: list[str], published: str) -> list[str]:
+    """Each metric formatted, with ``± sd`` over orders and the paper's value (``published`` template)."""
+    pub = row.get("published") or {}
+    out = []
+    for m in cols:
+        text = _fmt(m, row.get(m))
+        if row.get("sd") and m in row["sd"]:
+            text += f" ±{_fmt(m, row['sd'][m])}"
+        if m in pub:
+            text += " " + published.format(_fmt(m, pub[m]))
+        out.append(text)
+    return out
 
 
 def notes(doc: dict[str, Any]) -> list[str]:
@@ -90,16 +95,7 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"| policy | n | " + " | ".join(HEAD[m] for m in cols) + " |",
              "|---|---:|" + "---:|" * len(cols)]
     for r in doc["results"]:
-        pub = r.get("published") or {}
-        cells = []
-        for m in cols:
-            text = _fmt(m, r.get(m))
-            if r.get("sd") and m in r["sd"]:
-                text += f" ± {_fmt(m, r['sd'][m])}"
-            if m in pub:
-                text += f" ({_fmt(m, pub[m])})"
-            cells.append(text)
-        lines.append(f"| {r['policy']} | {r['n']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['policy']} | {r['n']} | " + " | ".join(_cells(r, cols, "({})")) + " |")
     return "\n".join(lines) + "\n"
 
 
