@@ -92,7 +92,7 @@ def notes(doc: dict[str, Any]) -> list[str]:
 
 def markdown(doc: dict[str, Any]) -> str:
     cols = columns(doc["benchmark"])
-    lines = [f"| policy | n | " + " | ".join(HEAD[m] for m in cols) + " |",
+    lines = ["| policy | n | " + " | ".join(HEAD[m] for m in cols) + " |",
              "|---|---:|" + "---:|" * len(cols)]
     for r in doc["results"]:
         lines.append(f"| {r['policy']} | {r['n']} | " + " | ".join(_cells(r, cols, "({})")) + " |")
