@@ -12,6 +12,7 @@ A profile is a YAML file::
       permissions: workspace-write   # read-only | workspace-write | full
       policy: learned         # learned | fixed
       prior_weight: 2         # pseudo-count given to an arm's prior mean
+      typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
       verify: null            # default verifier command
     arms:
       - agent: codex          # claude | codex | opencode | a name under `agents:`
@@ -24,6 +25,10 @@ A profile is a YAML file::
       default: [codex:gpt-5.4]
     agents:                   # optional generic CLIs (see acr_cli/agents/command.py)
       mycli: {command: [mycli, --model, "{model}", "{prompt}"], output: text}
+
+A profile may start from another with ``extends: NAME``: its ``settings`` are
+merged over the base's; ``description``, ``arms``, ``order`` and ``agents``
+replace the base's when given.
 
 Resolution of ``--profile NAME|PATH``: an existing path; else
 ``<config>/profiles/NAME.yaml``; else the built-in ``profiles/NAME.yaml``.
@@ -56,6 +61,7 @@ class Settings:
     permissions: str = "workspace-write"
     policy: str = "learned"
     prior_weight: float = 2.0
+    typical_tokens: float | None = None
     verify: str | None = None
 
 
@@ -124,27 +130,43 @@ def find(spec: str, user_dir: Path) -> Path:
     raise ConfigError(f"no profile named {spec!r}", hint=f"available profiles: {names}")
 
 
-def load(spec: str, user_dir: Path) -> Profile:
+def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = ()) -> Profile:
     path = find(spec, user_dir)
     data, lines = yamlfile.load(path)
-    return parse(data, lines, path)
+    base = None
+    if isinstance(data, dict) and "extends" in data:
+        parent = data["extends"]
+        where = yamlfile.line_of(lines, ("extends",))
+        if not isinstance(parent, str):
+            raise ProfileError(str(path), where, "extends", "expected a profile name or path")
+        parent_path = find(parent, user_dir) if parent != path.stem else find(parent, builtin_dir())
+        if parent_path.resolve() in _seen or parent_path.resolve() == path.resolve():
+            raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself")
+        base = load(str(parent_path), user_dir, _seen + (path.resolve(),))
+    return parse(data, lines, path, base)
 
 
-def parse(data: Any, lines: dict, path: Path) -> Profile:
+def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Profile:
     v = _Validator(str(path), lines)
     if data is None:
         data = {}
-    v.mapping(data, (), {"description", "settings", "arms", "order", "agents", "name"})
-    settings = _settings(v, data.get("settings") or {})
-    agents = _agents(v, data.get("agents") or {})
+    v.mapping(data, (), {"description", "settings", "arms", "order", "agents", "name", "extends"})
+    settings = _settings(v, data.get("settings") or {}, base.settings if base else Settings())
+    agents = _agents(v, data["agents"] or {}) if "agents" in data else (dict(base.agents) if base else {})
     known_agents = set(BUILTIN_AGENTS) | set(agents)
-    arms = _arms(v, data.get("arms"), known_agents)
+    if "arms" in data or base is None:
+        arms = _arms(v, data.get("arms"), known_agents)
+    else:
+        arms = list(base.arms)
     ids = [a.id for a in arms]
-    order = _order(v, data.get("order") or {}, set(ids))
+    if "order" in data or base is None:
+        order = _order(v, data.get("order") or {}, set(ids))
+    else:
+        order = dict(base.order)
     return Profile(
         name=str(data.get("name") or path.stem),
         path=path,
-        description=str(data.get("description") or ""),
+        description=str(data.get("description") or (base.description if base else "")),
         settings=settings,
         arms=tuple(arms),
         order=order,
@@ -152,16 +174,17 @@ def parse(data: Any, lines: dict, path: Path) -> Profile:
     )
 
 
-def _settings(v: "_Validator", raw: Any) -> Settings:
+def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
     key = ("settings",)
     v.mapping(raw, key, set(Settings.__dataclass_fields__))
-    s = Settings()
     out: dict[str, Any] = {}
     for name in raw:
         k = key + (name,)
         val = raw[name]
         if name in ("cost_weight", "timeout", "verify_timeout", "prior_weight"):
             out[name] = v.number(val, k, minimum=0.0)
+        elif name == "typical_tokens":
+            out[name] = None if val is None else v.number(val, k, minimum=1.0)
         elif name == "max_cost":
             out[name] = None if val is None else v.number(val, k, minimum=0.0)
         elif name == "max_attempts":

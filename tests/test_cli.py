@@ -53,8 +53,9 @@ def test_route_explain_and_json(tmp_path):
     out = json.loads(r.output)
     assert out["context"]["kind"] == "bug_fix" and out["policy"] == "learned"
     assert len(out["order"]) == 8 and {"agent", "model", "mean", "expected_cost", "why"} <= set(out["order"][0])
-    rewards = [o["expected_reward"] for o in out["order"]]
-    assert rewards == sorted(rewards, reverse=True)
+    assert sorted(o["agent"] + ":" + o["model"] for o in out["order"]) == sorted(
+        a["agent"] + ":" + a["model"] for a in json.loads(invoke("profiles", "show", "balanced", "--json").output)["arms"])
+    assert out["order"][0]["why"].startswith("planned")
     r = invoke("route", "fix it", "--json", "--arms", "codex:gpt-5.4,claude:claude-opus-4-6")
     assert [o["agent"] for o in json.loads(r.output)["order"]] == ["codex", "claude"]
 

@@ -9,7 +9,8 @@ from typing import Callable
 from acr_cli.bench import baselines as bl
 from acr_cli.bench.matrix import Matrix
 from acr_cli.errors import AcrError
-from acr_cli.memory.store import Memory, StatsView
+from acr_cli.memory.aggregates import GroupCache
+from acr_cli.memory.store import Memory
 from acr_cli.profiles import Profile
 from acr_cli.routing.base import Policy
 from acr_cli.routing.fixed import FixedOrder
@@ -115,8 +116,9 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
     from acr_cli.routing.learned import LearnedPolicy
 
     pw = profile.settings.prior_weight if profile else 2.0
-    return spec, lambda mem, src: LearnedPolicy(ordered, StatsView(mem, src), cost_weight=cost_weight,
-                                                prior_weight=pw)
+    tokens = profile.settings.typical_tokens if profile else None
+    return spec, lambda mem, src: LearnedPolicy(ordered, GroupCache(mem, src), cost_weight=cost_weight,
+                                                prior_weight=pw, typical_tokens=tokens)
 
 
 def _named(policy: Policy, label: str) -> Policy:

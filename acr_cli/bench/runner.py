@@ -44,6 +44,13 @@ def _profile(name: str | None):
     return profiles.load(name or "coderouterbench", _paths().profiles_dir)
 
 
+def _configured_profile() -> str:
+    """The profile live runs use here (.acr.toml, config.toml, else balanced)."""
+    from acr_cli.config import Settings
+
+    return Settings(_paths().config_file, Path.cwd()).resolve("profile", default="balanced")[0]
+
+
 def _progress(enabled: bool, total: int):
     if not enabled or not sys.stderr.isatty():
         return nullcontext(None)
@@ -58,7 +65,6 @@ def _progress(enabled: bool, total: int):
 def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
     paths = _paths()
     warnings: list[str] = []
-    prof = _profile(req.profile)
     user_memory_path = paths.memory_path(req.memory)
     if req.benchmark == "memory":
         live = Memory.open(paths.memory_path(req.memory), create=False) if paths.memory_path(req.memory).exists() \
@@ -66,12 +72,13 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         if live is None:
             raise AcrError("no memory yet: `acr bench replay memory` replays the attempts `acr run` recorded")
         try:
-            matrix, live_tasks = from_memory.load(live, _profile(req.profile) if req.profile else None)
+            matrix, live_tasks = from_memory.load(live, _profile(req.profile or _configured_profile()))
         finally:
             live.close()
         if not matrix.tasks:
             raise AcrError("memory holds no judged live attempt yet (passed, failed or timeout)")
         spec = None
+        prof = _profile(req.profile or _configured_profile())
         data_dir = Path(".")
         protocol = req.protocol or "cascade"
         if protocol != "cascade":
@@ -80,6 +87,7 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         title = "Your memory (live runs)"
     else:
         spec = spec_mod.load(req.benchmark)
+        prof = _profile(req.profile or spec.profile)
         protocol = req.protocol or spec.default_protocol
         if protocol not in spec.protocols:
             raise AcrError(f"--protocol {protocol!r} does not apply to {spec.name} (use {', '.join(spec.protocols)})")

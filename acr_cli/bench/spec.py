@@ -29,6 +29,7 @@ class BenchSpec:
     published: dict[str, dict[str, float]] = field(default_factory=dict)
     published_note: str = ""
     aliases: dict[str, str] = field(default_factory=dict)
+    profile: str = "coderouterbench"
 
     def verified(self, dimension: str) -> bool:
         return self.execution_verified == "all" or dimension in self.execution_verified
@@ -57,6 +58,7 @@ def load(name: str) -> BenchSpec:
         published={str(k): dict(v) for k, v in (pub.get("results") or {}).items()},
         published_note=str(pub.get("note", "")),
         aliases={str(k): str(v) for k, v in (data.get("aliases") or {}).items()},
+        profile=str(data.get("profile") or "coderouterbench"),
     )
 
 

@@ -164,6 +164,7 @@ def route(
     from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import print_route
     from acr_cli.context import KINDS, classify
+    from acr_cli.domain import TaskState
     from acr_cli.errors import AcrError
     from acr_cli.routing.factory import live_policy
 
@@ -175,7 +176,7 @@ def route(
     try:
         pol = live_policy(prof, mem, arms=_arms(arms), policy=policy)
         ctx = classify(prompt, proj, kind=kind)
-        ranked = pol.rank(ctx)
+        ranked = pol.rank(ctx, TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost))
     finally:
         mem.close()
     if json_out:

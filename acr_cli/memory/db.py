@@ -49,6 +49,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             finished_at TEXT
         );
         CREATE INDEX tasks_source_created ON tasks(source, created_at);
+        CREATE INDEX tasks_source ON tasks(source);            -- (source, rowid) range scans
         CREATE TABLE task_groups (                 -- the context groups a task belongs to, coarse to fine
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
             level INTEGER NOT NULL,
@@ -127,6 +128,12 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
         if not in_memory:
             db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA foreign_keys = ON")
+        try:
+            db.execute("SELECT ln(1.0)")
+        except sqlite3.OperationalError:  # SQLite built without its math functions
+            import math
+
+            db.create_function("ln", 1, math.log, deterministic=True)
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     except sqlite3.DatabaseError as e:

@@ -35,10 +35,17 @@ class Ranked:
     why: str = ""
     alpha: float | None = None  # Beta posterior of the score, when the policy keeps one
     beta: float | None = None
+    probit: tuple[float, float] | None = None  # or (mean, variance) of the probit pass rate
 
     @property
     def interval(self) -> tuple[float | None, float | None]:
         """90% credible interval of the score (computed on demand: only --explain needs it)."""
+        if self.probit is not None:
+            from acr_cli.routing.latent import Phi
+
+            mu, var = self.probit
+            sd = max(var, 0.0) ** 0.5
+            return Phi(mu - 1.645 * sd), Phi(mu + 1.645 * sd)
         if self.alpha is None or self.beta is None:
             return None, None
         from acr_cli.routing.betadist import interval90

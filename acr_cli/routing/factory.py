@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from acr_cli.memory.store import Memory, StatsView
+from acr_cli.memory.aggregates import GroupCache
+from acr_cli.memory.store import Memory
 from acr_cli.profiles import Profile
 from acr_cli.routing.base import Policy
 from acr_cli.routing.fixed import FixedOrder
@@ -18,5 +19,6 @@ def live_policy(profile: Profile, memory: Memory, *, arms: Sequence[str] | None 
     name = policy or profile.settings.policy
     if name == "fixed":
         return FixedOrder(lambda ctx: profile.order_for(ctx.kind), why="profile order")
-    return LearnedPolicy(profile.arms, StatsView(memory, scope), cost_weight=profile.settings.cost_weight,
-                         prior_weight=profile.settings.prior_weight, tie_order=lambda ctx: profile.order_for(ctx.kind))
+    return LearnedPolicy(profile.arms, GroupCache(memory, scope), cost_weight=profile.settings.cost_weight,
+                         prior_weight=profile.settings.prior_weight, tie_order=lambda ctx: profile.order_for(ctx.kind),
+                         typical_tokens=profile.settings.typical_tokens)

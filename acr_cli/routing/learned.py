@@ -1,84 +1,349 @@
-"""The learned policy (first version): hierarchical Beta posteriors, cost-aware ordering.
+"""The learned policy: decide with what memory knows, plan the escalation, update after every attempt.
 
-For each arm, the posterior mean score is built top-down along the context's
-groups (coarse to fine): the profile's prior mean (pseudo-count
-``prior_weight``) is updated with the coarsest group's attempts; that
-posterior mean becomes the prior of the next group with pseudo-count
-``CHILD_WEIGHT``; and so on. Expected cost is shrunk the same way from the
-price-based guess. The next arm is the untried one with the best
-``mean - lambda * cost``; the loop stops when the best remaining expected gain
-no longer pays for its expected cost.
+The same object routes ``acr run`` (live) and the ``learned`` row of ``acr bench replay``.
+All it knows across tasks is what :mod:`acr_cli.memory.aggregates` computes from the
+attempts in memory; priors come only from the profile (prices, per-kind prior means
+and their pseudo-count).
+
+For a task with context groups g_1 (coarse) ... g_n (fine):
+
+1. **Hierarchy.** Fit g_1, then g_2, ... Each level is fitted on its own tasks that are
+   not in the next finer group (every task counts once) with the coarser level as its
+   prior, worth at most ``N_HIER`` observations; the profile's prior means are the prior
+   of g_1, worth the profile's ``prior_weight``.
+2. **Success.** Latent task ease (see :mod:`acr_cli.routing.latent`): per level, the
+   arms' marginal pass rates are fitted by EM on the verdict patterns. On this task,
+   every failure shifts the posterior of the task's ease and lowers every untried
+   arm's chance. Single-action tasks use the mean score instead.
+3. **Cost.** ln(cost) per arm and level (a hurdle for zero-cost attempts), shrunk the
+   same way; before an arm has a cost, its price times the group's token level. Costs
+   already paid on this task predict the others (their ln-costs correlate across arms,
+   estimated from arms tried on the same tasks).
+4. **Plan.** Exact dynamic program over the untried arms: the next arm is worth trying
+   only while its expected score gain beats lambda x its expected cost, given what
+   already failed and what could still follow. The first attempt of a task is always
+   made; later ones stop when the best plan is empty, the attempts are used up, or the
+   expected cost would break ``--max-cost``.
+
+Settings (fixed from first principles, README "The learned router" explains each):
+``N_HIER`` 20, ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
+cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
-from acr_cli.memory.store import ArmStats
-from acr_cli.routing.base import Policy, Ranked, Stats, untried
+from acr_cli.memory.aggregates import GroupCache, GroupStats
+from acr_cli.routing.base import Policy, Ranked, untried
+from acr_cli.routing.latent import Latent, Phi, Phi_inv, tau2_of
 
-DEFAULT_PRIOR = 0.5  # no prior in the profile: maximal uncertainty about the pass rate
-CHILD_WEIGHT = 4.0  # pseudo-count a parent group's estimate carries into a child group
-DEFAULT_TOKENS = (100_000, 5_000)  # an agentic coding session's tokens (in, out) before any is observed
+N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
+RHO = 0.5  # half of an arm's latent propensity is the task's, half the arm's own
+UNKNOWN_PRIOR = 0.5  # no prior mean for this kind: maximal uncertainty
+COST_PSEUDO = 1.0  # the price-based cost guess ignores how verbose a model is: worth one attempt
+COST_SPREAD = 1.0  # prior variance of ln(cost) around that guess: one e-fold
+COST_CORR_PRIOR, COST_CORR_PSEUDO = 0.0, 2.0  # do not carry a task's cost level across arms until seen
+FAIL_SCORE_PRIOR, FAIL_SCORE_PSEUDO = 0.0, 1.0  # no partial credit for a failure until observed
+PROB_CLIP = (0.02, 0.98)
+INPUT_SHARE = 0.95  # with only a profile's typical_tokens: agents read far more than they write
+
+
+@dataclass
+class Fit:
+    """The posterior for one task context, per arm index."""
+
+    mu: list[float]  # probit marginal pass rate
+    vmu: list[float]
+    score: list[float]  # mean score (single-action decisions)
+    n_score: list[float]
+    fail_score: list[float]
+    m: list[float] | None  # mean ln cost given cost > 0 (None: no cost scale known yet)
+    s2: list[float]
+    vm: list[float]
+    ppos: list[float]  # P(cost > 0)
+    attempts: list[int]  # attempts behind the estimate in the finest group with data
+    corr: float = COST_CORR_PRIOR  # correlation of ln(cost) across arms on one task
+    qs: list[list[float]] | None = None  # P(pass | task ease) per arm, on the quadrature nodes
 
 
 class LearnedPolicy(Policy):
     name = "learned"
 
-    def __init__(self, arms: Sequence[Arm], stats: Stats, *, cost_weight: float = 0.1, prior_weight: float = 2.0,
-                 tie_order: Callable[[Context], Sequence[Arm]] | None = None):
+    def __init__(self, arms: Sequence[Arm], stats: GroupCache, *, cost_weight: float = 0.1,
+                 prior_weight: float = 2.0, tie_order: Callable[[Context], Sequence[Arm]] | None = None,
+                 typical_tokens: float | None = None, n_hier: float = N_HIER, rho: float = RHO):
         self.arms = list(arms)
+        self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
         self.cost_weight = cost_weight
         self.prior_weight = prior_weight
         self.tie_order = tie_order
+        self.typical_tokens = typical_tokens
+        self.n_hier = n_hier
+        self.latent = Latent(rho)
+        self.pin = [a.price_in or 0.0 for a in self.arms]
+        self.pout = [a.price_out or 0.0 for a in self.arms]
+        self._warm: dict[tuple, list[float]] = {}
+        self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
 
-    # ------------------------------------------------------------------ estimates
+    # ------------------------------------------------------------------ fitting
 
-    def estimate(self, ctx: Context, arm: Arm, levels: list[dict[str, ArmStats]]) -> Ranked:
-        prior = arm.prior_for(ctx.kind)
-        mean = DEFAULT_PRIOR if prior is None else prior
-        weight = self.prior_weight if arm.prior_weight is None else arm.prior_weight
-        guess = arm.price(*DEFAULT_TOKENS)
-        cost = guess
-        n_finest = 0
-        alpha, beta = mean * weight, (1 - mean) * weight
-        for i, level in enumerate(levels):
-            s = level.get(arm.id)
-            w = weight if i == 0 else CHILD_WEIGHT
-            n = s.n_judged if s else 0
-            total = s.score_sum if s else 0.0
-            alpha, beta = mean * w + total, (1 - mean) * w + (n - total)
-            mean = alpha / (alpha + beta) if alpha + beta > 0 else mean
-            if s and s.n_cost:
-                cost = (s.cost_sum + (cost if cost is not None else s.mean_cost) * CHILD_WEIGHT) / (s.n_cost + CHILD_WEIGHT) \
-                    if cost is not None else s.mean_cost
-            if s and s.n:
-                n_finest = s.n
-        reward = mean - self.cost_weight * (cost or 0.0)
-        why = f"prior {'%.2f' % prior if prior is not None else 'none'}"
-        if n_finest:
-            why += f", {n_finest} attempts in memory"
-        return Ranked(arm, mean, cost, reward, n_finest, why, alpha, beta)
+    def _prior(self, ctx: Context) -> tuple[list[float], list[float]]:
+        means, weights = [], []
+        for a in self.arms:
+            p = a.prior_for(ctx.kind)
+            means.append(min(max(UNKNOWN_PRIOR if p is None else p, PROB_CLIP[0]), PROB_CLIP[1]))
+            weights.append(self.prior_weight if a.prior_weight is None else a.prior_weight)
+        return means, weights
 
-    def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
+    def fit(self, ctx: Context, verified: bool) -> Fit:
         levels = self.stats.get(ctx.groups)
-        ranked = [self.estimate(ctx, a, levels) for a in self.arms]
-        pos = {a.id: i for i, a in enumerate(self.tie_order(ctx) if self.tie_order else self.arms)}
-        ranked.sort(key=lambda r: (-(r.reward or 0.0), pos.get(r.arm.id, len(pos))))
-        return ranked
+        key = (ctx.groups, ctx.kind, verified)
+        versions = tuple(self.stats.version.get(g, 0) for g in ctx.groups)
+        cached = self._fits.get(key)
+        if cached and cached[0] == versions:
+            return cached[1]
+        fit = self._fit(ctx, levels, verified)
+        fit.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
+        if verified:
+            fit.qs = [self.latent.q(mu) for mu in fit.mu]
+        self._fits[key] = (versions, fit)
+        return fit
+
+    def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> Fit:
+        n = len(self.arms)
+        p0, n0 = self._prior(ctx)
+        mu_par = [Phi_inv(p) for p in p0]
+        v_par = [0.0] * n
+        n_par = list(n0)
+        sc_par, n_sc_par = list(p0), list(n0)
+        f_par, n_f_par = [FAIL_SCORE_PRIOR] * n, [FAIL_SCORE_PSEUDO] * n
+        m_par: list[float] | None = None
+        n_m_par = [COST_PSEUDO] * n
+        s2_par = [COST_SPREAD] * n
+        pp_par, n_pp = [1.0] * n, [COST_PSEUDO] * n
+        fit = None
+        attempts = [0] * n
+        for depth, (group, stats) in enumerate(zip(ctx.groups, levels)):
+            finer = levels[depth + 1] if depth + 1 < len(levels) else None
+            own = stats.minus(finer) if finer is not None else stats
+            if own.n_tasks == 0 and not own.arms:
+                continue  # nothing of its own beyond the finer group: skip this level
+            aggs = [own.arm(a.id) for a in self.arms]
+            tau2 = [tau2_of(mu_par[i], n_par[i]) + v_par[i] for i in range(n)]
+            if verified:
+                pats = self._patterns(own)
+                wkey = (group, ctx.groups[depth + 1] if finer is not None else None)
+                mu, vmu = self.latent.fit(pats, mu_par, tau2, start=self._warm.get(wkey))
+                self._warm[wkey] = mu
+            else:
+                mu, vmu = list(mu_par), tau2
+            score = [(n_sc_par[i] * sc_par[i] + aggs[i].s_score) / (n_sc_par[i] + aggs[i].n) for i in range(n)]
+            n_score = [n_sc_par[i] + aggs[i].n for i in range(n)]
+            fsc = [(n_f_par[i] * f_par[i] + aggs[i].s_fscore) / (n_f_par[i] + aggs[i].n_fail) for i in range(n)]
+            n_fsc = [n_f_par[i] + aggs[i].n_fail for i in range(n)]
+            if m_par is None:
+                m_par = self._price_prior(own)
+                if m_par is None:  # no token level observed yet: costs only known up to a factor
+                    n_m_par = [0.0] * n
+            m = s2 = vm = None
+            if m_par is not None or any(a.n_pos for a in aggs):
+                base = m_par or [0.0] * n
+                m, s2, vm = [], [], []
+                for i in range(n):
+                    w, a = n_m_par[i], aggs[i]
+                    mi = (w * base[i] + a.s_lc) / (w + a.n_pos) if w + a.n_pos > 0 else base[i]
+                    dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
+                    si = (w * s2_par[i] + dev) / (w + a.n_pos) if w + a.n_pos > 0 else s2_par[i]
+                    m.append(mi)
+                    s2.append(si)
+                    vm.append(si / max(w + a.n_pos, 1e-9))
+            ppos = [(n_pp[i] * pp_par[i] + aggs[i].n_pos) / (n_pp[i] + aggs[i].n_cost) for i in range(n)]
+            for i in range(n):
+                if aggs[i].n:
+                    attempts[i] = aggs[i].n
+            fit = Fit(mu, vmu, score, n_score, fsc, m, s2 or list(s2_par), vm or [COST_SPREAD] * n, ppos,
+                      list(attempts))
+            # this level is the prior of the next finer one, worth at most n_hier observations
+            mu_par, v_par, n_par = mu, vmu, [self.n_hier] * n
+            sc_par, n_sc_par = score, [min(self.n_hier, x) for x in n_score]
+            f_par, n_f_par = fsc, [min(self.n_hier, x) for x in n_fsc]
+            if m is not None:
+                m_par, s2_par = m, s2
+                n_m_par = [min(self.n_hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)]
+            pp_par = ppos
+            n_pp = [min(self.n_hier, n_pp[i] + aggs[i].n_cost) for i in range(n)]
+        if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
+            m0 = self._price_prior(GroupStats())
+            fit = Fit(mu_par, [tau2_of(mu_par[i], n_par[i]) for i in range(n)], sc_par, n_sc_par, f_par, m0,
+                      s2_par, [COST_SPREAD / COST_PSEUDO] * n, pp_par, attempts)
+        return fit
+
+    def _patterns(self, stats: GroupStats) -> list[tuple[list[int], set[int], int]]:
+        out = []
+        for (tried, passed), count in stats.patterns.items():
+            t = [self.index[a] for a in tried if a in self.index]
+            if t:
+                out.append((t, {self.index[a] for a in passed if a in self.index}, count))
+        return out
+
+    def _price_prior(self, stats: GroupStats) -> list[float] | None:
+        """ln cost of an arm never seen: the group's token level x the arm's price.
+
+        Token level = mean ln(tokens) of the attempts with tokens and cost (the group's, else
+        the whole scope's); the input share of those tokens is solved from their cost and
+        their arm's prices. With no such attempt anywhere, the profile's ``typical_tokens``
+        (if any) stands in; else the cost scale is unknown (None).
+        """
+        src = stats if any(a.n_tok for a in stats.arms.values()) else self.stats.overall()
+        n_tok = s_ltok = 0.0
+        share_sum = share_n = 0.0
+        for arm_id, a in src.arms.items():
+            if not a.n_tok:
+                continue
+            n_tok += a.n_tok
+            s_ltok += a.s_ltok
+            i = self.index.get(arm_id)
+            if i is not None and self.pout[i] != self.pin[i]:
+                per_token = 1e6 * a.s_ptok / a.n_tok
+                share = (self.pout[i] - per_token) / (self.pout[i] - self.pin[i])
+                share_sum += min(max(share, 0.0), 1.0) * a.n_tok
+                share_n += a.n_tok
+        if not n_tok:
+            if not self.typical_tokens:
+                return None
+            n_tok, s_ltok, share_sum, share_n = 1.0, math.log(self.typical_tokens), INPUT_SHARE, 1.0
+        w = share_sum / share_n if share_n else INPUT_SHARE
+        level = s_ltok / n_tok
+        out = []
+        for i in range(len(self.arms)):
+            price = w * self.pin[i] + (1 - w) * self.pout[i]
+            out.append(level + math.log(max(price, 1e-9) / 1e6))
+        return out
+
+    def _cost_correlation(self, stats: GroupStats) -> float:
+        num = den = total = 0.0
+        pairs = stats.pairs
+        for (a, b), (n, s, ss, sx) in pairs.items():
+            other = pairs.get((b, a))
+            if n < 2 or other is None:
+                continue
+            ma, mb = s / n, other[1] / other[0]
+            va, vb = ss / n - ma * ma, other[2] / other[0] - mb * mb
+            d = math.sqrt(max(va * vb, 0.0))
+            if d <= 1e-12:
+                continue
+            num += n * (sx / n - ma * mb)
+            den += n * d
+            total += n
+        if den <= 0:
+            return COST_CORR_PRIOR
+        r = (num / den * total + COST_CORR_PSEUDO * COST_CORR_PRIOR) / (total + COST_CORR_PSEUDO)
+        return min(max(r, 0.0), 0.95)
+
+    def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float] | None:
+        if fit.m is None:
+            return None
+        n = len(self.arms)
+        sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
+        resid = []
+        for f in (state.tried if state else []):
+            i = self.index.get(f.arm.id)
+            if i is not None and f.cost_usd and f.cost_usd > 0:
+                resid.append((math.log(f.cost_usd) - fit.m[i]) / sd[i])
+        out = []
+        if resid:
+            k = len(resid)
+            kappa = k * corr / (1 + (k - 1) * corr)
+            shift = kappa * sum(resid) / k
+            for i in range(n):
+                mean = fit.m[i] + sd[i] * shift
+                var = fit.s2[i] * (1 - corr * kappa)
+                out.append(fit.ppos[i] * math.exp(min(mean + 0.5 * (var + fit.vm[i]), 50.0)))
+        else:
+            for i in range(n):
+                out.append(fit.ppos[i] * math.exp(min(fit.m[i] + 0.5 * (fit.s2[i] + fit.vm[i]), 50.0)))
+        return out
+
+    # ------------------------------------------------------------------ deciding
+
+    def _analyse(self, ctx: Context, state: TaskState | None) -> tuple[Fit, list[float], bool, list[int], dict]:
+        verified = state is None or state.max_attempts is None or state.max_attempts > 1
+        fit = self.fit(ctx, verified)
+        cost = self.expected_costs(fit, state, fit.corr)
+        known_cost = cost is not None
+        if cost is None:  # no cost seen anywhere yet: plan on success, break ties by list price
+            cost = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(len(self.arms))]
+        done = (state.tried_ids | state.excluded) if state else set()
+        left = [i for i, a in enumerate(self.arms) if a.id not in done]
+        if self.tie_order is not None:  # equal plans: the profile's order for the kind decides
+            rank = {a.id: k for k, a in enumerate(self.tie_order(ctx))}
+            left.sort(key=lambda i: rank.get(self.arms[i].id, len(rank)))
+        info: dict = {"known_cost": known_cost, "verified": verified}
+        if not left:
+            return fit, cost, verified, [], info
+        if not verified:
+            order = sorted(left, key=lambda i: -(fit.score[i] - self.cost_weight * cost[i]))  # stable: ties keep order
+            info["p"] = {i: fit.score[i] for i in left}
+            return fit, cost, verified, order[:1], info
+        qs_all = fit.qs
+        judged = [(qs_all[self.index[f.arm.id]], f.passed) for f in (state.tried if state else [])
+                  if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
+        w0 = self.latent.posterior(judged)
+        best0 = state.best_score if state else 0.0
+        steps = None
+        budget = None
+        if state is not None:
+            if state.max_attempts is not None:
+                steps = state.max_attempts - len(state.tried)
+            if state.max_cost is not None:
+                budget = state.max_cost - state.spent
+        plan = self.latent.plan(w0, [qs_all[i] for i in left], [cost[i] for i in left],
+                                [fit.fail_score[i] for i in left], best0, self.cost_weight,
+                                force=not (state and state.tried), max_steps=steps, budget=budget)
+        info["p"] = {i: sum(w * q for w, q in zip(w0, qs_all[i])) for i in left}
+        return fit, cost, verified, [left[j] for j in plan], info
 
     def next(self, ctx: Context, state: TaskState) -> Decision | None:
-        left = {a.id for a in untried(self.arms, state)}
-        ranked = [r for r in self.rank(ctx, state) if r.arm.id in left]
-        if not ranked:
+        fit, cost, verified, plan, info = self._analyse(ctx, state)
+        if not plan:
             return None
-        best = ranked[0]
-        if state.tried:
-            gain = (best.mean or 0.0) * (1.0 - state.best_score)
-            if gain <= self.cost_weight * (best.cost or 0.0):
-                return None
-        return Decision(best.arm, f"best expected reward {best.reward:+.3f} (score {best.mean:.2f}, "
-                                  f"~${best.cost or 0:.2f}; {best.why})", best.cost)
+        i = plan[0]
+        p = info["p"][i]
+        what = "pass chance" if verified else "expected score"
+        money = f"~${cost[i]:.3f}" if info["known_cost"] else "cost not known yet"
+        tail = f"; plan: {' > '.join(self.arms[j].id for j in plan)}" if len(plan) > 1 else ""
+        return Decision(self.arms[i], f"{what} {p:.2f}, {money}{tail}",
+                        cost[i] if info["known_cost"] else None)
+
+    def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
+        fit, cost, verified, plan, info = self._analyse(ctx, state)
+        left = [i for i in range(len(self.arms)) if i in info.get("p", {})]
+        value = {i: info["p"][i] - self.cost_weight * cost[i] for i in left}
+        tie = {a.id: k for k, a in enumerate(self.tie_order(ctx) if self.tie_order else self.arms)}
+        rest = sorted((i for i in left if i not in plan), key=lambda i: (-value[i], tie.get(self.arms[i].id, 0)))
+        out = []
+        for pos, i in enumerate(plan + rest):
+            in_plan = pos < len(plan)
+            why = ("planned" if in_plan else "not worth trying now") if verified else "best expected reward"
+            if fit.attempts[i]:
+                why += f"; {fit.attempts[i]} attempts in its finest group"
+            elif self.arms[i].prior_for(ctx.kind) is None:
+                why += "; no prior for this kind"
+            p = info["p"][i]
+            mu = fit.mu[i] if verified else None
+            r = Ranked(self.arms[i], p, cost[i] if info["known_cost"] else None,
+                       value[i] if info["known_cost"] else p, fit.attempts[i], why)
+            if verified:
+                r.probit = (mu, fit.vmu[i])
+            else:
+                n = fit.n_score[i]
+                r.alpha, r.beta = p * n, (1 - p) * n
+            out.append(r)
+        return out
+

@@ -1,0 +1,214 @@
+"""What the learned router reads from memory: per context group, SQL aggregates of the attempts.
+
+For one group (all tasks of a scope that belong to it), ``GroupStats`` holds:
+
+* per arm: attempts with a verdict about the arm (n), the sum of their scores,
+  failed attempts and the sum of their (partial) scores, attempts with a
+  positive cost and the sum and sum of squares of ln(cost), and the token level
+  (sum of ln(tokens), sum of USD per token) of attempts with tokens and cost;
+* verdict patterns: how many tasks had each (tried set, passed set), the data
+  the latent-ease model is fitted on;
+* cost pairs: per ordered pair of arms tried on the same task (self-join), the
+  sums that give the correlation of their ln(costs).
+
+All of it comes from ``SELECT ... GROUP BY`` over ``attempts`` joined with the
+task's groups; nothing learned is stored. ``GroupCache`` keeps these sums for a
+long replay and adds only the tasks finished since its last look.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from acr_cli.memory.store import Memory
+
+JUDGED_SQL = "('passed','failed','timeout')"
+SCORE = "COALESCE(a.score, a.verdict = 'passed')"
+
+
+@dataclass
+class ArmAgg:
+    n: int = 0
+    s_score: float = 0.0
+    n_fail: int = 0
+    s_fscore: float = 0.0
+    n_cost: int = 0  # attempts with a known cost
+    n_pos: int = 0  # ... of which positive
+    s_lc: float = 0.0
+    ss_lc: float = 0.0
+    n_tok: int = 0
+    s_ltok: float = 0.0
+    s_ptok: float = 0.0  # sum of USD per token
+
+    def add(self, o: "ArmAgg", sign: int = 1) -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + sign * getattr(o, k))
+
+
+@dataclass
+class GroupStats:
+    n_tasks: int = 0
+    arms: dict[str, ArmAgg] = field(default_factory=dict)
+    patterns: dict[tuple[frozenset, frozenset], int] = field(default_factory=dict)
+    pairs: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # [n, s, ss, sx]
+
+    def arm(self, arm_id: str) -> ArmAgg:
+        return self.arms.get(arm_id) or ArmAgg()
+
+    def add(self, o: "GroupStats", sign: int = 1) -> None:
+        self.n_tasks += sign * o.n_tasks
+        for a, agg in o.arms.items():
+            self.arms.setdefault(a, ArmAgg()).add(agg, sign)
+        for p, c in o.patterns.items():
+            left = self.patterns.get(p, 0) + sign * c
+            if left:
+                self.patterns[p] = left
+            else:
+                self.patterns.pop(p, None)
+        for k, v in o.pairs.items():
+            mine = self.pairs.setdefault(k, [0.0, 0.0, 0.0, 0.0])
+            for i in range(4):
+                mine[i] += sign * v[i]
+
+    def minus(self, o: "GroupStats") -> "GroupStats":
+        """The tasks of this group that are not in ``o`` (a subgroup)."""
+        out = GroupStats()
+        out.add(self)
+        out.add(o, -1)
+        return out
+
+
+def group_stats(memory: Memory, scope: str, keys: Sequence[str] | None, after: int = 0,
+                upto: int | None = None) -> dict[str, GroupStats]:
+    """Aggregates of the finished tasks of ``scope`` with after < rowid <= upto, per group key.
+
+    ``keys=None`` aggregates every group those tasks belong to (how a cache adds new tasks).
+    """
+    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
+    if keys is not None and not keys:
+        return out
+    where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
+    params: list = [scope, after]
+    if upto is not None:
+        where += " AND t.rowid <= ?"
+        params.append(upto)
+    if keys is not None:
+        where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))})"
+        params += [scope, *keys]
+    groups = "FROM tasks t JOIN task_groups g ON g.task_id = t.id"
+    one = f"{groups} JOIN attempts a ON a.task_id = t.id"
+    two = f"{one} JOIN attempts b ON b.task_id = t.id AND b.id <> a.id"
+    db = memory.db
+
+    def stats(key: str) -> GroupStats:
+        st = out.get(key)
+        if st is None:
+            st = out[key] = GroupStats()
+        return st
+
+    for r in db.execute(
+            f"SELECT g.key, a.agent || ':' || a.model AS arm,"
+            f" SUM(a.verdict IN {JUDGED_SQL}),"
+            f" TOTAL(CASE WHEN a.verdict IN {JUDGED_SQL} THEN {SCORE} END),"
+            f" SUM(a.verdict IN ('failed','timeout')),"
+            f" TOTAL(CASE WHEN a.verdict IN ('failed','timeout') THEN {SCORE} END),"
+            " COUNT(a.cost_usd), SUM(a.cost_usd > 0),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) END),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END),"
+            " SUM(a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
+            "       THEN ln(a.tokens_in + a.tokens_out) END),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
+            "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
+            f" {one} WHERE {where} GROUP BY g.key, a.agent, a.model", params):
+        stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0.0, r[4] or 0, r[5] or 0.0, r[6] or 0, r[7] or 0,
+                                        r[8] or 0.0, r[9] or 0.0, r[10] or 0, r[11] or 0.0, r[12] or 0.0)
+    # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
+    for key, pattern, count in db.execute(
+            "SELECT key, pattern, COUNT(*) FROM ("
+            " SELECT g.key AS key,"
+            "        group_concat(a.agent || ':' || a.model || '=' || (a.verdict = 'passed'), char(9)) AS pattern"
+            f" {one} WHERE {where} AND a.verdict IN {JUDGED_SQL} GROUP BY g.key, t.id)"
+            " GROUP BY key, pattern", params):
+        tried, passed = set(), set()
+        for item in pattern.split("\t"):
+            arm, _, ok = item.rpartition("=")
+            tried.add(arm)
+            if ok == "1":
+                passed.add(arm)
+        k = (frozenset(tried), frozenset(passed))
+        st = stats(key)
+        st.patterns[k] = st.patterns.get(k, 0) + count
+        st.n_tasks += count
+    for r in db.execute(
+            "SELECT g.key, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), TOTAL(ln(a.cost_usd)),"
+            " TOTAL(ln(a.cost_usd) * ln(a.cost_usd)), TOTAL(ln(a.cost_usd) * ln(b.cost_usd))"
+            f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
+            " GROUP BY g.key, a.agent, a.model, b.agent, b.model", params):
+        stats(r[0]).pairs[(r[1], r[2])] = [r[3], r[4], r[5], r[6]]
+    return out
+
+
+def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = None) -> GroupStats:
+    """Token and cost sums per arm over every finished task of ``scope`` (the cost prior's fallback)."""
+    where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
+    params: list = [scope, after]
+    if upto is not None:
+        where += " AND t.rowid <= ?"
+        params.append(upto)
+    out = GroupStats()
+    for r in memory.db.execute(
+            "SELECT a.agent || ':' || a.model, SUM(a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0 THEN ln(a.tokens_in + a.tokens_out) END),"
+            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
+            "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
+            f" FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE {where} GROUP BY a.agent, a.model", params):
+        out.arms[r[0]] = ArmAgg(n_tok=r[1] or 0, s_ltok=r[2] or 0.0, s_ptok=r[3] or 0.0)
+    return out
+
+
+def max_task_rowid(memory: Memory, scope: str) -> int:
+    return memory.db.execute("SELECT COALESCE(MAX(rowid), 0) FROM tasks WHERE source = ? AND finished_at IS NOT NULL",
+                             (scope,)).fetchone()[0]
+
+
+class GroupCache:
+    """``group_stats`` for the keys a policy asks for, kept current by adding newly finished tasks."""
+
+    def __init__(self, memory: Memory, scope: str):
+        self.memory = memory
+        self.scope = scope
+        self.mark = max_task_rowid(memory, scope)
+        self.stats: dict[str, GroupStats] = {}
+        self.version: dict[str, int] = {}  # bumps when a group's data changes
+        self._overall: GroupStats | None = None
+
+    def overall(self) -> GroupStats:
+        """Per-arm token and cost sums over the whole scope."""
+        self.refresh()
+        if self._overall is None:
+            self._overall = scope_arms(self.memory, self.scope, 0, self.mark)
+        return self._overall
+
+    def get(self, keys: Sequence[str]) -> list[GroupStats]:
+        self.refresh()
+        missing = [k for k in keys if k not in self.stats]
+        if missing:
+            for k, st in group_stats(self.memory, self.scope, missing, 0, self.mark).items():
+                self.stats[k] = st
+                self.version[k] = 0
+        return [self.stats[k] for k in keys]
+
+    def refresh(self) -> None:
+        top = max_task_rowid(self.memory, self.scope)
+        if top == self.mark:
+            return
+        if self._overall is not None:
+            self._overall.add(scope_arms(self.memory, self.scope, self.mark, top))
+        if self.stats:
+            for k, delta in group_stats(self.memory, self.scope, None, self.mark, top).items():
+                if k in self.stats:  # groups not loaded yet are read in full when first asked for
+                    self.stats[k].add(delta)
+                    self.version[k] += 1
+        self.mark = top
