@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sqlite3
 import stat
 from dataclasses import astuple
@@ -13,7 +14,8 @@ import pytest
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import db as dbmod
-from acr_cli.memory.store import Memory, StatsView
+from acr_cli.memory.aggregates import GroupCache, group_stats
+from acr_cli.memory.store import Memory
 
 A = Arm("codex", "gpt-5.4", 2.5, 15.0)
 B = Arm("claude", "claude-opus-4-6", 5.0, 25.0)
@@ -66,39 +68,37 @@ def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
     assert dump.count("[REDACTED]") >= 3
 
 
-def test_stats_aggregate_per_group_and_arm(tmp_path):
+def test_group_aggregates_are_computed_from_attempts(tmp_path):
     mem = Memory.open(tmp_path / "m.sqlite")
-    g1 = ["all", "kind=bug_fix"]
-    g2 = ["all", "kind=docs"]
+    g1 = ["kind=bug_fix", "kind=bug_fix/lang=py"]
     record(mem, g1, [(A, "failed", 0.1), (B, "passed", 0.5)])
     record(mem, g1, [(A, "passed", 0.3)])
-    record(mem, g2, [(A, "error", None)])
+    record(mem, ["kind=docs"], [(A, "error", None)])
     record(mem, g1, [(A, "passed", 1.0)], source="bench:x:1")  # another scope
-    st = mem.arm_stats("live", ["all", "kind=bug_fix", "kind=docs"])
-    a = st["kind=bug_fix"]["codex:gpt-5.4"]
-    assert (a.n, a.n_judged, a.n_passed, a.score_sum) == (2, 2, 1, 1.0)
-    assert a.mean_cost == pytest.approx(0.2)
-    assert st["kind=docs"]["codex:gpt-5.4"].n_judged == 0  # errors say nothing about ability
-    assert st["all"]["codex:gpt-5.4"].n == 3
-    assert st["kind=bug_fix"]["claude:claude-opus-4-6"].n_passed == 1
+    st = group_stats(mem, "live", ["kind=bug_fix", "kind=docs"])
+    bug, docs = st["kind=bug_fix"], st["kind=docs"]
+    a = bug.arm(A.id)
+    assert (a.n, a.s_score, a.n_fail, a.n_pos) == (2, 1.0, 1, 2)
+    assert a.s_lc == pytest.approx(math.log(0.1) + math.log(0.3))
+    assert bug.n_tasks == 2
+    assert bug.patterns == {(frozenset({A.id, B.id}), frozenset({B.id})): 1, (frozenset({A.id}), frozenset({A.id})): 1}
+    assert bug.pairs[(A.id, B.id)][0] == 1 and bug.pairs[(A.id, B.id)][3] == pytest.approx(math.log(0.1) * math.log(0.5))
+    assert docs.arm(A.id).n == 0 and docs.n_tasks == 0  # errors say nothing about ability
 
 
-def test_stats_view_stays_equal_to_a_full_query(tmp_path):
+def test_group_cache_stays_equal_to_a_full_query(tmp_path):
     mem = Memory.open(tmp_path / "m.sqlite")
-    view = StatsView(mem, "live")
-    keys = ["all", "kind=bug_fix", "kind=docs"]
+    cache = GroupCache(mem, "live")
+    keys = ["kind=bug_fix", "kind=docs"]
     for i in range(30):
-        g = ["all", "kind=bug_fix" if i % 3 else "kind=docs"]
-        record(mem, g, [(A, "failed" if i % 2 else "passed", 0.01 * i), (B, "passed", 0.2)][: 1 + i % 2])
-        got = view.get(keys)
-        full = mem.arm_stats("live", keys)
-        assert rounded(got) == rounded([full[k] for k in keys])
-
-
-def rounded(levels):
-    """Sums accumulated in another order differ in the last float bits."""
-    return [{arm: tuple(round(v, 9) if isinstance(v, float) else v for v in astuple(s)) for arm, s in lvl.items()}
-            for lvl in levels]
+        g = ["kind=bug_fix" if i % 3 else "kind=docs"]
+        record(mem, g, [(A, "failed" if i % 2 else "passed", 0.01 * (i + 1)), (B, "passed", 0.2)][: 1 + i % 2])
+        got = cache.get(keys)
+        full = group_stats(mem, "live", keys)
+        for k, st in zip(keys, got):
+            assert st.n_tasks == full[k].n_tasks and st.patterns == full[k].patterns
+            for arm in (A.id, B.id):
+                assert astuple(st.arm(arm)) == pytest.approx(astuple(full[k].arm(arm)))
 
 
 def test_export_import_round_trips_exactly(tmp_path):
@@ -116,7 +116,7 @@ def test_export_import_round_trips_exactly(tmp_path):
     dst.export(second)
     assert second.getvalue() == first.getvalue()
     assert dst.import_(io.StringIO(first.getvalue())) == (0, 3)  # idempotent
-    assert dst.arm_stats("live", ["all"]) == src.arm_stats("live", ["all"])
+    assert group_stats(dst, "live", ["all"])["all"] == group_stats(src, "live", ["all"])["all"]
 
 
 def test_import_rejects_garbage_with_the_line(tmp_path):

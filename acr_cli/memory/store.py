@@ -176,43 +176,6 @@ class Memory:
         self._write("UPDATE tasks SET passed=?, score=?, cost_usd=?, final_arm=?, finished_at=? WHERE id=?",
                     (int(passed), score, cost_usd, final_arm, now_iso(), task_id))
 
-    # ------------------------------------------------------------------ routing statistics
-
-    def arm_stats(self, scope: str, keys: Sequence[str], upto: int | None = None) -> dict[str, dict[str, ArmStats]]:
-        """{group key: {arm id: ArmStats}} over the attempts of tasks in ``scope`` (a task source)."""
-        if not keys:
-            return {}
-        marks = ",".join("?" * len(keys))
-        extra = "" if upto is None else " AND a.id <= ?"
-        rows = self.db.execute(
-            f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, {_STATS_COLUMNS}"
-            " FROM task_groups g JOIN attempts a ON a.task_id = g.task_id"
-            f" WHERE g.source = ? AND g.key IN ({marks}){extra} GROUP BY g.key, a.agent, a.model",
-            [scope, *keys, *([] if upto is None else [upto])],
-        )
-        out: dict[str, dict[str, ArmStats]] = {k: {} for k in keys}
-        for r in rows:
-            out[r["key"]][r["arm"]] = _stats_from_row(r)
-        return out
-
-    def stats_since(self, scope: str, after_id: int) -> tuple[int, dict[str, dict[str, ArmStats]]]:
-        """Aggregates of attempts with id > ``after_id`` for every group key; returns (max id, stats)."""
-        rows = self.db.execute(
-            f"SELECT g.key AS key, a.agent || ':' || a.model AS arm, MAX(a.id) AS max_id, {_STATS_COLUMNS}"
-            " FROM attempts a JOIN task_groups g ON g.task_id = a.task_id"
-            " WHERE a.id > ? AND g.source = ? GROUP BY g.key, a.agent, a.model",
-            (after_id, scope),
-        )
-        out: dict[str, dict[str, ArmStats]] = {}
-        top = after_id
-        for r in rows:
-            out.setdefault(r["key"], {})[r["arm"]] = _stats_from_row(r)
-            top = max(top, r["max_id"])
-        return top, out
-
-    def max_attempt_id(self) -> int:
-        return self.db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0]
-
     # ------------------------------------------------------------------ reading
 
     def kind_table(self, source: str = "live", kind: str | None = None) -> list[dict[str, Any]]:
@@ -408,38 +371,3 @@ def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
         if r.get(k):
             r[k] = json.loads(r[k])
     return r
-
-
-class StatsView:
-    """Per-(group key, arm) aggregates for one scope, refreshed incrementally.
-
-    A policy asks for the stats of a context's group keys before every
-    decision. The first request for a key runs an aggregate over that key's
-    attempts; later requests only aggregate attempts newer than the last seen
-    row id, so a replay of thousands of tasks never re-reads old rows.
-    """
-
-    def __init__(self, memory: Memory, scope: str):
-        self.memory = memory
-        self.scope = scope
-        self._watermark = memory.max_attempt_id()
-        self._cache: dict[str, dict[str, ArmStats]] = {}
-
-    def get(self, keys: Sequence[str]) -> list[dict[str, ArmStats]]:
-        self._refresh()
-        missing = [k for k in keys if k not in self._cache]
-        if missing:
-            self._cache.update(self.memory.arm_stats(self.scope, missing, upto=self._watermark))
-        return [self._cache[k] for k in keys]
-
-    def _refresh(self) -> None:
-        top, delta = self.memory.stats_since(self.scope, self._watermark)
-        if top == self._watermark:
-            return
-        for key, arms in delta.items():
-            cached = self._cache.get(key)
-            if cached is None:
-                continue  # loaded in full when first asked for
-            for arm, s in arms.items():
-                cached.setdefault(arm, ArmStats()).add(s)
-        self._watermark = top
