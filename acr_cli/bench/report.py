@@ -12,7 +12,7 @@ from acr_cli.errors import AcrError
 
 METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations")
 HEAD = {"avg_perf": "AvgPerf", "cum_regret": "CumReg", "cost_usd": "$Total", "perf_per_dollar": "Perf/$",
-        "racc": "rAcc", "apply_ok": "Apply_ok%", "avg_steps": "AvgSteps", "escalations": "Escal."}
+        "racc": "rAcc", "apply_ok": "Apply%", "avg_steps": "Steps", "escalations": "Esc."}
 FMT = {"avg_perf": "{:.2f}", "cum_regret": "{:.1f}", "cost_usd": "{:.2f}", "perf_per_dollar": "{:.2f}",
        "racc": "{:.3f}", "apply_ok": "{:.1f}", "avg_steps": "{:.2f}", "escalations": "{:.0f}"}
 
@@ -53,11 +53,11 @@ def rich_table(doc: dict[str, Any]):
 
     t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
                     f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False)
-    t.add_column("policy", no_wrap=True)
+    t.add_column("policy", no_wrap=True, min_width=max(len(r["policy"]) for r in doc["results"]))
     t.add_column("n", justify="right")
     cols = columns(doc["benchmark"])
-    for m in cols:
-        t.add_column(HEAD[m], justify="right", no_wrap=True)
+    for m in cols:  # narrow terminals: the paper's value wraps under ours
+        t.add_column(HEAD[m], justify="right", overflow="fold")
     for r in doc["results"]:
         t.add_row(r["policy"], str(r["n"]), *_cells(r, cols, "[dim]({})[/]"))
     return t

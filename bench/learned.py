@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The learned router against its targets, with sensitivity: python bench/learned.py [--orders N] [--sensitivity].
+
+Prints, for OOD176 (cascade), ID2919 single and ID2919 verify: the canonical-order
+CumReg / AvgPerf / $ and the mean +- sd over N shuffled orders (seeds from one RNG
+seeded 1, as `acr bench replay --orders N --seed 1`). With --sensitivity, each
+setting of the learned policy is moved one at a time and the same figures printed.
+Every figure is computed by the same replay code as `acr bench replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from acr_cli import profiles  # noqa: E402
+from acr_cli.bench import matrix as matrix_mod, replay as rp, spec as spec_mod  # noqa: E402
+from acr_cli.memory import Memory  # noqa: E402
+from acr_cli.memory.aggregates import GroupCache  # noqa: E402
+from acr_cli.routing import learned  # noqa: E402
+
+TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean), AvgPerf >= 76",
+           ("id2919", "single"): "canonical <= 265, 20-order mean <= 280",
+           ("id2919", "verify"): "canonical <= 70, AvgPerf >= 57"}
+
+
+def run(m, prof, protocol, order_seed, **overrides):
+    arms = rp.bench_arms(m, prof)
+    ordered = [arms[x] for x in m.models]
+
+    def make(mem, src):
+        kw = dict(cost_weight=0.1, prior_weight=prof.settings.prior_weight,
+                  typical_tokens=prof.settings.typical_tokens)
+        kw.update(overrides)
+        return learned.LearnedPolicy(ordered, GroupCache(mem, src), **kw)
+
+    mem = Memory.open(":memory:")
+    try:
+        res = rp.replay(m, make, mem, label="learned", protocol=protocol, cost_weight=0.1, order_seed=order_seed)
+    finally:
+        mem.close()
+    return res.metrics
+
+
+def evaluate(m, prof, protocol, orders, **overrides):
+    start = time.perf_counter()
+    can = run(m, prof, protocol, None, **overrides)
+    rng = random.Random(1)
+    seeds = [rng.randrange(2**31) for _ in range(orders)]
+    regs = [run(m, prof, protocol, s, **overrides)["cum_regret"] for s in seeds]
+    return can, regs, time.perf_counter() - start
+
+
+def line(label, can, regs, secs):
+    mean = statistics.fmean(regs) if regs else float("nan")
+    sd = statistics.stdev(regs) if len(regs) > 1 else 0.0
+    return (f"{label:38} canonical CumReg {can['cum_regret']:7.2f} AvgPerf {can['avg_perf']:6.2f} "
+            f"${can['cost_usd']:7.2f} steps {can['avg_steps']:.2f} | {len(regs)}-order mean {mean:7.2f} sd {sd:5.2f}"
+            f"  ({secs:.0f}s)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--orders", type=int, default=20)
+    ap.add_argument("--verify-orders", type=int, default=5, help="orders for ID verify (slowest)")
+    ap.add_argument("--sensitivity", action="store_true")
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
+                                                                         "../shared/coderouterbench")))
+    args = ap.parse_args()
+    cases = [("ood176", "cascade"), ("id2919", "single"), ("id2919", "verify")]
+    loaded = {}
+    for name in ("ood176", "id2919"):
+        spec = spec_mod.load(name)
+        loaded[name] = (matrix_mod.load(spec, args.data_dir), profiles.load(spec.profile, Path("/nonexistent")))
+    print(f"learned router, defaults: N_HIER {learned.N_HIER:g}, RHO {learned.RHO:g}, profile prior weights "
+          f"OOD {loaded['ood176'][1].settings.prior_weight:g} / ID {loaded['id2919'][1].settings.prior_weight:g}")
+    for name, protocol in cases:
+        m, prof = loaded[name]
+        n = args.verify_orders if protocol == "verify" else args.orders
+        can, regs, secs = evaluate(m, prof, protocol, n)
+        print(line(f"{name} {protocol}", can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
+    if not args.sensitivity:
+        return
+    print("\nsensitivity (one setting moved at a time)")
+    variants = [("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7)]
+    for name, protocol in cases[:2]:
+        m, prof = loaded[name]
+        for key, value in variants:
+            if protocol == "single" and key == "rho":
+                continue  # single-action decisions do not use the latent model
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, **{key: value})
+            print(line(f"{name} {protocol} {key}={value:g}", can, regs, secs))
+        base = prof.settings.prior_weight
+        for factor in (0.5, 2.0):
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, prior_weight=base * factor)
+            print(line(f"{name} {protocol} prior_weight={base * factor:g}", can, regs, secs))
+
+
+if __name__ == "__main__":
+    main()
