@@ -130,9 +130,10 @@ def find(spec: str, user_dir: Path) -> Path:
     raise ConfigError(f"no profile named {spec!r}", hint=f"available profiles: {names}")
 
 
-def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = ()) -> Profile:
+def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = (), cache_dir: Path | None = None) -> Profile:
+    """Load and validate a profile (``cache_dir``: reuse parses of unchanged files)."""
     path = find(spec, user_dir)
-    data, lines = yamlfile.load(path)
+    data, lines = yamlfile.load(path, cache_dir=cache_dir)
     base = None
     if isinstance(data, dict) and "extends" in data:
         parent = data["extends"]
@@ -142,7 +143,7 @@ def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = ()) -> Profile:
         parent_path = find(parent, user_dir) if parent != path.stem else find(parent, builtin_dir())
         if parent_path.resolve() in _seen or parent_path.resolve() == path.resolve():
             raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself")
-        base = load(str(parent_path), user_dir, _seen + (path.resolve(),))
+        base = load(str(parent_path), user_dir, _seen + (path.resolve(),), cache_dir)
     return parse(data, lines, path, base)
 
 

@@ -15,7 +15,16 @@ from acr_cli.errors import ProfileError
 Key = tuple  # a path into the document: ("arms", 0, "price", "input")
 
 
-def load(path: Path, text: str | None = None) -> tuple[Any, dict[Key, int]]:
+def load(path: Path, text: str | None = None, cache_dir: Path | None = None) -> tuple[Any, dict[Key, int]]:
+    """Parse ``path``; with ``cache_dir``, reuse the parse of an unchanged file (importing
+    PyYAML alone costs more than a whole `acr route`'s routing work)."""
+    if cache_dir is not None and text is None:
+        hit = _cached(path, cache_dir)
+        if hit is not None:
+            return hit
+        data, lines = load(path)
+        _store(path, cache_dir, data, lines)
+        return data, lines
     import yaml
 
     if text is None:
@@ -38,6 +47,53 @@ def load(path: Path, text: str | None = None) -> tuple[Any, dict[Key, int]]:
         return _convert(node, (), lines, yaml.constructor.SafeConstructor()), lines
     except _DuplicateKey as e:
         raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
+
+
+def _cache_file(path: Path, cache_dir: Path) -> tuple[Path, list[int]] | None:
+    import hashlib
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return cache_dir / f"{name}.json", [st.st_mtime_ns, st.st_size]
+
+
+def _cached(path: Path, cache_dir: Path) -> tuple[Any, dict[Key, int]] | None:
+    import json
+
+    where = _cache_file(path, cache_dir)
+    if where is None:
+        return None
+    try:
+        doc = json.loads(where[0].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if doc.get("stamp") != where[1] or doc.get("path") != str(path.resolve()):
+        return None
+    return doc["data"], {tuple(k): v for k, v in doc["lines"]}
+
+
+def _store(path: Path, cache_dir: Path, data: Any, lines: dict[Key, int]) -> None:
+    import json
+    import os
+
+    where = _cache_file(path, cache_dir)
+    if where is None:
+        return
+    try:
+        text = json.dumps({"path": str(path.resolve()), "stamp": where[1], "data": data,
+                           "lines": [[list(k), v] for k, v in lines.items()]})
+    except (TypeError, ValueError):
+        return  # a YAML value JSON cannot hold (a date, say): parse the file each time
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = where[0].with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, where[0])
+    except OSError:
+        pass  # a read-only cache only costs time
 
 
 class _DuplicateKey(Exception):

@@ -65,8 +65,9 @@ def seed_memory(path: Path, n_attempts: int) -> None:
         kind, lang = rng.choice(kinds), rng.choice(langs)
         groups = live_groups(kind, lang, Path(f"/work/project{rng.randrange(20)}"))
         tid = f"t{t:07d}"
-        db.execute("INSERT INTO tasks (id, created_at, source, kind, language, prompt) VALUES (?,?,?,?,?,?)",
-                   (tid, "2026-11-01T00:00:00Z", "live", kind, lang, f"synthetic task {t}"))
+        db.execute("INSERT INTO tasks (id, created_at, source, kind, language, prompt, finished_at)"
+                   " VALUES (?,?,?,?,?,?,?)",
+                   (tid, "2026-11-01T00:00:00Z", "live", kind, lang, f"synthetic task {t}", "2026-11-01T00:05:00Z"))
         db.executemany("INSERT INTO task_groups VALUES (?,?,?,?)", [(tid, i, g, "live") for i, g in enumerate(groups)])
         for seq in (1, 2):
             agent, model = rng.choice(arms)

@@ -143,3 +143,14 @@ def test_corrupt_file_is_explained(tmp_path):
     with pytest.raises(MemoryFileError) as e:
         Memory.open(bad)
     assert "not a readable acr memory" in e.value.message and "mv" in e.value.hint
+
+
+def test_routing_reads_only_the_newest_tasks_of_a_group(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    for _ in range(5):
+        record(mem, ["kind=docs"], [(A, "failed", 0.1)])
+    for _ in range(3):
+        record(mem, ["kind=docs"], [(A, "passed", 0.1)])
+    newest = group_stats(mem, "live", ["kind=docs"], window=3)["kind=docs"]
+    assert (newest.n_tasks, newest.arm(A.id).s_score) == (3, 3.0)
+    assert group_stats(mem, "live", ["kind=docs"])["kind=docs"].n_tasks == 8

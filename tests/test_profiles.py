@@ -93,3 +93,17 @@ def test_generic_command_agent_is_validated(tmp_path):
     text = GOOD + "agents:\n  mycli:\n    command: [mycli, --model, '{model}']\n"
     with pytest.raises(ProfileError, match=r"agents.mycli.command.*\{prompt\}"):
         profiles.load(str(write(tmp_path, text)), tmp_path)
+
+
+def test_parsed_profiles_are_cached_until_the_file_changes(tmp_path):
+    path = write(tmp_path, GOOD)
+    cache = tmp_path / "cache"
+    first = profiles.load(str(path), tmp_path, cache_dir=cache)
+    assert len(list(cache.glob("*.json"))) == 1
+    assert profiles.load(str(path), tmp_path, cache_dir=cache) == first
+    path.write_text(GOOD.replace("input: 2.5", "input: 9.5"))
+    again = profiles.load(str(path), tmp_path, cache_dir=cache)
+    assert again.arm("codex:gpt-5.4").price_in == 9.5
+    path.write_text(GOOD.replace("input: 2.5", "input: cheap"))
+    with pytest.raises(ProfileError, match=r"p.yaml:6: arms\[0\].price.input"):
+        profiles.load(str(path), tmp_path, cache_dir=cache)

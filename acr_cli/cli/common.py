@@ -68,7 +68,7 @@ def load_profile(spec: str | None, project: Path | None = None):
     p = paths()
     settings = Settings(p.config_file, project)
     name, _ = settings.resolve("profile", spec, default=profiles.DEFAULT_PROFILE)
-    return profiles.load(name, p.profiles_dir), settings
+    return profiles.load(name, p.profiles_dir, cache_dir=p.cache_dir / "profiles"), settings
 
 
 def fmt_money(x: float | None, digits: int = 2) -> str:

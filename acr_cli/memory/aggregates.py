@@ -79,23 +79,48 @@ class GroupStats:
         return out
 
 
+WINDOW = 2000  # the newest finished tasks of a group that routing reads (see group_stats)
+
+
 def group_stats(memory: Memory, scope: str, keys: Sequence[str] | None, after: int = 0,
-                upto: int | None = None) -> dict[str, GroupStats]:
+                upto: int | None = None, window: int | None = None,
+                pairs: Sequence[str] | None = None) -> dict[str, GroupStats]:
     """Aggregates of the finished tasks of ``scope`` with after < rowid <= upto, per group key.
 
     ``keys=None`` aggregates every group those tasks belong to (how a cache adds new tasks).
+    ``window`` keeps only each group's newest tasks: estimates from 2,000 tasks are as precise
+    as routing needs (about ±0.01 on a pass rate), they follow models as they change, and the
+    cost of a decision stays bounded however large the memory grows. ``pairs`` limits the
+    cost-pair self-join to those keys (the router only needs the coarsest group's).
     """
-    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
-    if keys is not None and not keys:
+    if keys is not None:
+        out: dict[str, GroupStats] = {}
+        for key in keys:
+            start = _window_start(memory, scope, key, window) if window else 0
+            out.update(_aggregate(memory, scope, [key], after, upto, start,
+                                  with_pairs=pairs is None or key in pairs))
         return out
+    return _aggregate(memory, scope, None, after, upto, 0, with_pairs=True)
+
+
+def _window_start(memory: Memory, scope: str, key: str, window: int) -> int:
+    """The task_groups rowid of a group's ``window``-th newest task (0: fewer tasks); an index walk."""
+    row = memory.db.execute("SELECT rowid FROM task_groups WHERE source = ? AND key = ? ORDER BY rowid DESC"
+                            " LIMIT 1 OFFSET ?", (scope, key, window - 1)).fetchone()
+    return row[0] if row else 0
+
+
+def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: int, upto: int | None,
+               start: int, with_pairs: bool) -> dict[str, GroupStats]:
+    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
     where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
     params: list = [scope, after]
     if upto is not None:
         where += " AND t.rowid <= ?"
         params.append(upto)
     if keys is not None:
-        where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))})"
-        params += [scope, *keys]
+        where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))}) AND g.rowid >= ?"
+        params += [scope, *keys, start]
     groups = "FROM tasks t JOIN task_groups g ON g.task_id = t.id"
     one = f"{groups} JOIN attempts a ON a.task_id = t.id"
     two = f"{one} JOIN attempts b ON b.task_id = t.id AND b.id <> a.id"
@@ -141,7 +166,7 @@ def group_stats(memory: Memory, scope: str, keys: Sequence[str] | None, after: i
         st = stats(key)
         st.patterns[k] = st.patterns.get(k, 0) + count
         st.n_tasks += count
-    for r in db.execute(
+    for r in [] if not with_pairs else db.execute(
             "SELECT g.key, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), TOTAL(ln(a.cost_usd)),"
             " TOTAL(ln(a.cost_usd) * ln(a.cost_usd)), TOTAL(ln(a.cost_usd) * ln(b.cost_usd))"
             f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
@@ -169,12 +194,19 @@ def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = No
 
 
 def max_task_rowid(memory: Memory, scope: str) -> int:
-    return memory.db.execute("SELECT COALESCE(MAX(rowid), 0) FROM tasks WHERE source = ? AND finished_at IS NOT NULL",
-                             (scope,)).fetchone()[0]
+    """The newest finished task of ``scope`` (walks the source index backwards: cheap on a big memory)."""
+    row = memory.db.execute("SELECT rowid FROM tasks INDEXED BY tasks_source WHERE source = ? AND finished_at IS NOT NULL"
+                            " ORDER BY rowid DESC LIMIT 1", (scope,)).fetchone()
+    return row[0] if row else 0
 
 
 class GroupCache:
-    """``group_stats`` for the keys a policy asks for, kept current by adding newly finished tasks."""
+    """``group_stats`` for the keys a policy asks for, kept current by adding newly finished tasks.
+
+    New tasks are found by rowid above the newest finished task seen so far; a task that
+    another process started earlier but finishes later is read by the next process, not
+    this one (a cache lives as long as one ``acr run`` or one replay).
+    """
 
     def __init__(self, memory: Memory, scope: str):
         self.memory = memory
@@ -195,7 +227,9 @@ class GroupCache:
         self.refresh()
         missing = [k for k in keys if k not in self.stats]
         if missing:
-            for k, st in group_stats(self.memory, self.scope, missing, 0, self.mark).items():
+            coarsest = keys[:1]
+            for k, st in group_stats(self.memory, self.scope, missing, 0, self.mark, window=WINDOW,
+                                     pairs=coarsest).items():
                 self.stats[k] = st
                 self.version[k] = 0
         return [self.stats[k] for k in keys]

@@ -57,7 +57,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             source TEXT NOT NULL,                  -- the task's source again: lets routing stats skip a join
             PRIMARY KEY (task_id, level)
         );
-        CREATE INDEX task_groups_key ON task_groups(source, key, task_id);
+        CREATE INDEX task_groups_key ON task_groups(source, key);   -- rowid order within a group = task order
         CREATE TABLE attempts (
             id INTEGER PRIMARY KEY,
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
