@@ -140,9 +140,14 @@ def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = (), cache_dir: Pat
         where = yamlfile.line_of(lines, ("extends",))
         if not isinstance(parent, str):
             raise ProfileError(str(path), where, "extends", "expected a profile name or path")
-        parent_path = find(parent, user_dir) if parent != path.stem else find(parent, builtin_dir())
+        if parent == path.stem:  # a user profile extending the built-in it shadows
+            parent_path = builtin_dir() / f"{parent}.yaml"
+            if not parent_path.is_file() or parent_path.resolve() == path.resolve():
+                raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself")
+        else:
+            parent_path = find(parent, user_dir)
         if parent_path.resolve() in _seen or parent_path.resolve() == path.resolve():
-            raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself")
+            raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself (a cycle)")
         base = load(str(parent_path), user_dir, _seen + (path.resolve(),), cache_dir)
     return parse(data, lines, path, base)
 

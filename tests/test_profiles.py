@@ -107,3 +107,17 @@ def test_parsed_profiles_are_cached_until_the_file_changes(tmp_path):
     path.write_text(GOOD.replace("input: 2.5", "input: cheap"))
     with pytest.raises(ProfileError, match=r"p.yaml:6: arms\[0\].price.input"):
         profiles.load(str(path), tmp_path, cache_dir=cache)
+
+
+def test_a_profile_can_extend_another(tmp_path):
+    user = tmp_path / "profiles"
+    user.mkdir()
+    write(user, "extends: balanced\nsettings: {cost_weight: 0.3}\n", "mine.yaml")
+    mine, base = profiles.load("mine", user), profiles.load("balanced", user)
+    assert mine.settings.cost_weight == 0.3 and mine.settings.max_attempts == base.settings.max_attempts
+    assert mine.arms == base.arms and mine.order == base.order
+    write(user, "extends: balanced\n", "balanced.yaml")  # shadows the built-in it extends
+    assert profiles.load("balanced", user).arms == base.arms
+    write(user, "extends: loop\n", "loop.yaml")
+    with pytest.raises(ProfileError, match="extends itself"):
+        profiles.load("loop", user)

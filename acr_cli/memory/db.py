@@ -126,7 +126,7 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
         db.row_factory = sqlite3.Row
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if not in_memory:
-            db.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(db)
         db.execute("PRAGMA foreign_keys = ON")
         try:
             db.execute("SELECT ln(1.0)")
@@ -146,6 +146,23 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
             except OSError:
                 pass
     return db
+
+
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL once. Several processes opening a brand-new file at the same moment can
+    find it locked while another one switches; the busy handler does not cover this, so retry."""
+    import time
+
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _explain(e: sqlite3.DatabaseError, path: Path | str) -> MemoryFileError:
