@@ -132,6 +132,8 @@ class LearnedPolicy(Policy):
         for depth, (group, stats) in enumerate(zip(ctx.groups, levels)):
             finer = levels[depth + 1] if depth + 1 < len(levels) else None
             own = stats.minus(finer) if finer is not None else stats
+            if own.n_tasks < 0 or any(a.n < 0 or a.n_cost < 0 for a in own.arms.values()):
+                own = stats  # groups read with different windows: count the overlap twice, never negative
             if own.n_tasks == 0 and not own.arms:
                 continue  # nothing of its own beyond the finer group: skip this level
             aggs = [own.arm(a.id) for a in self.arms]
@@ -143,9 +145,9 @@ class LearnedPolicy(Policy):
                 self._warm[wkey] = mu
             else:
                 mu, vmu = list(mu_par), tau2
-            score = [(n_sc_par[i] * sc_par[i] + aggs[i].s_score) / (n_sc_par[i] + aggs[i].n) for i in range(n)]
+            score = [_shrink(sc_par[i], n_sc_par[i], aggs[i].s_score, aggs[i].n) for i in range(n)]
             n_score = [n_sc_par[i] + aggs[i].n for i in range(n)]
-            fsc = [(n_f_par[i] * f_par[i] + aggs[i].s_fscore) / (n_f_par[i] + aggs[i].n_fail) for i in range(n)]
+            fsc = [_shrink(f_par[i], n_f_par[i], aggs[i].s_fscore, aggs[i].n_fail) for i in range(n)]
             n_fsc = [n_f_par[i] + aggs[i].n_fail for i in range(n)]
             if m_par is None:
                 m_par = self._price_prior(own)
@@ -163,7 +165,7 @@ class LearnedPolicy(Policy):
                     m.append(mi)
                     s2.append(si)
                     vm.append(si / max(w + a.n_pos, 1e-9))
-            ppos = [(n_pp[i] * pp_par[i] + aggs[i].n_pos) / (n_pp[i] + aggs[i].n_cost) for i in range(n)]
+            ppos = [_shrink(pp_par[i], n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
             for i in range(n):
                 if aggs[i].n:
                     attempts[i] = aggs[i].n
@@ -347,3 +349,7 @@ class LearnedPolicy(Policy):
             out.append(r)
         return out
 
+
+def _shrink(prior: float, weight: float, total: float, count: float) -> float:
+    """Posterior mean of ``count`` observations summing to ``total`` under a prior worth ``weight``."""
+    return (weight * prior + total) / (weight + count) if weight + count > 0 else prior
