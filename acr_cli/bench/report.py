@@ -48,22 +48,46 @@ def columns(benchmark: str) -> list[str]:
     return cols
 
 
-def rich_table(doc: dict[str, Any]):
+def rich_table(doc: dict[str, Any], width: int = 200):
+    """Our figures, each policy with a dim line of the paper's published figures under it.
+
+    In a narrow terminal the least-read columns (rAcc, then escalations, then n) are left
+    out; ``--json``/``--csv`` always have everything.
+    """
     from rich.table import Table
 
     t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
                     f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False)
-    t.add_column("policy", no_wrap=True, min_width=max(len(r["policy"]) for r in doc["results"]))
-    t.add_column("n", justify="right")
+    policy_w = max(len(r["policy"]) for r in doc["results"])
     cols = columns(doc["benchmark"])
-    for m in cols:  # narrow terminals: the paper's value wraps under ours
-        t.add_column(HEAD[m], justify="right", overflow="fold")
+    show_n = True
+    for drop in ("racc", "escalations", "n"):
+        need = policy_w + (5 if show_n else 0) + sum(max(len(HEAD[m]), 8) + 2 for m in cols)
+        if need <= width:
+            break
+        if drop == "n":
+            show_n = False
+        elif drop in cols:
+            cols.remove(drop)
+    t.add_column("policy", no_wrap=True, min_width=policy_w)
+    if show_n:
+        t.add_column("n", justify="right", no_wrap=True)
+    for m in cols:
+        t.add_column(HEAD[m], justify="right", no_wrap=True, min_width=len(HEAD[m]))
     for r in doc["results"]:
-        t.add_row(r["policy"], str(r["n"]), *_cells(r, cols, "[dim]({})[/]"))
+        t.add_row(r["policy"], *([str(r["n"])] if show_n else []), *_cells({**r, "sd": None}, cols, None))
+        sd = r.get("sd") or {}
+        if sd:
+            t.add_row(f"  ± sd ({r.get('orders')} orders)", *([""] if show_n else []),
+                      *[_fmt(m, sd[m]) if m in sd else "" for m in cols], style="dim")
+        pub = r.get("published") or {}
+        if pub:
+            t.add_row("  paper", *([""] if show_n else []), *[_fmt(m, pub[m]) if m in pub else "" for m in cols],
+                      style="dim")
     return t
 
 
-def _cells(row: dict[str, Any], cols: list[str], published: str) -> list[str]:
+def _cells(row: dict[str, Any], cols: list[str], published: str | None) -> list[str]:
     """Each metric formatted, with ``± sd`` over orders and the paper's value (``published`` template)."""
     pub = row.get("published") or {}
     out = []
@@ -71,14 +95,14 @@ def _cells(row: dict[str, Any], cols: list[str], published: str) -> list[str]:
         text = _fmt(m, row.get(m))
         if row.get("sd") and m in row["sd"]:
             text += f" ±{_fmt(m, row['sd'][m])}"
-        if m in pub:
+        if m in pub and published:
             text += " " + published.format(_fmt(m, pub[m]))
         out.append(text)
     return out
 
 
 def notes(doc: dict[str, Any]) -> list[str]:
-    out = ["(numbers in brackets: the paper's published value for that row)"]
+    out = ["(\"paper\" lines: the paper's published figures for the row above)"]
     if doc.get("published_note"):
         out.append(doc["published_note"])
     for r in doc["results"]:

@@ -20,7 +20,7 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
         sys.stdout.write(report.markdown(doc))
     else:
         con = console()
-        con.print(report.rich_table(doc))
+        con.print(report.rich_table(doc, con.width))
         for note in report.notes(doc):
             con.print(f"[dim]{note}[/]")
         con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
