@@ -36,19 +36,25 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def project(tmp_path) -> Path:
-    """A small git project whose test fails until add() is fixed."""
-    p = tmp_path / "proj"
-    p.mkdir()
+def init_repo(p: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``p`` with ``files`` committed."""
+    p.mkdir(parents=True, exist_ok=True)
     git(p, "init", "-q")
     git(p, "config", "user.email", "t@example.com")
     git(p, "config", "user.name", "t")
-    (p / "calc.py").write_text("def add(a, b):\n    return a * b\n")
-    (p / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    for name, text in files.items():
+        (p / name).write_text(text)
     git(p, "add", "-A")
     git(p, "commit", "-qm", "init")
     return p
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A small git project whose test fails until add() is fixed."""
+    return init_repo(tmp_path / "proj", {
+        "calc.py": "def add(a, b):\n    return a * b\n",
+        "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"})
 
 
 VERIFY = f"{sys.executable} -m pytest -q -p no:cacheprovider"

@@ -105,12 +105,12 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     if order_seed is not None:
         random.Random(order_seed).shuffle(order)
     order_label = "canonical" if order_seed is None else f"shuffled (seed {order_seed})"
+    premium = max(matrix.prices, key=lambda m: sum(matrix.prices[m]))  # escalations: reaching this model
     memory.add_run(run_id, matrix.name, label, {**(params or {}), "protocol": protocol, "order": order_label,
-                                               "cost_weight": cost_weight, "group": group})
+                                               "cost_weight": cost_weight, "group": group, "premium": premium})
     policy = make_policy(memory, source)
     env = MatrixEnvironment(matrix)
     unscorable = 0
-    premium = max(matrix.prices, key=lambda m: sum(matrix.prices[m]))
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with memory.transaction():
         for done, i in enumerate(order, 1):

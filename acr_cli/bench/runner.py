@@ -276,10 +276,8 @@ def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
                 doc = {k: v for k, v in rep.items() if k not in ("result", "curve")}
             source = f"bench:{r['benchmark']}:{r['id']}"
             if mem.task_outcomes(source):  # the attempts are here: recompute
-                cw = doc.get("cost_weight", 0.1)
-                prices = None
-                premium = _premium_of(mem, source, prices)
-                figures = metrics.compute(mem, source, cw, premium)
+                premium = (r.get("params") or {}).get("premium")
+                figures = metrics.compute(mem, source, doc.get("cost_weight", 0.1), premium)
                 by_policy.setdefault(r["policy"], []).append({"run_id": r["id"], "policy": r["policy"], **figures})
             else:
                 res = rep.get("result") or {}
@@ -312,10 +310,3 @@ def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
         return doc
     finally:
         mem.close()
-
-
-def _premium_of(mem: Memory, source: str, prices) -> str | None:
-    """The most expensive model seen in a stored run (by mean cost per attempt)."""
-    row = mem.db.execute("SELECT a.model FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.source = ?"
-                         " GROUP BY a.model ORDER BY AVG(a.cost_usd) DESC LIMIT 1", (source,)).fetchone()
-    return row[0] if row else None

@@ -39,8 +39,8 @@ from typing import Callable, Sequence
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory.aggregates import GroupCache, GroupStats
-from acr_cli.routing.base import Policy, Ranked, untried
-from acr_cli.routing.latent import Latent, Phi, Phi_inv, tau2_of
+from acr_cli.routing.base import Policy, Ranked
+from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
 
 N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
 RHO = 0.5  # half of an arm's latent propensity is the task's, half the arm's own

@@ -20,7 +20,7 @@ import pytest
 
 from acr_cli.agents.mockapi import MockServer, http_error, stall, tool_call
 from acr_cli.agents.selfcheck import sandbox
-from conftest import FAKES, acr, git
+from conftest import FAKES, acr, init_repo
 
 pytestmark = pytest.mark.agents
 AGENTS = ("claude", "codex", "opencode")
@@ -45,16 +45,7 @@ def real_clis():
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    p = tmp_path / "repo"
-    p.mkdir()
-    git(p, "init", "-q")
-    git(p, "config", "user.email", "t@example.com")
-    git(p, "config", "user.name", "t")
-    (p / "app.py").write_text("print('hello')\n")
-    (p / "out.txt").write_text("initial\n")
-    git(p, "add", "-A")
-    git(p, "commit", "-qm", "init")
-    return p
+    return init_repo(tmp_path / "repo", {"app.py": "print('hello')\n", "out.txt": "initial\n"})
 
 
 class Mocks:
