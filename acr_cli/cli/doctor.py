@@ -105,9 +105,9 @@ def doctor(
         for c in checks:
             if c["ok"]:
                 s = c["seen"]
+                cost = f"cost ${s['cost_usd']:.4f} reported" if s["cost_usd"] else "no cost reported: acr prices tokens"
                 con.print(f"  [green]✓[/] {c['agent']:9} {c['version'] or '?'}: understood "
-                          f"(tokens {s['tokens_in']}/{s['tokens_out']}, cost {s['cost_usd'] if s['cost_usd'] else 'priced by acr'}, "
-                          f"tool call ran) in {c['duration_s']:.1f}s")
+                          f"(tokens {s['tokens_in']}/{s['tokens_out']}, {cost}, tool call ran) in {c['duration_s']:.1f}s")
             else:
                 con.print(f"  [red]✗[/] {c['agent']:9} {c['version'] or ''}")
                 for p in c["problems"]:
