@@ -93,9 +93,6 @@ class Profile:
         found = self.arm(f"{agent}:{model}")
         return found if found is not None else Arm(agent=agent, model=model)
 
-    def with_settings(self, **changes: Any) -> "Profile":
-        return replace(self, settings=replace(self.settings, **changes))
-
 
 # --------------------------------------------------------------------------- loading
 

@@ -8,7 +8,6 @@ machine-readable output into an :class:`AgentResult`.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -123,20 +122,6 @@ def as_float(val: Any) -> float | None:
         return float(val)
     except (TypeError, ValueError):
         return None
-
-
-_API_TROUBLE = re.compile(
-    r"rate.?limit|too many requests|\b429\b|quota|insufficient.?(credit|balance|funds)|overloaded|"
-    r"\b5\d\d\b.*(error|status)|internal server error|service unavailable|bad gateway|"
-    r"unauthori[sz]ed|\b401\b|\b403\b|authenticat|invalid.?api.?key|api key|connection (refused|reset|error)|"
-    r"ECONNREFUSED|ETIMEDOUT|timed out|network error|stream disconnected",
-    re.I,
-)
-
-
-def looks_like_api_error(text: str) -> bool:
-    """Rate limits, quotas, auth failures, 5xx and network trouble: not the model's fault."""
-    return bool(_API_TROUBLE.search(text or ""))
 
 
 def tail(text: str, n: int = 20) -> str:

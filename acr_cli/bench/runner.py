@@ -51,15 +51,14 @@ def _configured_profile() -> str:
     return Settings(_paths().config_file, Path.cwd()).resolve("profile", default="balanced")[0]
 
 
-def _progress(enabled: bool, total: int):
+def _progress(enabled: bool):
+    """A progress bar on stderr when a person is watching, else nothing."""
     if not enabled or not sys.stderr.isatty():
         return nullcontext(None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   transient=True)
-    bar.total_tasks = total  # type: ignore[attr-defined]
-    return bar
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    transient=True)
 
 
 def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
@@ -121,8 +120,7 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
     mem = Memory.open(store_path or ":memory:")
     results, curves = [], {}
     try:
-        bar = _progress(progress, len(built) * len(order_seeds) * len(matrix.tasks))
-        with bar as b:
+        with _progress(progress) as b:
             task_id = b.add_task("replaying", total=len(built) * len(order_seeds) * len(matrix.tasks)) if b else None
             done_before = 0
             for label, make in built:

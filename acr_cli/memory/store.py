@@ -68,10 +68,6 @@ class ArmStats:
             self.last_used = other.last_used
 
     @property
-    def mean_score(self) -> float | None:
-        return self.score_sum / self.n_judged if self.n_judged else None
-
-    @property
     def mean_cost(self) -> float | None:
         return self.cost_sum / self.n_cost if self.n_cost else None
 
