@@ -2,8 +2,10 @@
 """The learned router against its targets, with sensitivity: python bench/learned.py [--orders N] [--sensitivity].
 
 Prints, for OOD176 (cascade), ID2919 single and ID2919 verify: the canonical-order
-CumReg / AvgPerf / $ and the mean +- sd over N shuffled orders (seeds from one RNG
-seeded 1, as `acr bench replay --orders N --seed 1`). With --sensitivity, each
+CumReg / AvgPerf / $ and the mean +- sd (and standard error) over N shuffled orders
+(seeds from one RNG seeded --seed, default 1, as `acr bench replay --orders N --seed 1`).
+Many orders from another seed (--orders 100 --seed 2) estimate the expected regret
+over random orders, free of the luck of one 20-order sample. With --sensitivity, each
 setting of the learned policy is moved one at a time and the same figures printed.
 Every figure is computed by the same replay code as `acr bench replay`.
 """
@@ -49,10 +51,10 @@ def run(m, prof, protocol, order_seed, **overrides):
     return res.metrics
 
 
-def evaluate(m, prof, protocol, orders, **overrides):
+def evaluate(m, prof, protocol, orders, seed=1, **overrides):
     start = time.perf_counter()
     can = run(m, prof, protocol, None, **overrides)
-    rng = random.Random(1)
+    rng = random.Random(seed)
     seeds = [rng.randrange(2**31) for _ in range(orders)]
     regs = [run(m, prof, protocol, s, **overrides)["cum_regret"] for s in seeds]
     return can, regs, time.perf_counter() - start
@@ -69,12 +71,19 @@ def line(label, can, regs, secs):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--orders", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of the order stream; another seed with many --orders estimates the expected regret")
     ap.add_argument("--verify-orders", type=int, default=5, help="orders for ID verify (slowest)")
+    ap.add_argument("--cases", default="ood176-cascade,id2919-single,id2919-verify",
+                    help="comma-separated benchmark-protocol pairs to run")
     ap.add_argument("--sensitivity", action="store_true")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
                                                                          "../shared/coderouterbench")))
     args = ap.parse_args()
-    cases = [("ood176", "cascade"), ("id2919", "single"), ("id2919", "verify")]
+    cases = [tuple(c.strip().split("-", 1)) for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in cases if c not in TARGETS]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; choose from {', '.join('-'.join(k) for k in TARGETS)}")
     loaded = {}
     for name in ("ood176", "id2919"):
         spec = spec_mod.load(name)
@@ -84,22 +93,23 @@ def main() -> None:
     for name, protocol in cases:
         m, prof = loaded[name]
         n = args.verify_orders if protocol == "verify" else args.orders
-        can, regs, secs = evaluate(m, prof, protocol, n)
+        can, regs, secs = evaluate(m, prof, protocol, n, args.seed)
         print(line(f"{name} {protocol}", can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
     if not args.sensitivity:
         return
     print("\nsensitivity (one setting moved at a time)")
     variants = [("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7)]
-    for name, protocol in cases[:2]:
+    for name, protocol in [c for c in cases if c[1] != "verify"]:
         m, prof = loaded[name]
         for key, value in variants:
             if protocol == "single" and key == "rho":
                 continue  # single-action decisions do not use the latent model
-            can, regs, secs = evaluate(m, prof, protocol, args.orders, **{key: value})
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, **{key: value})
             print(line(f"{name} {protocol} {key}={value:g}", can, regs, secs))
         base = prof.settings.prior_weight
         for factor in (0.5, 2.0):
-            can, regs, secs = evaluate(m, prof, protocol, args.orders, prior_weight=base * factor)
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed,
+                                       prior_weight=base * factor)
             print(line(f"{name} {protocol} prior_weight={base * factor:g}", can, regs, secs))
 
 
