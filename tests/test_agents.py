@@ -132,10 +132,27 @@ def test_recorded_real_cli_output_parses(sample):
 
 
 def test_interactive_sessions_yield_tokens_from_the_cli_session_files():
-    """Recorded session files of the real CLIs (claude transcript, codex rollout) after a tool call."""
+    """Recorded session files of the real CLIs (claude transcript, codex rollout, opencode export) after a tool call."""
     from acr_cli.agents.claude import transcript_usage
     from acr_cli.agents.codex import rollout_usage
+    from acr_cli.agents.opencode import export_usage
 
     assert transcript_usage((SAMPLES / "claude_tool.transcript.jsonl").read_text()) == (2468, 112)
     assert rollout_usage((SAMPLES / "codex_tool.rollout.jsonl").read_text()) == (2468, 112)
     assert rollout_usage("not json\n") is None
+    assert export_usage((SAMPLES / "opencode_tool.export.json").read_text()) == (2468, 112)
+    assert export_usage("Exporting session: x\n") is None
+
+
+def test_opencode_session_is_the_newest_of_this_project_since_the_start():
+    from acr_cli.agents.opencode import newest_session
+
+    listing = json.loads((SAMPLES / "opencode_tool.sessions.json").read_text())
+    project, updated = Path(listing[0]["directory"]), listing[0]["updated"] / 1000
+    older = {**listing[0], "id": "ses_older", "updated": listing[0]["updated"] - 60_000}
+    other = {**listing[0], "id": "ses_elsewhere", "directory": "/somewhere/else", "updated": 2e12}
+    text = json.dumps([other, older, *listing])
+    assert newest_session(text, project, updated - 5) == listing[0]["id"]
+    assert newest_session(text, project, updated + 5) is None  # the session ended before this run started
+    assert newest_session(json.dumps([older]), project, updated - 5) is None
+    assert newest_session("not json", project, 0) is None

@@ -8,6 +8,10 @@ reach the model as ``"say \"hi\""``); text read from stdin arrives as is. Output
 JSONL events carrying ``sessionID``: ``text{part.text}``, ``tool_use``,
 ``step_finish{part.tokens, part.cost}`` (summed over steps), ``error``.
 Permissions are passed as inline config in ``OPENCODE_PERMISSION``.
+
+Interactive sessions print no usage; afterwards ``opencode session list --format json``
+names the project's newest session and ``opencode export ID`` prints it with its
+totals in ``info.tokens`` (input, output, cache read/write).
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from acr_cli import process
 from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
 from acr_cli.domain import Arm
+
+SESSION_TIMEOUT = 30.0  # seconds for each of `opencode session list` and `opencode export` (about 2 s each)
 
 PERMISSION = {
     "read-only": {"edit": "deny", "bash": "deny"},
@@ -77,6 +84,17 @@ class OpencodeAdapter(Adapter):
             res.error = error or short(_last_line(stderr)) or f"opencode exited with {exit_code}"
         return res
 
+    def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
+        """Tokens of the newest opencode session in ``workdir`` updated after ``since`` (None if none)."""
+        env = process.child_env(workdir)
+        listing = process.run([self.executable, "session", "list", "--format", "json", "-n", "20"], cwd=workdir,
+                              env=env, timeout=SESSION_TIMEOUT)
+        sid = newest_session(listing.stdout, workdir, since)
+        if sid is None:
+            return None
+        exported = process.run([self.executable, "export", sid], cwd=workdir, env=env, timeout=SESSION_TIMEOUT)
+        return export_usage(exported.stdout)
+
     def describe(self, line: str) -> str | None:
         try:
             ev = json.loads(line)
@@ -92,6 +110,38 @@ class OpencodeAdapter(Adapter):
         if ev.get("type") == "error":
             return "error: " + short(json.dumps(ev.get("error")), 120)
         return None
+
+
+def newest_session(listing: str, workdir: Path, since: float) -> str | None:
+    """The id of the newest session of ``workdir`` in ``opencode session list --format json`` output
+    updated at or after ``since`` (seconds; opencode counts milliseconds)."""
+    try:
+        sessions = json.loads(listing or "null")
+    except ValueError:
+        return None
+    best = None
+    for ses in sessions if isinstance(sessions, list) else []:
+        if not isinstance(ses, dict) or ses.get("directory") != str(workdir) or not ses.get("id"):
+            continue
+        updated = as_float(ses.get("updated"))
+        if updated is not None and updated >= since * 1000 and (best is None or updated > best[0]):
+            best = (updated, str(ses["id"]))
+    return best[1] if best else None
+
+
+def export_usage(text: str) -> tuple[int, int] | None:
+    """(input incl. cache reads/writes, output) tokens from ``opencode export ID`` output."""
+    try:
+        data = json.loads(text or "null")
+    except ValueError:
+        return None
+    info = data.get("info") if isinstance(data, dict) else None
+    tokens = info.get("tokens") if isinstance(info, dict) else None
+    if not isinstance(tokens, dict) or as_int(tokens.get("input")) is None:
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    tin = as_int(tokens.get("input")) + (as_int(cache.get("read")) or 0) + (as_int(cache.get("write")) or 0)
+    return tin, as_int(tokens.get("output")) or 0
 
 
 def _last_line(text: str) -> str:

@@ -183,3 +183,18 @@ def test_doctor_check_understands_every_installed_cli():
     assert set(checks) == set(AGENTS)
     for agent, c in checks.items():
         assert c["ok"], f"{agent} {c['version']}: {c['problems']}"
+
+
+def test_opencode_session_files_give_an_interactive_sessions_tokens(project, tmp_path, monkeypatch):
+    """What `acr run --interactive` reads after an opencode session (session list + export) is what the run used."""
+    from acr_cli import agents
+
+    with Mocks(tmp_path, {"opencode": [tool_call("echo good > out.txt", final="done")]}) as m:
+        since = time.time() - 1
+        out = run(project, m, "write good into out.txt", [ARM["opencode"]])
+        att = out["attempts"][0]
+        assert att["verdict"] == "passed", att
+        for key, value in m.env.items():  # the CLI's own data lives in the sandbox HOME
+            monkeypatch.setenv(key, value)
+        assert agents.get("opencode").session_usage(project, since) == (att["tokens_in"], att["tokens_out"])
+        assert agents.get("opencode").session_usage(project, time.time() + 60) is None
