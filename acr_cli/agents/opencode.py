@@ -63,10 +63,9 @@ class OpencodeAdapter(Adapter):
                 res.text = part["text"]
             elif kind == "step_finish":
                 tokens = part.get("tokens") or {}
-                cache = tokens.get("cache") or {}
-                if as_int(tokens.get("input")) is not None:
-                    tin = (tin or 0) + as_int(tokens.get("input")) + (as_int(cache.get("read")) or 0) + (
-                        as_int(cache.get("write")) or 0)
+                step_in = _input_tokens(tokens)
+                if step_in is not None:
+                    tin = (tin or 0) + step_in
                 if as_int(tokens.get("output")) is not None:
                     tout = (tout or 0) + as_int(tokens.get("output"))
                 if as_float(part.get("cost")) is not None:
@@ -137,11 +136,17 @@ def export_usage(text: str) -> tuple[int, int] | None:
         return None
     info = data.get("info") if isinstance(data, dict) else None
     tokens = info.get("tokens") if isinstance(info, dict) else None
-    if not isinstance(tokens, dict) or as_int(tokens.get("input")) is None:
+    tin = _input_tokens(tokens) if isinstance(tokens, dict) else None
+    return None if tin is None else (tin, as_int(tokens.get("output")) or 0)
+
+
+def _input_tokens(tokens: dict) -> int | None:
+    """opencode's ``tokens``: input plus cache reads and writes (all of it was read by the model)."""
+    base = as_int(tokens.get("input"))
+    if base is None:
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-    tin = as_int(tokens.get("input")) + (as_int(cache.get("read")) or 0) + (as_int(cache.get("write")) or 0)
-    return tin, as_int(tokens.get("output")) or 0
+    return base + (as_int(cache.get("read")) or 0) + (as_int(cache.get("write")) or 0)
 
 
 def _last_line(text: str) -> str:
