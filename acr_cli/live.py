@@ -82,6 +82,9 @@ class LiveEnvironment:
                 if self.workspace is not None:
                     # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
                     cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
+                    if cp.unprotected:
+                        log.write("--- ignored entries over the rollback budget, left as the attempt makes them: "
+                                  f"{', '.join(cp.unprotected)}\n")
                 fb = self._run(adapter, arm, prompt, log, fb, started)
                 if cp is not None:
                     fb.apply_ok = bool(self.workspace.changes(cp))

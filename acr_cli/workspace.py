@@ -15,8 +15,18 @@ How it stays safe for the user's own work:
   the index, those are put back too. After the rollback acr re-checks that the
   tree equals the checkpoint and raises if it does not.
 
-Not covered: ignored files (neither saved nor restored) and the contents of
-submodules. Line-ending conversion is switched off for acr's own git calls.
+* Files that ``.gitignore`` hides (a ``.env``, local settings, small data) are
+  kept too, in a second tree: every ignored file or directory as git lists it
+  (``ls-files --others --ignored --directory``), smallest first, while the
+  total stays within ``IGNORED_MAX_BYTES`` and ``IGNORED_MAX_FILES``. A
+  directory is kept whole or not at all, so a rollback never leaves half of
+  one (a ``node_modules`` or ``.venv`` over the budget is left as the attempt
+  made it, and the log names it). Rollback restores kept entries the attempt
+  changed or deleted, and removes files it added inside a kept directory; new
+  ignored entries (caches, build output) are left in place.
+
+Not covered: ignored entries over that budget and the contents of submodules
+or nested repositories. Line-ending conversion is switched off for acr's own git calls.
 One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 """
 
@@ -27,11 +37,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from acr_cli.errors import WorkspaceError
 
+IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second per checkpoint
+IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
 
@@ -43,6 +55,10 @@ class Checkpoint:
     branch: str | None  # refs/heads/... when HEAD was symbolic
     index: bytes | None  # the user's index file, byte for byte
     ref: str | None = None  # refs/acr/... holding the pre-run checkpoint
+    ignored_tree: str | None = None  # the kept ignored entries, as a tree
+    ignored: tuple[str, ...] = ()  # which ignored entries are kept (directories end in /)
+    unprotected: tuple[str, ...] = ()  # ignored entries over the budget: not kept
+    ignored_index: tuple[bytes, int] | None = field(default=None, repr=False)  # seeds later snapshots
 
 
 class Workspace:
@@ -50,6 +66,7 @@ class Workspace:
         self.root = root
         self.git_dir = git_dir
         self._lock_fd: int | None = None
+        self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
 
     # ------------------------------------------------------------------ opening
 
@@ -113,9 +130,58 @@ class Workspace:
             self._git("add", "-A", "--", ".", env=env)
             return self._git("write-tree", env=env).decode().strip()
         finally:
-            for p in (idx, idx + ".lock"):
-                if os.path.exists(p):
-                    os.unlink(p)
+            _unlink_index(idx)
+
+    def _ignored_snapshot(self, entries: tuple[str, ...],
+                          seed: tuple[bytes, int] | None = None) -> tuple[str, tuple[bytes, int]]:
+        """The tree of the given ignored entries as they are now (missing ones are absent).
+
+        Also returns the index it was written through (content, mtime): seeding the next
+        snapshot with it lets git re-hash only the files whose stat changed. The mtime is
+        kept so that git's racy-entry check works as on a real index.
+        """
+        idx = self._temp_index(seed=False)
+        try:
+            env = {"GIT_INDEX_FILE": idx, "GIT_LITERAL_PATHSPECS": "1"}
+            if seed is not None:
+                Path(idx).write_bytes(seed[0])
+                os.utime(idx, ns=(seed[1], seed[1]))
+            paths = [e.rstrip("/") for e in entries]
+            gone = [p for p in paths if not os.path.lexists(self.root / p)]
+            present = [p for p in paths if p not in gone]
+            if gone and seed is not None:
+                self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", env=env, input=_nul_join(gone))
+            if present:
+                self._git("add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", env=env,
+                          input=_nul_join(present))
+            tree = self._git("write-tree", env=env).decode().strip()
+            return tree, (Path(idx).read_bytes(), os.stat(idx).st_mtime_ns)
+        finally:
+            _unlink_index(idx)
+
+    def _ignored_entries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(kept, over budget): the ignored entries, smallest first, while the budget lasts."""
+        raw = self._git("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+        listed = sorted(e for e in raw.decode("utf-8", errors="surrogateescape").split("\0") if e)
+        # an untracked directory that only holds ignored files is listed beside them (sorted: right
+        # before them): keep the files
+        entries = [e for i, e in enumerate(listed)
+                   if not (e.endswith("/") and i + 1 < len(listed) and listed[i + 1].startswith(e))]
+        sized = []
+        over = []
+        for e in entries:
+            n, size = _measure(self.root / e.rstrip("/"), IGNORED_MAX_FILES, IGNORED_MAX_BYTES)
+            (over if n is None else sized).append(e if n is None else (size, n, e))
+        kept: list[str] = []
+        files = total = 0
+        for size, n, e in sorted(sized):
+            if files + n <= IGNORED_MAX_FILES and total + size <= IGNORED_MAX_BYTES:
+                kept.append(e)
+                files, total = files + n, total + size
+            else:
+                over.append(e)
+        return tuple(sorted(kept)), tuple(sorted(over))
 
     def _head(self) -> tuple[str | None, str | None]:
         try:
@@ -146,20 +212,56 @@ class Workspace:
                                env=_ident()).decode().strip()
             ref = f"refs/acr/checkpoints/{keep_as}"
             self._git("update-ref", ref, commit)
-        return Checkpoint(tree, head, branch, self._read_index(), ref)
+        kept, over = self._ignored_entries()
+        ignored_tree = ignored_index = None
+        if kept:
+            last = self._ignored_seed
+            ignored_tree, ignored_index = self._ignored_snapshot(kept, last[1] if last and last[0] == kept else None)
+            self._ignored_seed = (kept, ignored_index)
+        if ignored_tree and ref:  # recoverable by hand too: git restore --source=<ref>-ignored -- PATH
+            commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
+                               env=_ident()).decode().strip()
+            self._git("update-ref", ref + "-ignored", commit)
+        return Checkpoint(tree, head, branch, self._read_index(), ref, ignored_tree, kept, over, ignored_index)
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
-        """(status, path) for every path that differs from the checkpoint (A/M/D/T)."""
-        now = self._snapshot_tree()
-        if now == cp.tree:
-            return []
-        raw = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", cp.tree, now)
-        parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
-        return [(parts[i][0], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
+        return self._diff(cp.tree, self._snapshot_tree())
 
     def restore(self, cp: Checkpoint) -> int:
         """Undo everything since ``cp``; returns how many paths were put back."""
         changed = self.changes(cp)
+        rules = [c for c in changed if c[0] != "A" and os.path.basename(c[1]) == ".gitignore"]
+        if rules:  # first, so that files ignored before the attempt do not look added (and get removed)
+            self._put_back(cp.tree, rules)
+            changed = rules + self.changes(cp)
+        self._put_back(cp.tree, [c for c in changed if c not in rules])
+        self._restore_refs(cp)
+        if self._read_index() != cp.index:
+            self._write_index(cp.index)
+        ignored_changed: list[tuple[str, str]] = []
+        if cp.ignored_tree:
+            now, seed = self._ignored_snapshot(cp.ignored, cp.ignored_index)
+            ignored_changed = self._diff(cp.ignored_tree, now)
+            self._put_back(cp.ignored_tree, ignored_changed)
+        if self._snapshot_tree() != cp.tree or (
+                cp.ignored_tree and self._ignored_snapshot(cp.ignored, seed)[0] != cp.ignored_tree):
+            where = f" (saved as {cp.ref})" if cp.ref else ""
+            raise WorkspaceError(
+                f"could not restore the work tree to its checkpoint{where}",
+                hint=f"inspect with `git diff {cp.tree}`; restore by hand with `git checkout {cp.ref or cp.tree} -- .`",
+            )
+        return len(changed) + len(ignored_changed)
+
+    def _diff(self, old: str, new: str) -> list[tuple[str, str]]:
+        if old == new:
+            return []
+        raw = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+        return [(parts[i][0], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+
+    def _put_back(self, tree: str, changed: list[tuple[str, str]]) -> None:
+        """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten."""
         to_write: list[str] = []
         for status, path in changed:
             target = self.root / path
@@ -169,36 +271,24 @@ class Workspace:
                 if status == "T" and (target.exists() or target.is_symlink()):
                     _remove(target)
                 to_write.append(path)
-        if to_write:
-            idx = self._temp_index(seed=False)
-            try:
-                env = {"GIT_INDEX_FILE": idx}
-                self._git("read-tree", cp.tree, env=env)
-                for path in to_write:  # a directory may stand where a file was
-                    target = self.root / path
-                    if target.is_dir() and not target.is_symlink():
-                        shutil.rmtree(target)
-                self._git("checkout-index", "-f", "-z", "--stdin", env=env,
-                          input="\0".join(to_write).encode("utf-8", errors="surrogateescape") + b"\0")
-            finally:
-                for p in (idx, idx + ".lock"):
-                    if os.path.exists(p):
-                        os.unlink(p)
-        self._restore_refs(cp)
-        if self._read_index() != cp.index:
-            self._write_index(cp.index)
-        if self._snapshot_tree() != cp.tree:
-            where = f" (saved as {cp.ref})" if cp.ref else ""
-            raise WorkspaceError(
-                f"could not restore the work tree to its checkpoint{where}",
-                hint=f"inspect with `git diff {cp.tree}`; restore by hand with `git checkout {cp.ref or cp.tree} -- .`",
-            )
-        return len(changed)
+        if not to_write:
+            return
+        idx = self._temp_index(seed=False)
+        try:
+            env = {"GIT_INDEX_FILE": idx}
+            self._git("read-tree", tree, env=env)
+            for path in to_write:  # a directory may stand where a file was
+                target = self.root / path
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+            self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
+        finally:
+            _unlink_index(idx)
 
     def drop(self, cp: Checkpoint) -> None:
-        if cp.ref:
+        for ref in ([cp.ref, cp.ref + "-ignored"] if cp.ref else []):
             try:
-                self._git("update-ref", "-d", cp.ref)
+                self._git("update-ref", "-d", ref)
             except WorkspaceError:
                 pass
 
@@ -220,6 +310,39 @@ class Workspace:
         tmp = real.with_name(f"index.acr-{os.getpid()}")
         tmp.write_bytes(data)
         os.replace(tmp, real)
+
+
+def _measure(path: Path, max_files: int, max_bytes: int) -> tuple[int | None, int]:
+    """(files, bytes) under ``path``; (None, _) once over a limit or when it holds a repository."""
+    if not path.is_dir() or path.is_symlink():
+        try:
+            return 1, path.lstat().st_size
+        except OSError:
+            return None, 0
+    files = size = 0
+    for top, dirs, names in os.walk(path):
+        if ".git" in dirs or ".git" in names:
+            return None, size  # a nested repository: its history is not ours to snapshot
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                continue
+            files += 1
+            if files > max_files or size > max_bytes:
+                return None, size
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+    return files, size
+
+
+def _nul_join(paths: list[str]) -> bytes:
+    return "\0".join(paths).encode("utf-8", errors="surrogateescape") + b"\0"
+
+
+def _unlink_index(idx: str) -> None:
+    for p in (idx, idx + ".lock"):
+        if os.path.exists(p):
+            os.unlink(p)
 
 
 def _remove(target: Path) -> None:

@@ -118,6 +118,53 @@ def bench_figures(data_dir: Path) -> None:
     print("targets: all OOD176 baselines < 1 s; ID2919 single pass < 2 s; 20-order sweep of one policy < 10 s")
 
 
+def checkpoint_figures(tmp: Path, repeat: int) -> None:
+    """Checkpoint + rollback of a project: tracked files only vs. with ignored entries beside them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acr_cli.workspace import Workspace
+
+    def repo(where: Path, ignored: bool) -> Path:
+        where.mkdir()
+        def run(*a: str) -> None:
+            subprocess.run(["git", "-C", str(where), *a], check=True, capture_output=True)
+
+        run("init", "-q")
+        for i in range(2000):
+            d = where / "src" / f"m{i // 100}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"f{i}.py").write_text(f"x = {i}\n" * 40)
+        (where / ".gitignore").write_text(".env\ndata/\nnode_modules/\n")
+        run("add", "-A")
+        run("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init")
+        if ignored:
+            (where / ".env").write_text("TOKEN=x\n")
+            (where / "data").mkdir()
+            (where / "data" / "big.csv").write_bytes(os.urandom(20 * 2**20))  # kept: within the budget
+            for i in range(20000):  # over the file budget: measured, not kept
+                d = where / "node_modules" / f"p{i // 200}"
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"f{i}.js").write_text("module.exports = 1\n")
+        return where
+
+    times = {}
+    for name, ignored in (("tracked files only", False), ("+ .env, 20 MB data/, 20,000-file node_modules/", True)):
+        ws = Workspace.open(repo(tmp / ("with-ignored" if ignored else "tracked"), ignored))
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            cp = ws.checkpoint()
+            (ws.root / "src" / "m0" / "f0.py").write_text("changed\n")
+            if ignored:
+                (ws.root / ".env").write_text("TOKEN=agent\n")
+            ws.restore(cp)
+            samples.append(time.perf_counter() - t0)
+        times[name] = statistics.median(samples)
+    base = times["tracked files only"]
+    print(f"\ncheckpoint + rollback, 2,000 tracked files (medians of {repeat})")
+    for name, t in times.items():
+        print(f"  {name:50} {t * 1000:6.0f}ms {t / base:5.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -153,6 +200,8 @@ def main() -> None:
     for name, t in res.items():
         print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
     print("\ntargets: acr --help <= 1.30x bare --help; acr route with 100k attempts <= 2.00x the bare app")
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint_figures(Path(tmp), 3 if args.quick else 7)
     if (args.data_dir / "ood176_results_long.csv").is_file():
         bench_figures(args.data_dir)
     else:

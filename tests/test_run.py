@@ -63,7 +63,13 @@ def test_escalates_after_failed_verifier_and_records_every_attempt(project, fake
 
 def test_users_uncommitted_work_survives_a_failed_run(project, fakes_on_path, scenario):
     before = dirty_user_work(project)
-    scenario({"write": {"calc.py": BAD, "new_file.py": "x = 1\n"}, "delete": ["NOTES.md"]})
+    (project / ".git" / "info" / "exclude").write_text(".env\nsecrets/\n")
+    (project / ".env").write_text("API_KEY=mine\n")  # ignored: not in git, still the user's
+    (project / "secrets").mkdir()
+    (project / "secrets" / "local.json").write_text("{}\n")
+    before.update({p: (project / p).read_bytes() for p in (".env", "secrets/local.json")})
+    scenario({"write": {"calc.py": BAD, "new_file.py": "x = 1\n", ".env": "API_KEY=agent\n"},
+              "delete": ["NOTES.md", "secrets/local.json"]})
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", TWO_ARMS, cwd=project)
     assert r.returncode == 1, r.stderr
     for p, data in before.items():

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from acr_cli import workspace
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import Workspace
 from conftest import git
@@ -126,3 +128,76 @@ def test_checkpoint_kept_as_ref_while_it_lives(project):
     assert git(project, "rev-parse", "--verify", "refs/acr/checkpoints/t1-1").strip()
     ws.drop(cp)
     assert "refs/acr" not in git(project, "for-each-ref")
+
+
+@pytest.fixture
+def with_ignored(project: Path) -> Path:
+    (project / ".gitignore").write_text(".env\n*.log\ndata/\nnode_modules/\n__pycache__/\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "ignore")
+    (project / ".env").write_text("TOKEN=mine\n")
+    (project / "notes.log").write_text("my notes\n")
+    (project / "data").mkdir()
+    (project / "data" / "a.csv").write_text("x,y\n1,2\n")
+    (project / "node_modules" / "pkg").mkdir(parents=True)
+    for i in range(6):
+        (project / "node_modules" / "pkg" / f"m{i}.js").write_text(f"module {i}\n")
+    return project
+
+
+def test_ignored_files_the_attempt_changed_are_put_back(with_ignored, monkeypatch):
+    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 4)  # node_modules (6 files) is over the budget
+    root = with_ignored
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    assert cp.ignored == (".env", "data/", "notes.log") and cp.unprotected == ("node_modules/",)
+    kept_before = {p: (root / p).read_bytes() for p in (".env", "notes.log", "data/a.csv")}
+    (root / ".env").write_text("TOKEN=agent\n")
+    (root / "notes.log").unlink()
+    (root / "data" / "a.csv").write_text("overwritten\n")
+    (root / "data" / "b.csv").write_text("added inside a kept directory\n")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "calc.pyc").write_bytes(b"\0cache")
+    (root / "node_modules" / "pkg" / "m0.js").write_text("upgraded\n")
+    assert ws.changes(cp) == []  # ignored files are not the attempt's work (apply_ok)
+    ws.restore(cp)
+    assert {p: (root / p).read_bytes() for p in kept_before} == kept_before
+    assert not (root / "data" / "b.csv").exists()
+    # a new ignored entry (a cache) stays; a directory over the budget is left whole as the attempt made it
+    assert (root / "__pycache__" / "calc.pyc").exists()
+    assert (root / "node_modules" / "pkg" / "m0.js").read_text() == "upgraded\n"
+
+
+def test_ignored_directory_replaced_by_a_file_and_gitignore_edited(with_ignored, monkeypatch):
+    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 4)
+    root = with_ignored
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    assert cp.unprotected == ("node_modules/",)
+    before = snapshot(root)
+    shutil.rmtree(root / "data")
+    (root / "data").write_text("a file where a directory was\n")
+    # now nothing is ignored: .env and node_modules/ (not kept) look like files the attempt added
+    (root / ".gitignore").write_text("")
+    (root / ".env").write_text("TOKEN=agent\n")
+    ws.restore(cp)
+    assert snapshot(root) == before
+
+
+def test_ignored_files_are_recoverable_from_a_ref_while_the_checkpoint_lives(with_ignored):
+    root = with_ignored
+    ws = Workspace.open(root)
+    cp = ws.checkpoint(keep_as="t2-1")
+    shown = git(root, "show", "refs/acr/checkpoints/t2-1-ignored:.env")
+    assert shown == "TOKEN=mine\n"
+    ws.drop(cp)
+    assert "refs/acr" not in git(root, "for-each-ref")
+
+
+def test_same_size_edit_of_an_ignored_file_in_the_same_second_is_put_back(with_ignored):
+    ws = Workspace.open(with_ignored)
+    ws.checkpoint()  # the second checkpoint reuses the first one's stat cache
+    cp = ws.checkpoint()
+    (with_ignored / ".env").write_text("TOKEN=evil\n")
+    ws.restore(cp)
+    assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
