@@ -103,12 +103,12 @@ class Workspace:
 
     # ------------------------------------------------------------------ git plumbing
 
-    def _git(self, *args: str, env: dict | None = None, input: bytes | None = None) -> bytes:
+    def _git(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True) -> bytes:
         full_env = dict(os.environ)
         full_env.update(env or {})
         r = subprocess.run(["git", *_GIT_CFG, "-C", str(self.root), *args], capture_output=True, env=full_env,
                            input=input, stdin=None if input is not None else subprocess.DEVNULL)
-        if r.returncode != 0:
+        if r.returncode != 0 and check:
             msg = r.stderr.decode(errors="replace").strip()
             raise WorkspaceError(f"git {args[0]} failed: {msg}")
         return r.stdout
@@ -152,9 +152,9 @@ class Workspace:
             if gone and seed is not None:
                 self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
                           "--pathspec-file-nul", env=env, input=_nul_join(gone))
-            if present:
-                self._git("add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", env=env,
-                          input=_nul_join(present))
+            if present:  # a file git cannot read is left out (best effort), never a reason to stop a run
+                self._git("add", "-A", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+                          env=env, input=_nul_join(present), check=False)
             tree = self._git("write-tree", env=env).decode().strip()
             return tree, (Path(idx).read_bytes(), os.stat(idx).st_mtime_ns)
         finally:

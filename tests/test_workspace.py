@@ -201,3 +201,18 @@ def test_same_size_edit_of_an_ignored_file_in_the_same_second_is_put_back(with_i
     (with_ignored / ".env").write_text("TOKEN=evil\n")
     ws.restore(cp)
     assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read every file")
+def test_an_unreadable_ignored_file_does_not_stop_a_checkpoint(with_ignored):
+    secret = with_ignored / "data" / "locked.csv"
+    secret.write_text("locked\n")
+    secret.chmod(0)
+    try:
+        ws = Workspace.open(with_ignored)
+        cp = ws.checkpoint()
+        (with_ignored / ".env").write_text("TOKEN=agent\n")
+        ws.restore(cp)
+        assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
+    finally:
+        secret.chmod(0o644)
