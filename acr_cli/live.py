@@ -83,7 +83,8 @@ class LiveEnvironment:
                     # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
                     cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
                     if cp.unprotected:
-                        log.write("--- ignored entries over the rollback budget, left as the attempt makes them: "
+                        log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
+                                  "repository), left as the attempt makes them: "
                                   f"{', '.join(cp.unprotected)}\n")
                 fb = self._run(adapter, arm, prompt, log, fb, started)
                 if cp is not None:

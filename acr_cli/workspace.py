@@ -244,12 +244,18 @@ class Workspace:
             now, seed = self._ignored_snapshot(cp.ignored, cp.ignored_index)
             ignored_changed = self._diff(cp.ignored_tree, now)
             self._put_back(cp.ignored_tree, ignored_changed)
-        if self._snapshot_tree() != cp.tree or (
-                cp.ignored_tree and self._ignored_snapshot(cp.ignored, seed)[0] != cp.ignored_tree):
-            where = f" (saved as {cp.ref})" if cp.ref else ""
+        where = f" (saved as {cp.ref})" if cp.ref else ""
+        if self._snapshot_tree() != cp.tree:
             raise WorkspaceError(
                 f"could not restore the work tree to its checkpoint{where}",
                 hint=f"inspect with `git diff {cp.tree}`; restore by hand with `git checkout {cp.ref or cp.tree} -- .`",
+            )
+        if cp.ignored_tree and self._ignored_snapshot(cp.ignored, seed)[0] != cp.ignored_tree:
+            source = f"{cp.ref}-ignored" if cp.ref else cp.ignored_tree
+            raise WorkspaceError(
+                f"could not restore the ignored files to their checkpoint{where}",
+                hint=f"list them with `git ls-tree -r --name-only {source}`; restore one with "
+                     f"`git restore --source={source} --worktree -- PATH`",
             )
         return len(changed) + len(ignored_changed)
 
@@ -331,7 +337,6 @@ def _measure(path: Path, max_files: int, max_bytes: int) -> tuple[int | None, in
             files += 1
             if files > max_files or size > max_bytes:
                 return None, size
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
     return files, size
 
 
