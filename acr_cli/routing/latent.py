@@ -188,6 +188,12 @@ class Latent:
         fails = [[1 - q for q in row] for row in qs]
         memo: dict[int, tuple[float, int]] = {}
         mul = operator.mul
+        # mass of "every arm fails": the same at every node, since a node's weights are w0 times
+        # the failure chances of the arms it has tried; it bounds what a plan can still gain
+        none = list(w0)
+        for j in arms:
+            none = list(map(mul, none, fails[j]))
+        none_mass = sum(none)
 
         def solve(s: int, w: list[float], best: float, depth: int, forced: bool) -> tuple[float, int]:
             hit = memo.get(s)
@@ -198,11 +204,7 @@ class Latent:
                 return memo[s]
             mass = sum(w)
             rest = [j for j in arms if not s >> j & 1]
-            # mass of "every arm left fails": bounds what any plan from a child can still gain
-            none = w
-            for j in rest:
-                none = list(map(mul, none, fails[j]))
-            all_fail = sum(none) / mass if mass > 0 else 1.0
+            all_fail = none_mass / mass if mass > 0 else 1.0
             top_fail = 0.0
             for j in rest:
                 if fail_score[j] > top_fail:
