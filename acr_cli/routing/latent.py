@@ -127,19 +127,20 @@ class Latent:
             log1q = [[math.log1p(-x) for x in row] for row in qs]
             wy = [[0.0] * k for _ in range(n_arms)]
             wn = [[0.0] * k for _ in range(n_arms)]
+            add = operator.add
             for tried, passed, count in patterns:
-                ll = list(logpz)
+                ll = logpz
                 for a in tried:
-                    row = logq[a] if a in passed else log1q[a]
-                    ll = [x + y for x, y in zip(ll, row)]
+                    ll = list(map(add, ll, logq[a] if a in passed else log1q[a]))
                 top = max(ll)
                 w = [math.exp(x - top) for x in ll]
                 s = count / sum(w)
                 w = [x * s for x in w]
                 for a in tried:
-                    target = wy[a] if a in passed else wn[a]
-                    for j in range(k):
-                        target[j] += w[j]
+                    if a in passed:
+                        wy[a] = list(map(add, wy[a], w))
+                    else:
+                        wn[a] = list(map(add, wn[a], w))
             biggest = 0.0
             hess = list(info)
             for a in range(n_arms):
