@@ -120,6 +120,7 @@ class Latent:
         z, logpz, k = self.z, self.logpz, len(self.z)
         a_, sc = self.alpha, self.scale
         info = [1.0 / t for t in tau2]
+        add = operator.add
         for _ in range(iters):
             etas = [[a_ * zk + m * sc for zk in z] for m in mu]
             qs = [[min(max(Phi(e), 1e-12), 1 - 1e-12) for e in row] for row in etas]
@@ -127,7 +128,6 @@ class Latent:
             log1q = [[math.log1p(-x) for x in row] for row in qs]
             wy = [[0.0] * k for _ in range(n_arms)]
             wn = [[0.0] * k for _ in range(n_arms)]
-            add = operator.add
             for tried, passed, count in patterns:
                 ll = logpz
                 for a in tried:
