@@ -38,10 +38,13 @@ KEYS = {
     "memory": str,
 }
 PROJECT_FILE = ".acr.toml"
+USER_ONLY = ("memory",)  # a project file must not move the user's memory
 
 
 def read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
+        if path.exists():
+            raise ConfigError(f"{path} is not a file", hint="move it aside; acr reads settings from a TOML file there")
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -54,7 +57,27 @@ def read_toml(path: Path) -> dict[str, Any]:
         ok = isinstance(val, (int, float)) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
         if not ok:
             raise ConfigError(f"{path}: setting {key!r} should be a {want.__name__}, got {val!r}")
+        problem = check_value(key, val)
+        if problem:
+            raise ConfigError(f"{path}: setting {key!r}: {problem}")
     return data
+
+
+def check_value(key: str, value: Any) -> str | None:
+    """What is wrong with a setting's value (the same limits as the command-line options), or None."""
+    from acr_cli.domain import PERMISSIONS
+
+    if key in ("timeout", "verify_timeout") and value < 1:
+        return f"expected at least 1 (seconds), got {value!r}"
+    if key == "max_attempts" and value < 1:
+        return f"expected at least 1, got {value!r}"
+    if key == "max_cost" and value < 0:
+        return f"expected 0 or more (USD), got {value!r}"
+    if key == "permissions" and value not in PERMISSIONS:
+        return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
+    if key in ("profile", "verify", "memory") and not str(value).strip():
+        return "expected a non-empty string"
+    return None
 
 
 def find_project_file(project: Path) -> Path | None:
@@ -75,6 +98,10 @@ class Settings:
         self.user = read_toml(user_file)
         self.project_file = find_project_file(project) if project else None
         self.project = read_toml(self.project_file) if self.project_file else {}
+        for key in USER_ONLY:
+            if key in self.project:
+                raise ConfigError(f"{self.project_file}: setting {key!r} belongs in the user's config.toml "
+                                  f"({user_file}) or ACR_MEMORY, not in a project file")
 
     def resolve(self, key: str, cli_value: Any = None, profile_value: Any = None,
                 default: Any = None) -> tuple[Any, str]:
@@ -99,6 +126,14 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
         value = want(raw)
     except ValueError:
         raise ConfigError(f"{key} needs a {want.__name__}, got {raw!r}") from None
+    problem = check_value(key, value)
+    if problem:
+        raise ConfigError(f"{key}: {problem}")
+    if key == "profile":
+        from acr_cli import profiles
+        from acr_cli.paths import Paths
+
+        profiles.find(value, Paths.from_env().profiles_dir)  # a name that does not resolve is an error now
     data = read_toml(path)
     data[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)

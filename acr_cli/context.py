@@ -170,8 +170,21 @@ def live_groups(kind: str, language: str | None, project: Path | None) -> tuple[
     return tuple(groups)
 
 
+def project_root(path: Path) -> Path:
+    """The project a directory belongs to: the nearest enclosing git work tree, else the directory itself.
+
+    So a request made from ``repo/docs`` is learned about as ``repo``, like one made from ``repo``."""
+    for d in (path, *path.parents):
+        if (d / ".git").exists():
+            return d
+    return path
+
+
 def classify(prompt: str, project: Path | None = None, kind: str | None = None) -> Context:
-    """Build the Context of a live request; ``kind`` overrides the rules."""
+    """Build the Context of a live request; ``kind`` overrides the rules. ``project``: the directory the
+    request is made in; the language and the project group come from its :func:`project_root`."""
+    if project is not None:
+        project = project_root(project)
     if kind is not None:
         reasons = [f"kind {kind}: given with --kind"]
     else:

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
 VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, CANCELLED)
 
+# What an agent may touch, and the routing policies a profile or --policy may name.
+PERMISSIONS = ("read-only", "workspace-write", "full")
+POLICIES = ("learned", "fixed")
+
 # Where an attempt's cost came from.
 COST_REPORTED, COST_PRICED, COST_UNKNOWN = "reported", "priced", "unknown"
 

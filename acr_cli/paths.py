@@ -4,8 +4,9 @@
 * otherwise the platform's user directories from platformdirs
   (on Linux ``~/.config/acr``, ``~/.local/share/acr``, ``~/.cache/acr``).
 
-The memory database is ``<data>/memory.sqlite`` unless ``ACR_MEMORY`` or a
-command's ``--memory PATH`` says otherwise; attempt logs go to ``<data>/logs``.
+The memory database, first found: a command's ``--memory PATH``, ``ACR_MEMORY``,
+``memory = "..."`` in ``config.toml`` (relative to the config directory), else
+``<data>/memory.sqlite``. Attempt logs go to ``<data>/logs``.
 """
 
 from __future__ import annotations
@@ -59,11 +60,20 @@ class Paths:
     def crash_log(self) -> Path:
         return self.data_dir / "crash.log"
 
-    def memory_path(self, override: str | os.PathLike | None = None) -> Path:
-        """The memory file: ``--memory`` beats ``ACR_MEMORY`` beats the data dir."""
+    def memory_choice(self, override: str | os.PathLike | None = None) -> tuple[Path, str]:
+        """The memory file and what chose it: ``--memory``, ``ACR_MEMORY``, config.toml, or ``default``."""
         if override:
-            return Path(override).expanduser()
+            return Path(override).expanduser(), "--memory"
         env = os.environ.get("ACR_MEMORY")
         if env:
-            return Path(env).expanduser()
-        return self.data_dir / "memory.sqlite"
+            return Path(env).expanduser(), "ACR_MEMORY"
+        from acr_cli.config import read_toml
+
+        configured = read_toml(self.config_file).get("memory")
+        if configured:
+            path = Path(configured).expanduser()
+            return (path if path.is_absolute() else self.config_dir / path), str(self.config_file)
+        return self.data_dir / "memory.sqlite", "default"
+
+    def memory_path(self, override: str | os.PathLike | None = None) -> Path:
+        return self.memory_choice(override)[0]

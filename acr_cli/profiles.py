@@ -27,8 +27,9 @@ A profile is a YAML file::
       mycli: {command: [mycli, --model, "{model}", "{prompt}"], output: text}
 
 A profile may start from another with ``extends: NAME``: its ``settings`` are
-merged over the base's; ``description``, ``arms``, ``order`` and ``agents``
-replace the base's when given.
+merged over the base's; ``arms``, ``order`` and ``agents`` replace the base's
+when given. Without a ``description`` of its own, it is described as the base's
+name "with changes" followed by the base's description.
 
 Resolution of ``--profile NAME|PATH``: an existing path; else
 ``<config>/profiles/NAME.yaml``; else the built-in ``profiles/NAME.yaml``.
@@ -42,12 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from acr_cli import yamlfile
-from acr_cli.domain import Arm, parse_arm_id
+from acr_cli.domain import PERMISSIONS, POLICIES, Arm, parse_arm_id  # noqa: F401 (re-exported)
 from acr_cli.errors import ConfigError, ProfileError
 
 BUILTIN_AGENTS = ("claude", "codex", "opencode")
-PERMISSIONS = ("read-only", "workspace-write", "full")
-POLICIES = ("learned", "fixed")
 DEFAULT_PROFILE = "balanced"
 
 
@@ -142,7 +141,10 @@ def load(spec: str, user_dir: Path, _seen: tuple[Path, ...] = (), cache_dir: Pat
             if not parent_path.is_file() or parent_path.resolve() == path.resolve():
                 raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself")
         else:
-            parent_path = find(parent, user_dir)
+            try:
+                parent_path = find(parent, user_dir)
+            except ConfigError as e:
+                raise ProfileError(str(path), where, "extends", e.message) from None
         if parent_path.resolve() in _seen or parent_path.resolve() == path.resolve():
             raise ProfileError(str(path), where, "extends", f"profile {parent!r} extends itself (a cycle)")
         base = load(str(parent_path), user_dir, _seen + (path.resolve(),), cache_dir)
@@ -169,7 +171,7 @@ def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Pr
     return Profile(
         name=str(data.get("name") or path.stem),
         path=path,
-        description=str(data.get("description") or (base.description if base else "")),
+        description=str(data.get("description") or (f"{base.name} with changes: {base.description}" if base else "")),
         settings=settings,
         arms=tuple(arms),
         order=order,

@@ -37,6 +37,17 @@ def test_help_and_version():
     (["route", "x", "--profile", "nosuch"], "no profile named 'nosuch'"),
     (["config", "set", "colour", "red"], "unknown setting 'colour'"),
     (["config", "set", "timeout", "soon"], "timeout needs a float"),
+    (["config", "set", "timeout", "0"], "timeout: expected at least 1"),
+    (["config", "set", "max_attempts", "0"], "max_attempts: expected at least 1"),
+    (["config", "set", "permissions", "bogus"], "expected one of read-only, workspace-write, full"),
+    (["config", "set", "profile", "nosuch"], "no profile named 'nosuch'"),
+    (["route", ""], "the request is empty"),
+    (["route", "x", "--policy", "nosuch"], "--policy 'nosuch': expected one of learned, fixed"),
+    (["route", "x", "--arms", "nosuchagent:m"], "unknown agent 'nosuchagent'"),
+    (["route", "x", "--arms", ","], "--arms: no arm given"),
+    (["memory", "show", "--kind", "nonsense"], "--kind 'nonsense'"),
+    (["run", "x", "--prompt-file", "README.md", "--no-rollback"], "not both"),
+    (["run", "x", "--interactive", "--no-rollback"], "--interactive needs a terminal"),
 ])
 def test_bad_input_is_explained_with_exit_2(args, message):
     r = runner.invoke(app, args)
@@ -94,7 +105,7 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     assert "imported 1 records" in invoke("memory", "import", str(dump)).output
     r = runner.invoke(app, ["memory", "forget", "--all"], input="n\n")
     assert r.exit_code != 0
-    assert invoke("memory", "forget", "--all", "--yes").output.strip() == "forgot 1 task(s)"
+    assert invoke("memory", "forget", "--all", "--yes").output.strip() == "forgot 1 task(s) and 0 stored replay run(s)"
 
 
 def test_doctor_json(acr_home, fakes_on_path):
@@ -116,3 +127,29 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
     (tmp_path / ".acr.toml").write_text("timeout = 'x'\n")
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "should be a float" in r.output
+    (tmp_path / ".acr.toml").write_text("max_cost = -1.0\n")  # the same limits as the command-line flags
+    r = runner.invoke(app, ["route", "x"])
+    assert r.exit_code == 2 and "max_cost': expected 0 or more" in r.output
+    (tmp_path / ".acr.toml").unlink()
+    (acr_home / "config" / "config.toml").write_text('profile = "gone"\n')  # e.g. a user profile deleted since
+    r = runner.invoke(app, ["route", "x"])
+    assert r.exit_code == 2 and "no profile named 'gone' (the profile is set in" in r.output
+
+
+def test_a_subdirectory_is_learned_as_its_repository(tmp_path):
+    from conftest import init_repo
+
+    (tmp_path / "toy" / "docs").mkdir(parents=True)
+    repo = init_repo(tmp_path / "toy", {"calc.py": "x = 1\n", "docs/index.md": "hi\n"})
+    top = json.loads(invoke("route", "fix add", "--json", "-C", str(repo)).output)["context"]
+    sub = json.loads(invoke("route", "fix add", "--json", "-C", str(repo / "docs")).output)["context"]
+    assert sub["groups"] == top["groups"] and sub["language"] == "python" and sub["project"] == str(repo)
+
+
+def test_file_system_refusals_are_usage_errors_not_crashes(acr_home, tmp_path):
+    r = runner.invoke(app, ["memory", "export", str(tmp_path / "no" / "such" / "dir" / "x.jsonl")])
+    assert r.exit_code == 2 and "No such file or directory" in r.output and "internal error" not in r.output
+    binary = tmp_path / "blob.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    r = runner.invoke(app, ["memory", "import", str(binary)])
+    assert r.exit_code == 2 and "not a text file" in r.output

@@ -133,7 +133,7 @@ def test_forget(tmp_path):
     record(mem, ["all"], [(A, "failed", 0.1)])
     assert mem.forget([t1, "nope"]) == 1
     assert mem.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 1  # cascade
-    assert mem.forget_all() == 1
+    assert mem.forget_all() == (1, 0)
     assert mem.db.execute("SELECT COUNT(*) FROM task_groups").fetchone()[0] == 0
 
 

@@ -152,13 +152,22 @@ def test_missing_cli_is_skipped_with_a_note(project, fakes_on_path, scenario):
     (bindir / "codex").chmod(0o755)
     path = os.pathsep.join([str(bindir)] + [p for p in os.environ["PATH"].split(os.pathsep) if "fakes" not in p])
     r = acr("run", "fix add", "--verify", VERIFY, "--json", "--arms",
-            "claude:claude-opus-4-6,nosuchagent:m1,codex:gpt-5.4", cwd=project, env={"PATH": path})
+            "claude:claude-opus-4-6,codex:gpt-5.4", cwd=project, env={"PATH": path})
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert [(s["agent"], "not installed" in s["reason"]) for s in out["skipped"]] == [("claude", True),
-                                                                                      ("nosuchagent", False)]
-    assert "unknown agent" in out["skipped"][1]["reason"]
+    assert [(s["agent"], "not installed" in s["reason"]) for s in out["skipped"]] == [("claude", True)]
     assert [a["agent"] for a in out["attempts"]] == ["codex"]
+
+
+def test_a_mistyped_agent_in_arms_is_a_usage_error_before_anything_runs(project, fakes_on_path, scenario, acr_home):
+    scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4,nosuchagent:m1", cwd=project)
+    assert r.returncode == 2
+    assert "unknown agent 'nosuchagent'" in r.stderr and "valid agents: claude, codex, opencode" in r.stderr
+    assert (project / "calc.py").read_text() != GOOD  # codex did not run
+    assert not (acr_home / "data" / "memory.sqlite").exists()  # nothing recorded
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", " , ", cwd=project)
+    assert r.returncode == 2 and "no arm given" in r.stderr
 
 
 def test_max_cost_stops_escalation(project, fakes_on_path, scenario):
@@ -242,16 +251,49 @@ def test_unwritable_memory_gives_a_clear_error(project, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
-    r = acr("memory", "show", "--memory", str(ro / "m.sqlite"), cwd=project)
+    r = acr("run", "fix add", "--memory", str(ro / "m.sqlite"), cwd=project)
     assert r.returncode == 2 and "cannot create the memory file" in r.stderr
 
 
 def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    r = acr("memory", "show", "--memory", str(blocker / "m.sqlite"), cwd=project)
+    r = acr("run", "fix add", "--memory", str(blocker / "m.sqlite"), cwd=project)
     assert r.returncode == 2 and "cannot create the memory file" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_reading_commands_never_create_or_change_a_memory_file(project, tmp_path, acr_home):
+    typo = tmp_path / "nx" / "memroy.sqlite"
+    for args in (["memory", "show"], ["memory", "log"], ["memory", "export"], ["route", "fix add"]):
+        r = acr(*args, "--memory", str(typo), cwd=project)
+        assert r.returncode == 2 and "no memory at" in r.stderr, args
+    assert not typo.parent.exists()
+    # the default memory that does not exist yet is simply empty, and stays uncreated
+    r = acr("memory", "log", cwd=project)
+    assert r.returncode == 0 and "No tasks recorded yet" in r.stdout
+    assert not (acr_home / "data").exists()
+    # someone else's SQLite database is refused and left exactly as it was
+    other = tmp_path / "other.sqlite"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE tasks (x)")
+    db.commit()
+    db.close()
+    before = other.read_bytes()
+    for args in (["memory", "show"], ["run", "fix add"]):
+        r = acr(*args, "--memory", str(other), cwd=project)
+        assert r.returncode == 2 and "not an acr memory" in r.stderr, args
+    assert other.read_bytes() == before
+
+
+def test_memory_setting_in_config_toml_moves_the_memory(project, tmp_path, acr_home):
+    target = tmp_path / "elsewhere" / "mine.sqlite"
+    assert acr("config", "set", "memory", str(target)).returncode == 0
+    r = acr("doctor", "--json", cwd=project)
+    assert json.loads(r.stdout)["memory"]["path"] == str(target)
+    (project / ".acr.toml").write_text('memory = "/tmp/x.sqlite"\n')
+    r = acr("route", "fix add", cwd=project)
+    assert r.returncode == 2 and "belongs in the user's config.toml" in r.stderr
 
 
 def test_interactive_run_hands_over_the_terminal_then_verifies_and_records(project, fakes_on_path, scenario,

@@ -74,6 +74,9 @@ def locate(files: dict[str, str | None], data_dir: Path | None, cache: Path) -> 
 
 def url_for(name: str, revision: str = DEFAULT_REVISION, endpoint: str | None = None) -> str:
     base = (endpoint or os.environ.get("ACR_HF_ENDPOINT") or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)
+    if not base.startswith(("http://", "https://")):
+        raise AcrError(f"the Hugging Face endpoint {base!r} is not an http(s) URL",
+                       hint="check ACR_HF_ENDPOINT / HF_ENDPOINT, e.g. https://hf-mirror.com")
     return f"{base.rstrip('/')}/datasets/{DATASET}/resolve/{revision}/{name}"
 
 

@@ -2,7 +2,8 @@
 
 Errors: an :class:`~acr_cli.errors.AcrError` anywhere below becomes one
 message on stderr and its exit code (2 for usage/configuration); any other
-exception is a bug: a short message, the traceback in the crash log, exit 70.
+exception is a bug: a short message, the traceback in the crash log, exit 70 -- except an
+``OSError`` (the file system refused), which is reported like an AcrError.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ class AcrGroup(TyperGroup):
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(1) from None
+        except OSError as e:
+            # The file system refused (a missing directory, a file where a directory belongs, permissions,
+            # a full disk): something the user can act on, not a bug in acr.
+            where = f"{e.filename}: " if e.filename else ""
+            report_error(AcrError(f"{where}{e.strerror or e}"))
+            raise typer.Exit(AcrError.exit_code) from None
         except Exception as e:
             if type(e).__module__.split(".")[0] in ("typer", "click"):
                 raise

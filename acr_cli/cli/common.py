@@ -12,7 +12,8 @@ import typer
 
 from acr_cli.errors import EXIT_INTERNAL, AcrError
 
-MEMORY_HELP = "Memory file to use (default: ACR_MEMORY, else memory.sqlite in acr's data dir)."
+MEMORY_HELP = ("Memory file to use (default: ACR_MEMORY, else `memory` in config.toml, "
+               "else memory.sqlite in acr's data dir).")
 PROFILE_HELP = "Profile name (built-in or in <config>/profiles) or path to a profile YAML."
 JSON_HELP = "Print machine-readable JSON on stdout."
 
@@ -24,9 +25,19 @@ def paths():
 
 
 def open_memory(memory: Path | None, create: bool = True):
+    """The memory. ``create=False`` (commands that only read): a memory file that does not exist yet is
+    an empty memory when it is the default one, and an error when the user named it (a typo must not
+    silently become a new, empty memory)."""
+    from acr_cli.errors import MemoryFileError
     from acr_cli.memory import Memory
 
-    return Memory.open(paths().memory_path(memory), create=create)
+    path, source = paths().memory_choice(memory)
+    if not create and not path.exists():
+        if source == "default":
+            return Memory.open(":memory:")
+        raise MemoryFileError(f"no memory at {path} (named by {source})",
+                              hint="check the path; a new memory is created by the first `acr run` that uses it")
+    return Memory.open(path)
 
 
 def console(stderr: bool = False):
@@ -67,8 +78,13 @@ def load_profile(spec: str | None, project: Path | None = None):
 
     p = paths()
     settings = Settings(p.config_file, project)
-    name, _ = settings.resolve("profile", spec, default=profiles.DEFAULT_PROFILE)
-    return profiles.load(name, p.profiles_dir, cache_dir=p.cache_dir / "profiles"), settings
+    name, source = settings.resolve("profile", spec, default=profiles.DEFAULT_PROFILE)
+    try:
+        return profiles.load(name, p.profiles_dir, cache_dir=p.cache_dir / "profiles"), settings
+    except AcrError as e:
+        if source not in ("command line", "default"):
+            e.message += f" (the profile is set in {source})"
+        raise
 
 
 def fmt_money(x: float | None, digits: int = 2) -> str:

@@ -16,7 +16,7 @@ app = typer.Typer(help="What acr has learned (show), what happened (log), and mo
 
 @app.command()
 def show(
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind (bug_fix, feature, ...)."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
@@ -31,8 +31,11 @@ def show(
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
 
+    from acr_cli.cli.run import _kind
+
+    kind = _kind(kind)
     prof, _ = load_profile(profile, Path.cwd())
-    mem = open_memory(memory)
+    mem = open_memory(memory, create=False)
     try:
         rows = mem.kind_table("live", kind)
         policy = live_policy(prof, mem)
@@ -85,7 +88,7 @@ def log(
     """
     from acr_cli.cli.common import console, fmt_money, open_memory, parse_since, print_json
 
-    mem = open_memory(memory)
+    mem = open_memory(memory, create=False)
     try:
         tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
     finally:
@@ -98,7 +101,7 @@ def log(
         return
     con = console()
     if not tasks:
-        con.print("No tasks recorded" + (" in that window." if since else " yet."))
+        con.print("No task matches these filters." if since or kind or agent else "No tasks recorded yet.")
         return
     from rich.text import Text
 
@@ -127,7 +130,7 @@ def export_(
     """
     from acr_cli.cli.common import open_memory
 
-    mem = open_memory(memory)
+    mem = open_memory(memory, create=False)
     try:
         if output is None:
             mem.export(sys.stdout)
@@ -154,11 +157,14 @@ def import_(
     from acr_cli.errors import AcrError
 
     if not source.is_file():
-        raise AcrError(f"{source} does not exist")
+        raise AcrError(f"{source} is a directory" if source.is_dir() else f"{source} does not exist",
+                       hint="give a file written by `acr memory export`")
     mem = open_memory(memory)
     try:
         with open(source, encoding="utf-8") as f:
             added, skipped = mem.import_(f)
+    except UnicodeDecodeError:
+        raise AcrError(f"{source} is not a text file written by `acr memory export`") from None
     finally:
         mem.close()
     typer.echo(f"imported {added} records, skipped {skipped} already present")
@@ -185,17 +191,19 @@ def forget(
         if not sys.stdin.isatty():
             raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
         typer.confirm("Forget every task, attempt and replay in memory?", abort=True)
-    mem = open_memory(memory)
+    mem = open_memory(memory, create=False)
+    runs = 0
     try:
         if all_:
-            n = mem.forget_all()
+            n, runs = mem.forget_all()
         elif bench:
-            n = mem.forget_source_prefix("bench:")
+            n, runs = mem.forget_source_prefix("bench:")
         else:
             n = mem.forget(task_ids or [])
-            missing = len(task_ids or []) - n
-            if missing:
-                typer.echo(f"{missing} of the given ids were not in memory", err=True)
     finally:
         mem.close()
-    typer.echo(f"forgot {n} task(s)")
+    typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else ""))
+    missing = len(task_ids or []) - n if not (all_ or bench) else 0
+    if missing:
+        raise AcrError(f"{missing} of the given task ids were not in memory", hint="see `acr memory log` for ids",
+                       exit_code=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -13,18 +14,26 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
               "(the model part may contain ':' or '/').")
 
 
-def _arms(text: Optional[str]) -> list[str] | None:
-    if not text:
+def _arms(text: Optional[str], profile) -> list[str] | None:
+    """The ``--arms`` list, checked: AGENT:MODEL items whose agent acr knows."""
+    if text is None:
         return None
+    from acr_cli import agents
     from acr_cli.domain import parse_arm_id
     from acr_cli.errors import AcrError
 
     items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise AcrError("--arms: no arm given", hint="--arms AGENT:MODEL[,AGENT:MODEL...], e.g. --arms codex:gpt-5.4")
     for item in items:
         try:
-            parse_arm_id(item)
+            agent, _ = parse_arm_id(item)
         except ValueError as e:
             raise AcrError(f"--arms: {e}") from None
+        try:
+            agents.get(agent, profile.agents)
+        except AcrError as e:
+            raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
     return items
 
 
@@ -32,10 +41,14 @@ def _prompt(prompt: Optional[str], prompt_file: Optional[Path]) -> str:
     from acr_cli.errors import AcrError
 
     if prompt_file is not None:
+        if prompt:
+            raise AcrError("give the request either as an argument or with --prompt-file, not both")
         try:
             text = prompt_file.read_text(encoding="utf-8")
         except OSError as e:
             raise AcrError(f"--prompt-file {prompt_file}: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise AcrError(f"--prompt-file {prompt_file}: not a UTF-8 text file") from None
     else:
         text = prompt or ""
     if not text.strip():
@@ -47,9 +60,33 @@ def _project(project: Optional[Path]) -> Path:
     from acr_cli.errors import AcrError
 
     p = (project or Path.cwd()).resolve()
-    if not p.is_dir():
+    if not p.exists():
         raise AcrError(f"project directory {p} does not exist")
+    if not p.is_dir():
+        raise AcrError(f"--project {p} is a file; give the project's directory")
     return p
+
+
+def _policy(policy: Optional[str]) -> Optional[str]:
+    from acr_cli.domain import POLICIES
+    from acr_cli.errors import AcrError
+
+    if policy is not None and policy not in POLICIES:
+        raise AcrError(f"--policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    return policy
+
+
+def _kind(kind: Optional[str]) -> Optional[str]:
+    from acr_cli.context import KINDS
+    from acr_cli.errors import AcrError
+
+    if kind is not None and kind not in KINDS:
+        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    return kind
+
+
+_KIND_HELP = ("Task kind, instead of classifying the prompt: bug_fix, feature, test_generation, refactor, explain, "
+              "data_science, algorithm, docs or multi_file.")
 
 
 def run(
@@ -64,7 +101,7 @@ def run(
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per attempt before the agent is killed."),
     verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, help="Seconds for the verifier."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="Task kind, instead of classifying the prompt."),
+    kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     permissions: Optional[str] = typer.Option(None, "--permissions",
                                               help="read-only, workspace-write (default) or full."),
@@ -87,22 +124,22 @@ def run(
     """
     from acr_cli.cli.common import load_profile, open_memory, paths, print_json
     from acr_cli.cli.render import LiveView, print_run_summary
-    from acr_cli.context import KINDS, classify
+    from acr_cli.context import classify
+    from acr_cli.domain import PERMISSIONS
     from acr_cli.errors import EXIT_CANCELLED, EXIT_NOT_PASSED, AcrError, ConfigError
     from acr_cli.live import LiveEnvironment
     from acr_cli.loop import run_task, summary
-    from acr_cli.profiles import PERMISSIONS, POLICIES
     from acr_cli.routing.factory import live_policy
     from acr_cli.workspace import Workspace
 
     text = _prompt(prompt, prompt_file)
-    arm_list = _arms(arms)
     proj = _project(project)
-    if kind is not None and kind not in KINDS:
-        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
-    if policy is not None and policy not in POLICIES:
-        raise AcrError(f"--policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    kind, policy = _kind(kind), _policy(policy)
+    if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
+                       "agents' non-interactive mode")
     prof, settings = load_profile(profile, proj)
+    arm_list = _arms(arms, prof)
     s = prof.settings
     verify_cmd, _ = settings.resolve("verify", verify, s.verify)
     perm, _ = settings.resolve("permissions", permissions, s.permissions)
@@ -152,7 +189,7 @@ def route(
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="Task kind, instead of classifying the prompt."),
+    kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
@@ -163,18 +200,18 @@ def route(
     """
     from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import print_route
-    from acr_cli.context import KINDS, classify
+    from acr_cli.context import classify
     from acr_cli.domain import TaskState
-    from acr_cli.errors import AcrError
     from acr_cli.routing.factory import live_policy
 
-    if kind is not None and kind not in KINDS:
-        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    prompt = _prompt(prompt, None)
     proj = _project(project)
+    kind, policy = _kind(kind), _policy(policy)
     prof, _ = load_profile(profile, proj)
-    mem = open_memory(memory)
+    arm_list = _arms(arms, prof)
+    mem = open_memory(memory, create=False)
     try:
-        pol = live_policy(prof, mem, arms=_arms(arms), policy=policy)
+        pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
         ranked = pol.rank(ctx, TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost))
     finally:

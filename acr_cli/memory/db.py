@@ -125,6 +125,11 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         db.row_factory = sqlite3.Row
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "migrations" not in tables:  # someone else's database: change nothing in it
+            db.close()
+            raise MemoryFileError(f"{path} is an SQLite database but not an acr memory",
+                                  hint="pass --memory with a new file name, or an acr memory")
         if not in_memory:
             _enable_wal(db)
         db.execute("PRAGMA foreign_keys = ON")

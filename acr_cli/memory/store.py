@@ -293,19 +293,23 @@ class Memory:
                 n += self._write(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).rowcount
         return n
 
-    def forget_all(self) -> int:
+    def forget_all(self) -> tuple[int, int]:
+        """Forget everything; returns (tasks, replay runs) forgotten."""
         with self.transaction():
             n = self._write("DELETE FROM tasks").rowcount
-            self._write("DELETE FROM runs")
+            runs = self._write("DELETE FROM runs").rowcount
         self.db.execute("VACUUM")
-        return n
+        return n, runs
 
-    def forget_source_prefix(self, prefix: str) -> int:
+    def forget_source_prefix(self, prefix: str) -> tuple[int, int]:
+        """Forget the tasks whose source starts with ``prefix`` (and, for ``bench:``, every stored replay run);
+        returns (tasks, replay runs) forgotten."""
+        runs = 0
         with self.transaction():
             n = self._write("DELETE FROM tasks WHERE source LIKE ? || '%'", (prefix,)).rowcount
             if prefix.startswith("bench:"):
-                self._write("DELETE FROM runs")
-        return n
+                runs = self._write("DELETE FROM runs").rowcount
+        return n, runs
 
     def export(self, out: IO[str]) -> int:
         n = 0
