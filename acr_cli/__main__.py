@@ -2,8 +2,10 @@
 
 
 def main() -> None:
-    from acr_cli.cli.app import app
-
+    try:
+        from acr_cli.cli.app import app
+    except KeyboardInterrupt:  # Ctrl-C while Python is still loading acr: nothing started yet
+        raise SystemExit(130) from None
     app(prog_name="acr")
 
 

@@ -78,6 +78,8 @@ class Feedback:
     final_text: str | None = None
     verifier_tail: str | None = None
     log_path: str | None = None
+    # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
+    abort: Exception | None = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:

@@ -8,18 +8,18 @@ roll the work tree back unless the attempt passed.
 
 from __future__ import annotations
 
+import os
 import shutil
-import signal
 import time
 from pathlib import Path
 from typing import Callable
 
-from acr_cli import agents, process
+from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
 from acr_cli.context import Context
 from acr_cli.domain import (CANCELLED, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED, PASSED, TIMEOUT, Arm,
                             Feedback, TaskState)
-from acr_cli.errors import AcrError
+from acr_cli.errors import AcrError, WorkspaceError
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import run_verifier
@@ -78,39 +78,58 @@ class LiveEnvironment:
         cp: Checkpoint | None = None
         fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
         with open(log_path, "w", encoding="utf-8") as log:
+            os.chmod(log_path, 0o600)  # an agent's output may quote the user's files
+            rolled_back = False
+            if self.workspace is not None:
+                try:
+                    with interrupts.deferred():  # a checkpoint is taken whole, or not at all
+                        # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
+                        cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
+                except KeyboardInterrupt:  # cancelled before the agent started: nothing to undo
+                    if cp is not None:
+                        self.workspace.drop(cp)
+                    raise
+                if cp.unprotected:
+                    log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
+                              f"repository), left as the attempt makes them: {', '.join(cp.unprotected)}\n")
             try:
-                if self.workspace is not None:
-                    # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
-                    cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
-                    if cp.unprotected:
-                        log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
-                                  "repository), left as the attempt makes them: "
-                                  f"{', '.join(cp.unprotected)}\n")
                 fb = self._run(adapter, arm, prompt, log, fb, started)
                 if cp is not None:
                     fb.apply_ok = bool(self.workspace.changes(cp))
                 if not fb.passed and cp is not None:
+                    rolled_back = True
                     self._rollback(cp, log)
             except (process.Cancelled, KeyboardInterrupt) as e:
-                fb.verdict = CANCELLED
-                fb.reason = "cancelled with Ctrl-C; the agent's process group was killed"
-                if isinstance(e, process.Cancelled):
-                    self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
-                if cp is not None:
+                # The attempt's own verdict stands if it had one (the signal came during its rollback).
+                if fb.verdict == ERROR and not fb.reason:
+                    fb.verdict = CANCELLED
+                    fb.reason = f"cancelled with {interrupts.describe()}; the agent's process group was killed"
+                    if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
+                        self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
+                if cp is not None and not rolled_back:
+                    rolled_back = True
                     self._rollback(cp, log)
-            if cp is not None:
+            except WorkspaceError as e:  # the rollback itself failed: record the attempt, then stop the task
+                fb.abort = e
+                log.write(f"--- rollback failed: {e.message}\n")
+            except BaseException:
+                if cp is not None and not rolled_back:  # a bug in acr must not leave the attempt's changes
+                    self._rollback(cp, log)
+                raise
+            if cp is not None and fb.abort is None:
                 self.workspace.drop(cp)
             fb.duration_s = time.monotonic() - started
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
         return fb
 
     def _rollback(self, cp: Checkpoint, log) -> None:
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt a restore
-        try:
+        with interrupts.deferred():  # a signal must not cut a restore in half
             n = self.workspace.restore(cp)
             log.write(f"--- rolled back {n} changed path(s)\n")
-        finally:
-            signal.signal(signal.SIGINT, old)
+            nested = self.workspace.nested_changes(cp)
+            if nested:
+                log.write("--- nested repositories the attempt changed, left as they are (a rollback never "
+                          f"rewrites one): {', '.join(nested)}\n")
 
     def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float) -> Feedback:
         if self.interactive:
@@ -152,7 +171,10 @@ class LiveEnvironment:
             fb.verdict, fb.score = PASSED, None
             fb.reason = "no verifier: accepted on the agent's own exit status"
             return fb
-        v = run_verifier(self.verify, self.project, self.verify_timeout, log)
+        try:
+            v = run_verifier(self.verify, self.project, self.verify_timeout, log)
+        except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
+            raise KeyboardInterrupt from None
         fb.verdict = PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED)
         fb.score, fb.verifier_tail, fb.reason = v.score, v.tail, v.summary()
         return fb

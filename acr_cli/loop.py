@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from acr_cli import interrupts
 from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
 from acr_cli.memory.store import Memory
@@ -40,10 +41,7 @@ class TaskResult:
     steps: list[tuple[Decision, Feedback]] = field(default_factory=list)
     skipped: list[tuple[Arm, str]] = field(default_factory=list)
     stop_reason: str = ""
-
-    @property
-    def cancelled(self) -> bool:
-        return bool(self.steps) and self.steps[-1][1].verdict == CANCELLED
+    cancelled: bool = False  # Ctrl-C, SIGTERM or SIGHUP ended the task
 
     @property
     def score(self) -> float:
@@ -97,24 +95,41 @@ def run_task(
                 break
         seq = len(state.tried) + 1
         emit("attempt", seq=seq, decision=decision)
-        fb = env.attempt(decision.arm, ctx, state, task_id, seq)
-        memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier, started_at=timestamp)
+        try:
+            fb = env.attempt(decision.arm, ctx, state, task_id, seq)
+        except BaseException:  # nothing to record about the attempt, but the task must not stay "running"
+            with interrupts.deferred():
+                _finish(memory, result, state)
+            raise
+        with interrupts.deferred():  # an attempt that ran is recorded whole, whatever signal arrives
+            memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier,
+                               started_at=timestamp)
         state.tried.append(fb)
         result.steps.append((decision, fb))
         emit("feedback", seq=seq, decision=decision, feedback=fb)
+        if fb.abort is not None:
+            with interrupts.deferred():
+                _finish(memory, result, state)
+            raise fb.abort
         if fb.passed:
             result.passed = True
             result.stop_reason = "passed"
             break
-        if fb.verdict == CANCELLED:
-            result.stop_reason = "cancelled"
+        if fb.verdict == CANCELLED or interrupts.received is not None:
+            result.cancelled = True
+            result.stop_reason = f"cancelled ({interrupts.describe()})"
             break
-    result.cost_usd = state.spent
-    final = result.steps[-1][1].arm.id if result.steps else None
-    memory.finish_task(task_id, passed=result.passed, score=result.score if result.steps else None,
-                       cost_usd=result.cost_usd, final_arm=final)
+    with interrupts.deferred():
+        _finish(memory, result, state)
     policy.task_done(ctx, state)
     return result
+
+
+def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:
+    result.cost_usd = state.spent
+    final = result.steps[-1][1].arm.id if result.steps else None
+    memory.finish_task(result.task_id, passed=result.passed, score=result.score if result.steps else None,
+                       cost_usd=result.cost_usd, final_arm=final)
 
 
 def summary(result: TaskResult) -> dict[str, Any]:

@@ -25,14 +25,17 @@ How it stays safe for the user's own work:
   changed or deleted, and removes files it added inside a kept directory; new
   ignored entries (caches, build output) are left in place.
 
-Not covered: ignored entries over that budget and the contents of submodules
-or nested repositories. Line-ending conversion is switched off for acr's own git calls.
+Not covered: ignored entries over that budget and nested repositories
+(submodules, clones inside the tree): rollback never deletes or rewrites one,
+it leaves them as the attempt made them and the attempt's log names them. A
+merge, rebase, cherry-pick or revert in progress is refused up front. Line-ending conversion is switched off for acr's own git calls.
 One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -46,6 +49,11 @@ IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second pe
 IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
+_UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
+GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
+# git's own state files of an operation in progress: a rollback could not bring them back
+IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+               "rebase-merge": "a rebase", "rebase-apply": "a rebase or `git am`"}
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,14 @@ class Workspace:
             ) from None
         self._lock_fd = fd
 
+    def ensure_no_operation_in_progress(self) -> None:
+        """Refuse to start while a merge, rebase, cherry-pick or revert is under way: an attempt that
+        commits or aborts it would end git's operation state, and a rollback cannot restore that."""
+        for name, what in IN_PROGRESS.items():
+            if (self.git_dir / name).exists():
+                raise WorkspaceError(f"{what} is in progress in {self.root}",
+                                     hint="finish or abort it first (see `git status`), or pass --no-rollback")
+
     def unlock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -104,7 +120,7 @@ class Workspace:
     # ------------------------------------------------------------------ git plumbing
 
     def _git(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True) -> bytes:
-        full_env = dict(os.environ)
+        full_env = dict(os.environ, LC_ALL="C")  # messages acr reads are git's English ones
         full_env.update(env or {})
         r = subprocess.run(["git", *_GIT_CFG, "-C", str(self.root), *args], capture_output=True, env=full_env,
                            input=input, stdin=None if input is not None else subprocess.DEVNULL)
@@ -127,7 +143,18 @@ class Workspace:
         idx = self._temp_index(seed=True)
         try:
             env = {"GIT_INDEX_FILE": idx}
-            self._git("add", "-A", "--", ".", env=env)
+            # A nested repository without a commit cannot be added (git stops at the first one): such a
+            # directory is left out of every snapshot, so a rollback never touches it either.
+            skip: list[str] = []
+            while True:
+                try:
+                    self._git("add", "-A", "--", ".", *(f":(exclude,literal){p}" for p in skip), env=env)
+                    break
+                except WorkspaceError as e:
+                    found = [p for p in _UNBORN_NESTED.findall(e.message) if p not in skip]
+                    if not found:
+                        raise
+                    skip += found
             return self._git("write-tree", env=env).decode().strip()
         finally:
             _unlink_index(idx)
@@ -245,7 +272,7 @@ class Workspace:
             ignored_changed = self._diff(cp.ignored_tree, now)
             self._put_back(cp.ignored_tree, ignored_changed)
         where = f" (saved as {cp.ref})" if cp.ref else ""
-        if self._snapshot_tree() != cp.tree:
+        if self._diff(cp.tree, self._snapshot_tree()):
             raise WorkspaceError(
                 f"could not restore the work tree to its checkpoint{where}",
                 hint=f"inspect with `git diff {cp.tree}`; restore by hand with `git checkout {cp.ref or cp.tree} -- .`",
@@ -260,11 +287,25 @@ class Workspace:
         return len(changed) + len(ignored_changed)
 
     def _diff(self, old: str, new: str) -> list[tuple[str, str]]:
+        """(status, path) of the paths that differ, nested repositories aside (see :meth:`nested_changes`)."""
+        return [(status, path) for status, path, nested in self._raw_diff(old, new) if not nested]
+
+    def _raw_diff(self, old: str, new: str) -> list[tuple[str, str, bool]]:
+        """(status, path, is a nested repository) for every path that differs between two trees."""
         if old == new:
             return []
-        raw = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        raw = self._git("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new)
         parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
-        return [(parts[i][0], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        out = []
+        for i in range(0, len(parts) - 1, 2):  # ":<old mode> <new mode> <old sha> <new sha> <status>", path
+            old_mode, new_mode, _, _, status = parts[i].lstrip(":").split(" ")
+            out.append((status[0], parts[i + 1], GITLINK in (old_mode, new_mode)))
+        return out
+
+    def nested_changes(self, cp: Checkpoint) -> list[str]:
+        """Nested repositories (submodules, clones inside the tree) the attempt changed: rollback leaves them
+        alone, since their history and files are not in the checkpoint."""
+        return [path for _, path, nested in self._raw_diff(cp.tree, self._snapshot_tree()) if nested]
 
     def _put_back(self, tree: str, changed: list[tuple[str, str]]) -> None:
         """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten."""
@@ -286,7 +327,7 @@ class Workspace:
             for path in to_write:  # a directory may stand where a file was
                 target = self.root / path
                 if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
+                    _rmtree_unless_repository(target)
             self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
         finally:
             _unlink_index(idx)
@@ -300,6 +341,8 @@ class Workspace:
 
     def _restore_refs(self, cp: Checkpoint) -> None:
         head, branch = self._head()
+        if cp.head is None and cp.branch and head is not None:  # an empty repository the attempt committed to
+            self._git("update-ref", "-d", cp.branch)
         if branch != cp.branch:
             if cp.branch:
                 self._git("symbolic-ref", "HEAD", cp.branch)
@@ -354,9 +397,19 @@ def _remove(target: Path) -> None:
     # Directories the attempt created are left in place (possibly empty): git does not
     # track directories, so acr cannot tell them from the user's own empty ones.
     if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
+        _rmtree_unless_repository(target)
     else:
         target.unlink(missing_ok=True)
+
+
+def _rmtree_unless_repository(target: Path) -> None:
+    """Remove a directory the attempt put where a file belongs, but never one that holds a repository:
+    its history and unpushed work cannot come back from a checkpoint."""
+    for top, dirs, names in os.walk(target):
+        if ".git" in dirs or ".git" in names:
+            raise WorkspaceError(f"rollback would delete {target}, which holds a git repository; left as it is",
+                                 hint="move it aside yourself if the attempt created it")
+    shutil.rmtree(target)
 
 
 def _ident() -> dict[str, str]:

@@ -32,8 +32,8 @@ def fakes_on_path(monkeypatch):
     return FAKES
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True, text=True).stdout
 
 
 def init_repo(p: Path, files: dict[str, str]) -> Path:

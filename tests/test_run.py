@@ -193,23 +193,46 @@ def test_outside_git_explains_and_no_rollback_works(tmp_path, fakes_on_path, sce
     assert (plain / "out.txt").read_text() == "hello\n"
 
 
-def test_ctrl_c_cancels_records_and_restores(project, fakes_on_path, scenario, acr_home):
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_ctrl_c_sigterm_and_sighup_cancel_record_and_restore(project, fakes_on_path, scenario, acr_home, tmp_path,
+                                                            sig, code):
+    """Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all end the run the same way."""
     before = dirty_user_work(project)
     scenario({"hang": True, "write": {"calc.py": BAD}})
+    pidfile = tmp_path / "agent.pids"
     proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
                              "codex:gpt-5.4", "--json"], cwd=project, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)})
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not _attempt_started(acr_home):
+    while time.monotonic() < deadline and not pidfile.exists():
         time.sleep(0.1)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert json.loads(out)["attempts"][0]["verdict"] == "cancelled"
     assert attempts_in_memory(acr_home)[0]["verdict"] == "cancelled"
     for p, data in before.items():
         assert (project / p).read_bytes() == data, p
+    for pid in map(int, pidfile.read_text().split()):  # the agent and its child are gone
+        assert not _running(pid), pid
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # finished, not left "running"
+    assert git(project, "for-each-ref", "refs/acr/") == ""
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (orphans killed here may wait for a container's init to reap them)."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state in "ZX":
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _attempt_started(home: Path) -> bool:

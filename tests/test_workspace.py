@@ -104,6 +104,55 @@ def test_empty_repository_without_commits(tmp_path):
     assert (tmp_path / "a.txt").read_text() == "mine\n" and not (tmp_path / "b.txt").exists()
 
 
+def test_a_commit_into_an_empty_repository_is_undone(tmp_path):
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "a.txt").write_text("mine\n")
+    (tmp_path / "s.txt").write_text("staged\n")
+    git(tmp_path, "add", "s.txt")
+    ws = Workspace.open(tmp_path)
+    cp = ws.checkpoint()
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "agent")
+    ws.restore(cp)
+    assert git(tmp_path, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # still no commit
+    assert git(tmp_path, "status", "--porcelain") == "A  s.txt\n?? a.txt\n"
+
+
+def test_nested_repositories_are_never_deleted_or_rewritten(project):
+    from conftest import init_repo
+
+    clone = init_repo(project / "vendor" / "lib", {"lib.py": "v = 1\n"})
+    (clone / "wip.txt").write_text("unpushed work\n")
+    (project / "unborn").mkdir()
+    git(project / "unborn", "init", "-q")  # a nested repository without any commit yet
+    (project / "unborn" / "notes.txt").write_text("notes\n")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    # the attempt commits inside the nested clone and edits the outer tree
+    (clone / "lib.py").write_text("v = 2\n")
+    git(clone, "commit", "-qam", "agent")
+    (project / "calc.py").write_text("agent\n")
+    ws.restore(cp)
+    assert (project / "calc.py").read_text() != "agent\n"  # the outer tree is rolled back
+    assert ws.nested_changes(cp) == ["vendor/lib"]  # the nested one is reported, and left as it is
+    assert git(clone, "log", "--format=%s") == "agent\ninit\n"
+    assert (clone / "wip.txt").read_text() == "unpushed work\n" and (clone / "lib.py").read_text() == "v = 2\n"
+    assert (project / "unborn" / "notes.txt").read_text() == "notes\n"
+
+
+def test_a_merge_in_progress_is_refused_up_front(project):
+    git(project, "checkout", "-qb", "other")
+    (project / "calc.py").write_text("other\n")
+    git(project, "commit", "-qam", "other")
+    git(project, "checkout", "-q", "-")
+    (project / "calc.py").write_text("mine\n")
+    git(project, "commit", "-qam", "mine")
+    git(project, "merge", "other", check=False)
+    with pytest.raises(WorkspaceError, match="a merge is in progress") as e:
+        Workspace.open(project).ensure_no_operation_in_progress()
+    assert "--no-rollback" in e.value.hint
+
+
 def test_not_a_git_repository_is_explained(tmp_path):
     with pytest.raises(WorkspaceError) as e:
         Workspace.open(tmp_path)

@@ -25,7 +25,12 @@ class AcrGroup(TyperGroup):
         except AcrError as e:
             report_error(e)
             raise typer.Exit(e.exit_code) from None
-        except (KeyboardInterrupt, SystemExit):
+        except KeyboardInterrupt:  # Ctrl-C in a command with nothing to undo (a replay, a download)
+            from acr_cli import interrupts
+
+            typer.echo("acr: cancelled", err=True)
+            raise typer.Exit(interrupts.exit_code()) from None
+        except SystemExit:
             raise
         except BrokenPipeError:  # `acr ... | head`: the reader left; stop quietly
             import os

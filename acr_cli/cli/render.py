@@ -52,17 +52,20 @@ class LiveView:
             self.con.print(Text(f"  │ {text}", style="dim"))
 
 
-def print_run_summary(result, verify: str | None) -> None:
+def print_run_summary(result, verify: str | None, rollback: bool = True) -> None:
     con = console()
+    tree = ("the work tree is as it was" if rollback
+            else "with --no-rollback, whatever the attempts changed is still in the directory")
     if result.passed:
         fb = result.steps[-1][1]
+        kept = "The changes are in your work tree, uncommitted." if rollback else "The changes are in the directory."
         con.print(f"[green bold]passed[/] with {fb.arm.id} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total. The changes are in your work tree, uncommitted.")
+                  f"{fmt_money(result.cost_usd, 4)} in total. {kept}")
     elif result.cancelled:
-        con.print(f"[yellow]cancelled[/]; the work tree is as it was. {fmt_money(result.cost_usd, 4)} spent.")
+        con.print(f"[yellow]{result.stop_reason}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
     else:
         con.print(f"[red bold]not passed[/]: {result.stop_reason}. {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} spent; the work tree is as it was.")
+                  f"{fmt_money(result.cost_usd, 4)} spent; {tree}.")
     con.print(f"[dim]task {result.task_id} · `acr memory log` shows the attempts[/]")
 
 

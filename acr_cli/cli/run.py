@@ -120,13 +120,15 @@ def run(
 
       acr run --arms codex:gpt-5.4,claude:claude-opus-4-6 --verify "make test" "port the CSV reader to pyarrow"
 
-    Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C.
+    Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C
+    (143 SIGTERM, 129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
     """
     from acr_cli.cli.common import load_profile, open_memory, paths, print_json
     from acr_cli.cli.render import LiveView, print_run_summary
     from acr_cli.context import classify
     from acr_cli.domain import PERMISSIONS
-    from acr_cli.errors import EXIT_CANCELLED, EXIT_NOT_PASSED, AcrError, ConfigError
+    from acr_cli import interrupts
+    from acr_cli.errors import EXIT_NOT_PASSED, AcrError, ConfigError
     from acr_cli.live import LiveEnvironment
     from acr_cli.loop import run_task, summary
     from acr_cli.routing.factory import live_policy
@@ -152,12 +154,28 @@ def run(
     if arm_list:
         n_max = max(n_max, len(arm_list)) if max_attempts is None else n_max
 
-    workspace = None
-    if not no_rollback:
-        workspace = Workspace.open(proj)
-        workspace.lock()
     p = paths()
     mem = open_memory(memory)
+    interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
+    workspace = lock = None
+    try:
+        if no_rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
+            try:
+                lock = Workspace.open(proj)
+            except AcrError:
+                lock = None
+        else:
+            workspace = lock = Workspace.open(proj)
+        if lock is not None:
+            lock.lock()
+        if workspace is not None:
+            workspace.ensure_no_operation_in_progress()
+    except BaseException:
+        interrupts.uninstall()
+        mem.close()
+        if lock is not None:
+            lock.unlock()
+        raise
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(text, proj, kind=kind)
@@ -169,16 +187,20 @@ def run(
         result = run_task(ctx, pol, env, mem, max_attempts=int(n_max),
                           max_cost=None if cost_max is None else float(cost_max), verifier=verify_cmd,
                           on_event=view.event)
+    except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
+        typer.echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
+        raise typer.Exit(interrupts.exit_code()) from None
     finally:
+        interrupts.uninstall()
         mem.close()
-        if workspace is not None:
-            workspace.unlock()
+        if lock is not None:
+            lock.unlock()
     if json_out:
         print_json(summary(result))
     else:
-        print_run_summary(result, verify_cmd)
+        print_run_summary(result, verify_cmd, rollback=workspace is not None)
     if result.cancelled:
-        raise typer.Exit(EXIT_CANCELLED)
+        raise typer.Exit(interrupts.exit_code())
     if not result.passed:
         raise typer.Exit(EXIT_NOT_PASSED)
 
