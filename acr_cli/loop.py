@@ -79,7 +79,12 @@ def run_task(
             break
         decision = policy.next(ctx, state)
         if decision is None:
-            result.stop_reason = "no arm left worth trying" if state.tried else "no usable arm"
+            if state.tried:
+                result.stop_reason = policy.exhausted
+            elif max_cost is not None and max_cost <= 0:
+                result.stop_reason = f"--max-cost ${max_cost:.2f} leaves nothing to spend"
+            else:
+                result.stop_reason = "no usable arm"
             break
         why_not = env.unavailable(decision.arm)
         if why_not:

@@ -58,6 +58,42 @@ def parse_score(output: str, exit_code: int | None) -> float:
     return 1.0 if exit_code == 0 else 0.0
 
 
+# Words that start a shell construct rather than name a program: not checked up front.
+_SHELL_WORDS = {"cd", ".", "source", "export", "set", "unset", "if", "for", "while", "until", "case", "test", "[",
+                "[[", "true", "false", "exec", "eval", "command", "builtin", "{", "(", "!", "time", ":"}
+
+
+def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | None:
+    """Why ``command`` cannot run at all (a typo in the program's name, a script that is not there), or None.
+
+    Checked before the first attempt so that a broken verifier does not fail every agent, charge for
+    each, and teach memory that good models fail. Only the first program is checked, and only when
+    the command starts with one (not with ``cd``, a subshell, ...)."""
+    import os
+    import shlex
+    import shutil
+
+    try:
+        words = shlex.split(command)
+    except ValueError as e:
+        return f"cannot be parsed as a shell command ({e})"
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words = words[1:]  # FOO=1 pytest
+    if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`*?;&|<>()"):
+        return None
+    program = words[0]
+    if "/" in program:
+        target = (cwd / program).resolve() if not os.path.isabs(program) else Path(program)
+        if not target.exists():
+            return f"`{program}` does not exist (looked in {cwd})"
+        if not os.access(target, os.X_OK) or target.is_dir():
+            return f"`{program}` is not an executable file"
+        return None
+    if shutil.which(program, path=path_env) is None:
+        return f"`{program}` is not installed or not on PATH"
+    return None
+
+
 def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None) -> VerifierResult:
     if log is not None:
         log.write(f"--- verifier: {command}\n")

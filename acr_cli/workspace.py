@@ -5,8 +5,10 @@ How it stays safe for the user's own work:
 * A checkpoint is a git *tree* of the whole work tree as it is (tracked
   changes and untracked, non-ignored files), written through a temporary index
   (``GIT_INDEX_FILE``): the user's index, branch and files are not touched.
-  The pre-run checkpoint is also kept as a commit under ``refs/acr/`` while the
-  run lasts, so it can be recovered by hand if acr itself dies.
+  While the attempt runs it is also kept as a commit under
+  ``refs/acr/checkpoints/`` (HEAD as its parent, the branch in its message, the
+  index as a blob beside it), so ``acr recover`` can finish the rollback if acr
+  itself is killed.
 * Rollback compares the checkpoint with the work tree now and rewrites only
   the paths the attempt changed: files it added are deleted, files it changed
   or deleted are written back from the checkpoint. Files it did not touch are
@@ -49,6 +51,7 @@ IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second pe
 IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
+CHECKPOINT_REFS = "refs/acr/checkpoints/"
 _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
@@ -233,11 +236,18 @@ class Workspace:
         tree = self._snapshot_tree()
         head, branch = self._head()
         ref = None
+        index = self._read_index()
         if keep_as:
+            # Everything a rollback needs is kept in git, so `acr recover` can finish it if acr dies:
+            # the tree (the commit), HEAD (its parent), the branch (the message), the index (a blob).
             parents = ["-p", head] if head else []
-            commit = self._git("commit-tree", tree, *parents, "-m", f"acr checkpoint {keep_as}",
-                               env=_ident()).decode().strip()
-            ref = f"refs/acr/checkpoints/{keep_as}"
+            ref = f"{CHECKPOINT_REFS}{keep_as}"
+            message = f"acr checkpoint {keep_as}\n\nbranch: {branch or '-'}\n"
+            if index is not None:
+                blob = self._git("hash-object", "-w", "--stdin", input=index).decode().strip()
+                self._git("update-ref", ref + "-index", blob)
+                message += f"index: {blob}\n"
+            commit = self._git("commit-tree", tree, *parents, "-m", message, env=_ident()).decode().strip()
             self._git("update-ref", ref, commit)
         kept, over = self._ignored_entries()
         ignored_tree = ignored_index = None
@@ -249,7 +259,40 @@ class Workspace:
             commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
                                env=_ident()).decode().strip()
             self._git("update-ref", ref + "-ignored", commit)
-        return Checkpoint(tree, head, branch, self._read_index(), ref, ignored_tree, kept, over, ignored_index)
+        return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index)
+
+    def save_current(self, ref: str) -> str:
+        """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
+        head, _ = self._head()
+        parents = ["-p", head] if head else []
+        commit = self._git("commit-tree", self._snapshot_tree(), *parents, "-m", f"acr: saved before {ref}",
+                           env=_ident()).decode().strip()
+        self._git("update-ref", ref, commit)
+        return ref
+
+    def interrupted_checkpoints(self) -> list[str]:
+        """Checkpoints an ``acr run`` that died left behind (call while holding :meth:`lock`): oldest first."""
+        raw = self._git("for-each-ref", "--sort=committerdate", "--format=%(refname)", CHECKPOINT_REFS).decode()
+        return [r for r in raw.split() if not r.endswith(("-ignored", "-index"))]
+
+    def load_checkpoint(self, ref: str) -> Checkpoint:
+        """The checkpoint kept under ``ref``, as :meth:`checkpoint` returned it (enough to :meth:`restore`)."""
+        commit = self._git("rev-parse", "--verify", ref + "^{commit}").decode().strip()
+        tree = self._git("rev-parse", commit + "^{tree}").decode().strip()
+        body = self._git("log", "-1", "--format=%B", commit).decode()
+        meta = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
+        parent = self._git("rev-parse", "--verify", "-q", commit + "^", check=False).decode().strip() or None
+        index = None
+        if meta.get("index"):
+            index = self._git("cat-file", "blob", meta["index"])
+        branch = meta.get("branch")
+        ignored_tree = self._git("rev-parse", "--verify", "-q", ref + "-ignored^{tree}", check=False).decode().strip()
+        ignored: tuple[str, ...] = ()
+        if ignored_tree:  # every kept file (files the attempt added inside kept directories stay)
+            listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
+            ignored = tuple(e for e in listed.split("\0") if e)
+        return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
+                          ignored_tree or None, ignored)
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
@@ -333,7 +376,7 @@ class Workspace:
             _unlink_index(idx)
 
     def drop(self, cp: Checkpoint) -> None:
-        for ref in ([cp.ref, cp.ref + "-ignored"] if cp.ref else []):
+        for ref in ([cp.ref, cp.ref + "-ignored", cp.ref + "-index"] if cp.ref else []):
             try:
                 self._git("update-ref", "-d", ref)
             except WorkspaceError:

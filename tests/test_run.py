@@ -222,6 +222,52 @@ def test_ctrl_c_sigterm_and_sighup_cancel_record_and_restore(project, fakes_on_p
     assert git(project, "for-each-ref", "refs/acr/") == ""
 
 
+def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home, tmp_path):
+    before = dirty_user_work(project)
+    staged_before = git(project, "diff", "--cached", "--name-status")
+    head_before = git(project, "rev-parse", "HEAD")
+    scenario({"hang": True})
+    pidfile = tmp_path / "agent.pids"
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
+                             "codex:gpt-5.4"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pidfile.exists():
+        time.sleep(0.1)
+    # what the agent did before acr was killed: edits, a new file, a staged deletion, a commit
+    (project / "calc.py").write_text("agent\n")
+    (project / "agent_new.py").write_text("x = 1\n")
+    git(project, "rm", "-q", "--cached", "staged.txt")
+    git(project, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "agent", "--allow-empty")
+    proc.kill()
+    proc.wait(timeout=10)
+    for pid in map(int, pidfile.read_text().split()):
+        os.kill(pid, signal.SIGKILL)
+    r = acr("recover", "--list", cwd=project)
+    assert r.returncode == 0 and "refs/acr/checkpoints/" in r.stdout
+    r = acr("recover", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+    assert not (project / "agent_new.py").exists()
+    assert git(project, "diff", "--cached", "--name-status") == staged_before  # the index, exactly
+    assert git(project, "rev-parse", "HEAD") == head_before
+    assert git(project, "show", f"{out['saved_as']}:agent_new.py") == "x = 1\n"  # nothing is lost either way
+    assert git(project, "for-each-ref", "refs/acr/checkpoints/") == ""
+    assert "nothing to recover" in acr("recover", cwd=project).stdout
+
+
+def test_a_run_warns_about_a_checkpoint_a_killed_run_left(project, fakes_on_path, scenario):
+    from acr_cli.workspace import Workspace
+
+    Workspace.open(project).checkpoint(keep_as="20260101-000000-abcdef-1")  # as a killed run leaves it
+    scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project)
+    assert r.returncode == 0
+    assert "killed before it could roll back" in r.stderr and "acr recover" in r.stderr
+
+
 def _running(pid: int) -> bool:
     """Alive and not a zombie (orphans killed here may wait for a container's init to reap them)."""
     for _ in range(50):

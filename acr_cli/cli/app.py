@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from acr_cli import __version__
-from acr_cli.cli import bench, config, doctor, memory, profiles, run
+from acr_cli.cli import bench, config, doctor, memory, profiles, recover, run
 
 
 class AcrGroup(TyperGroup):
@@ -79,6 +79,7 @@ def main(
 
 app.command("run")(run.run)
 app.command("route")(run.route)
+app.command("recover")(recover.recover)
 app.command("doctor")(doctor.doctor)
 app.add_typer(memory.app, name="memory")
 app.add_typer(profiles.app, name="profiles")

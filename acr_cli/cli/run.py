@@ -97,7 +97,8 @@ def run(
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="Stop before spending more USD than this on the task."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="USD budget for the task: no attempt starts once it is spent, nor one the learned policy "
+                                               "expects to go over it. An attempt's real cost is known only when it ends."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per attempt before the agent is killed."),
     verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, help="Seconds for the verifier."),
@@ -143,7 +144,15 @@ def run(
     prof, settings = load_profile(profile, proj)
     arm_list = _arms(arms, prof)
     s = prof.settings
-    verify_cmd, _ = settings.resolve("verify", verify, s.verify)
+    verify_cmd, verify_from = settings.resolve("verify", verify, s.verify)
+    if verify_cmd:
+        from acr_cli.verify import preflight
+
+        problem = preflight(verify_cmd, proj)
+        if problem:
+            where = "--verify" if verify_from == "command line" else f"verify (from {verify_from})"
+            raise AcrError(f"{where}: {problem}; no agent was run",
+                           hint=f"the verifier runs as `/bin/sh -c '...'` in {proj}; try it there by hand first")
     perm, _ = settings.resolve("permissions", permissions, s.permissions)
     if perm not in PERMISSIONS:
         raise ConfigError(f"permissions {perm!r}: expected one of {', '.join(PERMISSIONS)}")
@@ -170,6 +179,10 @@ def run(
             lock.lock()
         if workspace is not None:
             workspace.ensure_no_operation_in_progress()
+            for ref in workspace.interrupted_checkpoints():
+                typer.echo(f"acr: warning: an earlier `acr run` here was killed before it could roll back "
+                           f"({ref}); `acr recover` puts the work tree back as it was before that attempt",
+                           err=True)
     except BaseException:
         interrupts.uninstall()
         mem.close()

@@ -55,6 +55,7 @@ class Ranked:
 
 class Policy:
     name = "policy"
+    exhausted = "no arm left worth trying"  # why a task stops when next() has nothing more
 
     def next(self, ctx: Context, state: TaskState) -> Decision | None:
         raise NotImplementedError

@@ -13,6 +13,7 @@ class FixedOrder(Policy):
     """Try arms in a fixed order until one passes."""
 
     name = "fixed"
+    exhausted = "every arm in the order was tried"
 
     def __init__(self, order: Sequence[Arm] | Callable[[Context], Sequence[Arm]], why: str = "fixed order"):
         self._order = order
