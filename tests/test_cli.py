@@ -48,6 +48,8 @@ def test_help_and_version():
     (["memory", "show", "--kind", "nonsense"], "--kind 'nonsense'"),
     (["run", "x", "--prompt-file", "README.md", "--no-rollback"], "not both"),
     (["run", "x", "--interactive", "--no-rollback"], "--interactive needs a terminal"),
+    (["run", "x", "--verify", "pytst -q", "--no-rollback"], "--verify: `pytst` is not installed or not on PATH"),
+    (["run", "x", "--verify", "FOO=1 ./no_such_check.sh", "--no-rollback"], "`./no_such_check.sh` does not exist"),
 ])
 def test_bad_input_is_explained_with_exit_2(args, message):
     r = runner.invoke(app, args)
@@ -153,3 +155,16 @@ def test_file_system_refusals_are_usage_errors_not_crashes(acr_home, tmp_path):
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     r = runner.invoke(app, ["memory", "import", str(binary)])
     assert r.exit_code == 2 and "not a text file" in r.output
+
+
+def test_verifier_preflight_checks_only_the_program_a_command_starts_with(tmp_path):
+    from acr_cli.verify import preflight
+
+    assert preflight("python3 -m pytest -q", tmp_path) is None
+    assert preflight("cd sub && anything-goes", tmp_path) is None  # a shell construct: not second-guessed
+    assert preflight("$RUNNER test", tmp_path) is None
+    (tmp_path / "check.sh").write_text("#!/bin/sh\nexit 0\n")
+    assert "not an executable" in preflight("./check.sh", tmp_path)
+    (tmp_path / "check.sh").chmod(0o755)
+    assert preflight("./check.sh --fast", tmp_path) is None
+    assert "cannot be parsed" in preflight("pytest -k 'unclosed", tmp_path)
