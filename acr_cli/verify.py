@@ -19,6 +19,7 @@ from typing import IO
 
 from acr_cli import process
 from acr_cli.agents.base import tail
+from acr_cli.redact import redact
 
 TAIL_LINES = 30
 
@@ -96,7 +97,7 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
 
 def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None) -> VerifierResult:
     if log is not None:
-        log.write(f"--- verifier: {command}\n")
+        log.write(f"--- verifier: {redact(command)}\n")
     res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log)
     output = "\n".join(x for x in (res.stdout, res.stderr) if x)
     if res.timed_out:

@@ -163,7 +163,7 @@ class Memory:
             (task_id, seq, fb.arm.agent, fb.arm.model, policy, redact(decision.reason),
              started_at or now_iso(time.time() - fb.duration_s), fb.duration_s, fb.exit_code, fb.tokens_in,
              fb.tokens_out, fb.cost_usd, fb.cost_source, fb.verdict, fb.score,
-             None if fb.apply_ok is None else int(fb.apply_ok), redact(fb.reason), verifier,
+             None if fb.apply_ok is None else int(fb.apply_ok), redact(fb.reason), redact(verifier),
              redact(fb.verifier_tail), fb.session_id, fb.log_path),
         )
 
