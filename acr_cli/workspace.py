@@ -70,6 +70,7 @@ class Checkpoint:
     ignored: tuple[str, ...] = ()  # which ignored entries are kept (directories end in /)
     unprotected: tuple[str, ...] = ()  # ignored entries over the budget: not kept
     ignored_index: tuple[bytes, int] | None = field(default=None, repr=False)  # seeds later snapshots
+    raw: dict[str, str] = field(default_factory=dict, repr=False)  # path -> blob of its exact bytes (see _raw_copies)
 
 
 class Workspace:
@@ -161,6 +162,34 @@ class Workspace:
             return self._git("write-tree", env=env).decode().strip()
         finally:
             _unlink_index(idx)
+
+    def _raw_copies(self) -> dict[str, str]:
+        """Exact bytes of the files git converts on the way in and out, as blobs (path -> blob id).
+
+        A checkpoint tree holds what ``git add`` makes of a file: with a clean filter (nbstripout drops a
+        notebook's outputs) or an ``eol`` attribute that is not the user's bytes, and writing it back
+        would lose them. LFS files are left to LFS, whose round trip is exact; so are line endings under
+        a plain ``text`` attribute (git's normalisation)."""
+        raw = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        files = sorted({f for f in raw.decode("utf-8", "surrogateescape").split("\0") if f and "\n" not in f})
+        if not files or not (any(f.rsplit("/", 1)[-1] == ".gitattributes" for f in files)
+                             or (self.git_dir / "info" / "attributes").exists() or self._global_attributes()):
+            return {}
+        out = self._git("check-attr", "-z", "--stdin", "filter", "eol", input=_nul_join(files))
+        parts = out.decode("utf-8", "surrogateescape").split("\0")
+        converted = sorted({parts[i] for i in range(0, len(parts) - 2, 3)
+                            if parts[i + 2] not in ("unspecified", "unset", "lfs")})
+        converted = [p for p in converted if (self.root / p).is_file() and not (self.root / p).is_symlink()]
+        if not converted:
+            return {}
+        blobs = self._git("hash-object", "-w", "--no-filters", "--stdin-paths",
+                          input="\n".join(converted).encode("utf-8", "surrogateescape") + b"\n")
+        return dict(zip(converted, blobs.decode().split()))
+
+    def _global_attributes(self) -> bool:
+        configured = self._git("config", "--get", "core.attributesFile", check=False).decode().strip()
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "attributes"
+        return (Path(configured).expanduser() if configured else xdg).is_file()
 
     def _ignored_snapshot(self, entries: tuple[str, ...],
                           seed: tuple[bytes, int] | None = None) -> tuple[str, tuple[bytes, int]]:
@@ -259,7 +288,8 @@ class Workspace:
             commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
                                env=_ident()).decode().strip()
             self._git("update-ref", ref + "-ignored", commit)
-        return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index)
+        return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
+                          self._raw_copies())
 
     def save_current(self, ref: str) -> str:
         """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
@@ -303,9 +333,9 @@ class Workspace:
         changed = self.changes(cp)
         rules = [c for c in changed if c[0] != "A" and os.path.basename(c[1]) == ".gitignore"]
         if rules:  # first, so that files ignored before the attempt do not look added (and get removed)
-            self._put_back(cp.tree, rules)
+            self._put_back(cp.tree, rules, cp.raw)
             changed = rules + self.changes(cp)
-        self._put_back(cp.tree, [c for c in changed if c not in rules])
+        self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw)
         self._restore_refs(cp)
         if self._read_index() != cp.index:
             self._write_index(cp.index)
@@ -350,8 +380,9 @@ class Workspace:
         alone, since their history and files are not in the checkpoint."""
         return [path for _, path, nested in self._raw_diff(cp.tree, self._snapshot_tree()) if nested]
 
-    def _put_back(self, tree: str, changed: list[tuple[str, str]]) -> None:
-        """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten."""
+    def _put_back(self, tree: str, changed: list[tuple[str, str]], raw: dict[str, str] | None = None) -> None:
+        """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten
+        (with their exact bytes from ``raw`` where git would convert them)."""
         to_write: list[str] = []
         for status, path in changed:
             target = self.root / path
@@ -374,6 +405,9 @@ class Workspace:
             self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
         finally:
             _unlink_index(idx)
+        for path in to_write:
+            if raw and path in raw and (self.root / path).is_file():
+                (self.root / path).write_bytes(self._git("cat-file", "blob", raw[path]))
 
     def drop(self, cp: Checkpoint) -> None:
         for ref in ([cp.ref, cp.ref + "-ignored", cp.ref + "-index"] if cp.ref else []):

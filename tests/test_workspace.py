@@ -153,6 +153,21 @@ def test_a_merge_in_progress_is_refused_up_front(project):
     assert "--no-rollback" in e.value.hint
 
 
+def test_files_git_converts_come_back_byte_for_byte(project):
+    git(project, "config", "filter.strip.clean", "tr a-z A-Z")  # lossy on the way in, like nbstripout
+    git(project, "config", "filter.strip.smudge", "cat")
+    (project / ".gitattributes").write_text("*.ipynb filter=strip\n*.bat eol=crlf\n")
+    (project / "nb.ipynb").write_text("outputs the user has not committed\n")
+    (project / "run.bat").write_bytes(b"echo lf only\n")  # untracked, LF: checkout would make it CRLF
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "nb.ipynb").write_text("agent\n")
+    (project / "run.bat").write_text("agent\n")
+    ws.restore(cp)
+    assert (project / "nb.ipynb").read_text() == "outputs the user has not committed\n"
+    assert (project / "run.bat").read_bytes() == b"echo lf only\n"
+
+
 def test_not_a_git_repository_is_explained(tmp_path):
     with pytest.raises(WorkspaceError) as e:
         Workspace.open(tmp_path)
