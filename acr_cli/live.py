@@ -124,8 +124,14 @@ class LiveEnvironment:
 
     def _rollback(self, cp: Checkpoint, log) -> None:
         with interrupts.deferred():  # a signal must not cut a restore in half
-            n = self.workspace.restore(cp)
-            log.write(f"--- rolled back {n} changed path(s)\n")
+            name = cp.ref.rsplit("/", 1)[-1] if cp.ref else None
+            n = self.workspace.restore(cp, keep_as=name)
+            log.write(f"--- rolled back {n} changed path(s)")
+            if n and name:
+                log.write(f"; the tree before the rollback is kept as refs/acr/attempts/{name} "
+                          f"(`git diff {cp.tree} refs/acr/attempts/{name}` shows the attempt's changes)")
+            log.write("\n")
+            self.workspace.prune_attempts()
             nested = self.workspace.nested_changes(cp)
             if nested:
                 log.write("--- nested repositories the attempt changed, left as they are (a rollback never "

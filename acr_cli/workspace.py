@@ -52,6 +52,8 @@ IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not 
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
+ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
+ATTEMPTS_KEPT = 50
 _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
@@ -300,6 +302,14 @@ class Workspace:
         self._git("update-ref", ref, commit)
         return ref
 
+    def prune_attempts(self, keep: int = ATTEMPTS_KEPT) -> int:
+        """Delete all but the newest ``keep`` attempt refs; returns how many were deleted."""
+        raw = self._git("for-each-ref", "--sort=-committerdate", "--format=%(refname)", ATTEMPT_REFS).decode()
+        old = raw.split()[keep:]
+        if old:
+            self._git("update-ref", "--stdin", input="".join(f"delete {r}\n" for r in old).encode())
+        return len(old)
+
     def interrupted_checkpoints(self) -> list[str]:
         """Checkpoints an ``acr run`` that died left behind (call while holding :meth:`lock`): oldest first."""
         raw = self._git("for-each-ref", "--sort=committerdate", "--format=%(refname)", CHECKPOINT_REFS).decode()
@@ -328,9 +338,19 @@ class Workspace:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
         return self._diff(cp.tree, self._snapshot_tree())
 
-    def restore(self, cp: Checkpoint) -> int:
-        """Undo everything since ``cp``; returns how many paths were put back."""
-        changed = self.changes(cp)
+    def restore(self, cp: Checkpoint, keep_as: str | None = None) -> int:
+        """Undo everything since ``cp``; returns how many paths were put back.
+
+        ``keep_as``: first keep the tree as it is (the failed attempt's work, and anything else that
+        changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
+        ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
+        now = self._snapshot_tree()
+        if keep_as and now != cp.tree:
+            parents = ["-p", cp.head] if cp.head else []
+            commit = self._git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
+                               env=_ident()).decode().strip()
+            self._git("update-ref", f"{ATTEMPT_REFS}{keep_as}", commit)
+        changed = self._diff(cp.tree, now)
         rules = [c for c in changed if c[0] != "A" and os.path.basename(c[1]) == ".gitignore"]
         if rules:  # first, so that files ignored before the attempt do not look added (and get removed)
             self._put_back(cp.tree, rules, cp.raw)

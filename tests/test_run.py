@@ -219,7 +219,7 @@ def test_ctrl_c_sigterm_and_sighup_cancel_record_and_restore(project, fakes_on_p
         assert not _running(pid), pid
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # finished, not left "running"
-    assert git(project, "for-each-ref", "refs/acr/") == ""
+    assert git(project, "for-each-ref", "refs/acr/checkpoints/") == ""
 
 
 def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home, tmp_path):

@@ -168,6 +168,22 @@ def test_files_git_converts_come_back_byte_for_byte(project):
     assert (project / "run.bat").read_bytes() == b"echo lf only\n"
 
 
+def test_what_a_rollback_undoes_is_kept_under_a_ref(project):
+    ws = Workspace.open(project)
+    cp = ws.checkpoint(keep_as="t9-1")
+    (project / "calc.py").write_text("the attempt's edit\n")
+    (project / "notes.md").write_text("saved by the user while the attempt ran\n")
+    ws.restore(cp, keep_as="t9-1")
+    ws.drop(cp)
+    assert not (project / "notes.md").exists()  # the rollback undid it, but it is not lost:
+    assert git(project, "show", "refs/acr/attempts/t9-1:notes.md") == "saved by the user while the attempt ran\n"
+    assert git(project, "show", "refs/acr/attempts/t9-1:calc.py") == "the attempt's edit\n"
+    for i in range(3):
+        git(project, "update-ref", f"refs/acr/attempts/old-{i}", "refs/acr/attempts/t9-1")
+    assert ws.prune_attempts(keep=2) == 2
+    assert len(git(project, "for-each-ref", "refs/acr/attempts/").splitlines()) == 2
+
+
 def test_not_a_git_repository_is_explained(tmp_path):
     with pytest.raises(WorkspaceError) as e:
         Workspace.open(tmp_path)
