@@ -48,6 +48,8 @@ def test_help_and_version():
     (["memory", "show", "--kind", "nonsense"], "--kind 'nonsense'"),
     (["run", "x", "--prompt-file", "README.md", "--no-rollback"], "not both"),
     (["run", "x", "--interactive", "--no-rollback"], "--interactive needs a terminal"),
+    (["route", "-fix the flag"], "a request that starts with '-' goes after `--`"),
+    (["bench", "replay", "ood176", "--json", "--csv"], "choose one output format"),
     (["run", "x", "--verify", "pytst -q", "--no-rollback"], "--verify: `pytst` is not installed or not on PATH"),
     (["run", "x", "--verify", "FOO=1 ./no_such_check.sh", "--no-rollback"], "`./no_such_check.sh` does not exist"),
 ])
@@ -126,6 +128,8 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
     out = json.loads(invoke("config", "show", "--json").output)
     assert out["settings"]["profile"]["value"] == "quality" and out["settings"]["verify"]["value"] == "make test"
     assert json.loads(invoke("route", "fix it", "--json").output)["profile"] == "quality"
+    shown = json.loads(invoke("config", "show", "--json").output)["settings"]
+    assert shown["timeout"]["source"] == "profile quality" and shown["timeout"]["value"] is not None
     (tmp_path / ".acr.toml").write_text("timeout = 'x'\n")
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "should be a float" in r.output

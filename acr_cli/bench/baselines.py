@@ -44,6 +44,9 @@ ACROUTER_CHAIN = ("MiniMax-M2.7", "kimi-k2.5", "gpt-5.4", "glm-5")
 ACROUTER_PREMIUM = "claude-opus-4-6"
 
 
+# The paper's baselines it describes but publishes no code for: these rows are acr's implementations.
+REIMPLEMENTED = ("random", "linucb", "lints", "knn", "dimension-best")
+
 class SingleAction(Policy):
     """Base for baselines that pick one arm per task."""
 

@@ -102,9 +102,17 @@ def _cells(row: dict[str, Any], cols: list[str], published: str | None) -> list[
 
 
 def notes(doc: dict[str, Any]) -> list[str]:
-    out = ["(\"paper\" lines: the paper's published figures for the row above)"]
+    out = []
+    if any(r.get("published") for r in doc["results"]):
+        out.append("(\"paper\" lines: the paper's published figures for the row above)")
     if doc.get("published_note"):
         out.append(doc["published_note"])
+    from acr_cli.bench.baselines import REIMPLEMENTED
+
+    ours = [r["policy"] for r in doc["results"] if r["policy"] in REIMPLEMENTED]
+    if ours:
+        out.append(f"{', '.join(ours)}: acr's implementations of the paper's baselines (it publishes no code for "
+                   "them); a \"paper\" line under one is the paper's own run")
     for r in doc["results"]:
         if r.get("unscorable"):
             out.append(f"{r['policy']}: {r['unscorable']} task(s) could not be scored (a needed cell was never observed)")

@@ -89,7 +89,9 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         prof = _profile(req.profile or spec.profile)
         protocol = req.protocol or spec.default_protocol
         if protocol not in spec.protocols:
-            raise AcrError(f"--protocol {protocol!r} does not apply to {spec.name} (use {', '.join(spec.protocols)})")
+            known = {"cascade", "single", "verify"}
+            what = "does not apply to" if protocol in known else "is not a protocol of"
+            raise AcrError(f"--protocol {protocol!r} {what} {spec.name} (use {', '.join(spec.protocols)})")
         from acr_cli.bench import data
 
         files = {f.name: f.sha256 for f in spec.files.values()}

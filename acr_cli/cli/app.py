@@ -45,7 +45,11 @@ class AcrGroup(TyperGroup):
             report_error(AcrError(f"{where}{e.strerror or e}"))
             raise typer.Exit(AcrError.exit_code) from None
         except Exception as e:
-            if type(e).__module__.split(".")[0] in ("typer", "click"):
+            if type(e).__module__.split(".")[0] in ("typer", "click"):  # usage errors: Typer prints them
+                option = getattr(e, "option_name", "") or ""
+                if type(e).__name__ == "NoSuchOption" and not option.startswith("--") \
+                        and ctx.invoked_subcommand in ("run", "route"):
+                    e.message += "; a request that starts with '-' goes after `--`, e.g. acr run -- \"-v is broken\""
                 raise
             raise typer.Exit(report_crash(e)) from None
 

@@ -40,7 +40,7 @@ def replay(
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
     md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Draw cumulative regret to FILE.png or FILE.svg "
-                                                            "(needs `pip install 'acr[plot]'`)."),
+                                                            "(needs matplotlib: `pip install 'acr\\[plot]'`)."),
 ) -> None:
     """Replay routing policies on a benchmark and report regret, performance and cost.
 
@@ -51,11 +51,12 @@ def replay(
       acr bench replay id2919 --policy learned --protocol verify --orders 20 --seed 1 --json
     """
     from acr_cli.bench.runner import ReplayRequest, run_replays
-    from acr_cli.cli.bench_render import render
+    from acr_cli.cli.bench_render import check_formats, render
 
     req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
                         profile=profile, memory=memory)
+    check_formats(json_out, csv_out, md_out)  # before a replay that may take minutes
     doc = run_replays(req, progress=not (json_out or csv_out or md_out))
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
 
@@ -79,6 +80,10 @@ def report(
     from acr_cli.cli.common import console, print_json
 
     if list_runs:
+        if csv_out or md_out or plot:
+            from acr_cli.errors import AcrError
+
+            raise AcrError("--list prints the stored replays; of the output options it takes only --json")
         groups = list_groups(memory)
         if json_out:
             print_json(groups)
@@ -89,7 +94,7 @@ def report(
         for g in groups:
             con.print(f"{g['group']}  {g['benchmark']:7} {g['started_at']}  {', '.join(g['policies'])}")
         return
-    render(load_report(run, memory), json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
+    render(load_report(run, memory), json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot, stored_note=False)
 
 
 @app.command()

@@ -6,9 +6,18 @@ import sys
 from typing import Any
 
 
-def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, plot: str | None) -> None:
+def check_formats(*flags: bool) -> None:
+    from acr_cli.errors import AcrError
+
+    if sum(flags) > 1:
+        raise AcrError("choose one output format: --json, --csv or --markdown")
+
+
+def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, plot: str | None,
+           stored_note: bool = True) -> None:
     from acr_cli.bench import report
     from acr_cli.cli.common import console, print_json
+    check_formats(json_out, csv_out, md_out)
 
     if plot:
         report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
@@ -23,6 +32,7 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
         con.print(report.rich_table(doc, con.width))
         for note in report.notes(doc):
             con.print(f"[dim]{note}[/]")
-        con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
+        if stored_note:
+            con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
     if plot:
         print(f"plot written to {plot}", file=sys.stderr)

@@ -18,20 +18,40 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     """
     from pathlib import Path
 
-    from acr_cli.cli.common import paths, print_json
+    from acr_cli.cli.common import load_profile, paths, print_json
     from acr_cli.config import KEYS, Settings
+    from acr_cli.errors import AcrError
 
     p = paths()
     s = Settings(p.config_file, Path.cwd())
-    rows = {k: dict(zip(("value", "source"), s.resolve(k))) for k in KEYS}
+    profile_values: dict = {}
+    problem = None
+    try:
+        prof, _ = load_profile(None, Path.cwd())
+        profile_values = {k: getattr(prof.settings, k, None) for k in KEYS}
+    except AcrError as e:  # show the rest anyway: this is where a user looks to find out why
+        problem = e.message
+    rows = {}
+    for k in KEYS:
+        value, source = s.resolve(k, None, profile_values.get(k))
+        if k == "profile" and source == "default":
+            from acr_cli.profiles import DEFAULT_PROFILE
+
+            value = DEFAULT_PROFILE
+        if k == "memory" and source == "default":
+            value, source = str(p.memory_path()), "default"
+        rows[k] = {"value": value, "source": f"profile {prof.name}" if source == "profile" else source}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
-                    "settings": rows})
+                    "settings": rows, "profile_error": problem})
         return
     typer.echo(f"user config: {p.config_file}")
     typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}")
     for k, r in rows.items():
-        typer.echo(f"  {k:15} {r['value']!s:30} ({r['source']})")
+        shown = "-" if r["value"] is None else str(r["value"])
+        typer.echo(f"  {k:15} {shown:30} ({r['source']})")
+    if problem:
+        typer.echo(f"(the profile could not be loaded: {problem})", err=True)
 
 
 @app.command("set")
