@@ -15,6 +15,7 @@ carrying the partial :class:`ProcessResult`.
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
@@ -29,6 +30,31 @@ from acr_cli.redact import redact
 LineCallback = Callable[[str, str], None]  # (stream name "out"|"err", line without newline)
 
 KILL_GRACE_S = 3.0
+LOG_MAX_BYTES = 64 * 2**20  # per stream and attempt: a runaway agent must not fill the disk
+KEEP_HEAD_BYTES = 2 * 2**20  # of a stream, kept in memory for parsing: its start (session, model)...
+KEEP_TAIL_BYTES = 16 * 2**20  # ...and its end (the result, the usage)
+
+
+class _Capture:
+    """A stream's lines for the output parsers, bounded: the first and the last few MiB of it."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.tail: collections.deque[str] = collections.deque()
+        self.head_bytes = self.tail_bytes = 0
+
+    def append(self, line: str) -> None:
+        if self.head_bytes < KEEP_HEAD_BYTES:
+            self.head.append(line)
+            self.head_bytes += len(line) + 1
+            return
+        self.tail.append(line)
+        self.tail_bytes += len(line) + 1
+        while self.tail_bytes > KEEP_TAIL_BYTES and len(self.tail) > 1:
+            self.tail_bytes -= len(self.tail.popleft()) + 1
+
+    def text(self) -> str:
+        return "\n".join([*self.head, *self.tail])
 
 
 @dataclass
@@ -88,17 +114,23 @@ def run(
     except PermissionError as e:
         return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_found=True)
 
-    out_lines: list[str] = []
-    err_lines: list[str] = []
+    out_lines = _Capture()
+    err_lines = _Capture()
     lock = threading.Lock()
+    logged = {"out": 0, "err": 0}
 
-    def pump(stream: IO[bytes], name: str, sink: list[str]) -> None:
+    def pump(stream: IO[bytes], name: str, sink: _Capture) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             sink.append(line)
             with lock:
-                if log is not None:
-                    log.write(f"[{name}] {redact(line)}\n")
+                if log is not None and logged[name] <= LOG_MAX_BYTES:
+                    logged[name] += len(raw)
+                    if logged[name] > LOG_MAX_BYTES:
+                        log.write(f"[{name}] ... (acr logs the first {LOG_MAX_BYTES >> 20} MiB of a stream; "
+                                  "the rest is not logged)\n")
+                    else:
+                        log.write(f"[{name}] {redact(line)}\n")
                 if on_line is not None:
                     try:
                         on_line(name, line)
@@ -142,7 +174,7 @@ def run(
         kill_group(proc)
         _join(threads)
         raise Cancelled(
-            ProcessResult(argv, proc.returncode, "\n".join(out_lines), "\n".join(err_lines),
+            ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(),
                           time.monotonic() - start, cancelled=True)
         ) from None
     # The direct child is gone; anything it left in its group goes too.
@@ -151,8 +183,8 @@ def run(
     return ProcessResult(
         argv,
         proc.returncode,
-        "\n".join(out_lines),
-        "\n".join(err_lines),
+        out_lines.text(),
+        err_lines.text(),
         time.monotonic() - start,
         timed_out=timed_out,
     )

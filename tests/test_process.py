@@ -57,3 +57,18 @@ def test_stdin_text_is_delivered_then_closed(tmp_path):
     assert r.exit_code == 0
     assert r.stdout.splitlines()[0] == str(len(text))
     assert r.stdout.splitlines()[1] == "line one"
+
+
+def test_a_flood_of_output_is_bounded_in_memory_and_in_the_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "LOG_MAX_BYTES", 100_000)
+    monkeypatch.setattr(process, "KEEP_HEAD_BYTES", 20_000)
+    monkeypatch.setattr(process, "KEEP_TAIL_BYTES", 50_000)
+    code = "print('FIRST'); [print('x' * 99) for _ in range(20000)]; print('LAST')"  # 2 MB
+    log = tmp_path / "log"
+    with open(log, "w") as f:
+        r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=60, log=f)
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines[0] == "FIRST" and lines[-1] == "LAST"  # what parsers need: the start and the end
+    assert len(r.stdout) < 80_000
+    assert log.stat().st_size < 110_000 and "the rest is not logged" in log.read_text()
