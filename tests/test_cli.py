@@ -105,7 +105,12 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     tid = _seed(acr_home)
     dump = tmp_path / "dump.jsonl"
     assert invoke("memory", "export", str(dump)).exit_code == 0
-    assert invoke("memory", "forget", tid).output.strip() == "forgot 1 task(s)"
+    logs = acr_home / "data" / "logs" / tid
+    logs.mkdir(parents=True)
+    (logs / "1-codex.log").write_text("an attempt's output\n")
+    (acr_home / "data" / "logs" / "keep").mkdir()
+    assert invoke("memory", "forget", tid, "../keep").output.splitlines()[0] == "forgot 1 task(s)"
+    assert not logs.exists() and (acr_home / "data" / "logs" / "keep").exists()  # only a forgotten task's logs
     assert "imported 1 records" in invoke("memory", "import", str(dump)).output
     r = runner.invoke(app, ["memory", "forget", "--all"], input="n\n")
     assert r.exit_code != 0

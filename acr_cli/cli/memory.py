@@ -178,7 +178,7 @@ def forget(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
-    """Forget tasks: some by id, all benchmark replays, or everything.
+    """Forget tasks (with their attempt logs): some by id, all benchmark replays, or everything.
 
     Example: acr memory forget 20261121-101500-a1b2c3
     """
@@ -194,6 +194,8 @@ def forget(
     mem = open_memory(memory, create=False)
     runs = 0
     try:
+        if not bench:  # their attempt logs go too: a forgotten task leaves nothing behind
+            _remove_logs(mem.live_task_ids(None if all_ else task_ids))
         if all_:
             n, runs = mem.forget_all()
         elif bench:
@@ -207,3 +209,15 @@ def forget(
     if missing:
         raise AcrError(f"{missing} of the given task ids were not in memory", hint="see `acr memory log` for ids",
                        exit_code=1)
+
+
+def _remove_logs(task_ids: List[str]) -> None:
+    import shutil
+
+    from acr_cli.cli.common import paths
+
+    logs = paths().logs_dir.resolve()
+    for tid in task_ids:
+        target = (logs / tid).resolve()
+        if target.parent == logs and target.is_dir():  # ids come from memory, but stay inside the logs dir
+            shutil.rmtree(target, ignore_errors=True)

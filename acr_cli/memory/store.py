@@ -293,6 +293,18 @@ class Memory:
                 n += self._write(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).rowcount
         return n
 
+    def live_task_ids(self, among: Iterable[str] | None = None) -> list[str]:
+        """Ids of live tasks in memory (all, or those of ``among`` that exist)."""
+        if among is None:
+            return [r[0] for r in self.db.execute("SELECT id FROM tasks WHERE source = 'live'")]
+        ids = list(among)
+        found: list[str] = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            found += [r[0] for r in self.db.execute(
+                f"SELECT id FROM tasks WHERE source = 'live' AND id IN ({','.join('?' * len(chunk))})", chunk)]
+        return found
+
     def forget_all(self) -> tuple[int, int]:
         """Forget everything; returns (tasks, replay runs) forgotten."""
         with self.transaction():
