@@ -48,6 +48,7 @@ def test_help_and_version():
     (["memory", "show", "--kind", "nonsense"], "--kind 'nonsense'"),
     (["run", "x", "--prompt-file", "README.md", "--no-rollback"], "not both"),
     (["run", "x", "--interactive", "--no-rollback"], "--interactive needs a terminal"),
+    (["doctor", "--agent", "codex"], "--agent chooses which agents --check runs"),
     (["route", "-fix the flag"], "a request that starts with '-' goes after `--`"),
     (["bench", "replay", "ood176", "--json", "--csv"], "choose one output format"),
     (["run", "x", "--verify", "pytst -q", "--no-rollback"], "--verify: `pytst` is not installed or not on PATH"),

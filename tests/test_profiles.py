@@ -79,6 +79,19 @@ def test_cli_validate_exits_2_with_the_location(tmp_path):
     assert r.returncode == 2 and "arms[0].price.output" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_validate_warns_about_a_kind_that_never_applies(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("extends: balanced\norder:\n  bugfix: [codex:gpt-5.4]\n  test_generation: [codex:gpt-5.4]\n")
+    r = acr("profiles", "validate", str(path))
+    assert r.returncode == 0
+    assert "'bugfix' is not a task kind acr knows" in r.stderr and "did you mean 'bug_fix'" in r.stderr
+    assert "test_generation" not in r.stderr
+    missing = tmp_path / "orphan.yaml"
+    missing.write_text("extends: nosuch\n")
+    r = acr("profiles", "validate", str(missing))
+    assert r.returncode == 2 and f"{missing}:1: extends: no profile named 'nosuch'" in r.stderr
+
+
 def test_user_profiles_shadow_builtins_and_unknown_names_list_choices(tmp_path):
     user = tmp_path / "profiles"
     user.mkdir()

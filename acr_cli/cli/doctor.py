@@ -48,6 +48,10 @@ def doctor(
     Examples: acr doctor; acr doctor --check --agent codex
     """
     from acr_cli.agents import BUILTIN
+    from acr_cli.errors import AcrError
+
+    if agent and not check:
+        raise AcrError("--agent chooses which agents --check runs", hint="acr doctor --check --agent codex")
     from acr_cli.cli.common import console, load_profile, open_memory, paths, print_json
 
     p = paths()

@@ -72,7 +72,8 @@ def show(
     con.print(f"[bold]{prof.name}[/] ({prof.path})\n{prof.description}")
     con.print("settings: " + ", ".join(f"{k}={v}" for k, v in asdict(prof.settings).items()))
     t = Table(box=None)
-    for c in ("arm", "in $/1M", "out $/1M", "priors", "args"):
+    t.add_column("arm", no_wrap=True)  # the exact string --arms takes: never cut
+    for c in ("in $/1M", "out $/1M", "priors", "args"):
         t.add_column(c)
     for a in prof.arms:
         t.add_row(a.id, fmt_money(a.price_in), fmt_money(a.price_out),
@@ -97,6 +98,7 @@ def validate(
     p = paths()
     names = targets or [str(path) for _, path, _ in profiles.available(p.profiles_dir)]
     bad = 0
+    known = _known_kinds()
     for n in names:
         try:
             prof = profiles.load(n, p.profiles_dir)
@@ -104,8 +106,32 @@ def validate(
         except AcrError as e:
             bad += 1
             typer.echo(f"acr: error: {e.message}", err=True)
+            continue
+        for where, kind in _kind_keys(prof):
+            if kind not in known:
+                import difflib
+
+                close = difflib.get_close_matches(kind, sorted(known), n=1)
+                typer.echo(f"acr: warning: {prof.path}: {where}: {kind!r} is not a task kind acr knows, so it never "
+                           f"applies" + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
     if bad:
         raise typer.Exit(2)
 
 
+def _kind_keys(prof) -> list[tuple[str, str]]:
+    keys = [("order", k) for k in prof.order]
+    for a in prof.arms:
+        keys += [(f"arms[{a.id}].prior", k) for k, _ in a.prior]
+    return keys
 
+
+def _known_kinds() -> set[str]:
+    """The kinds live requests are classified into, ``default``, and those the built-in profiles use
+    (the benchmarks' dimensions)."""
+    from acr_cli import profiles
+    from acr_cli.context import KINDS
+
+    known = set(KINDS) | {"default"}
+    for path in sorted(profiles.builtin_dir().glob("*.yaml")):
+        known |= {k for _, k in _kind_keys(profiles.load(str(path), profiles.builtin_dir()))}
+    return known
