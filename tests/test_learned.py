@@ -8,7 +8,7 @@ import random
 import pytest
 
 from acr_cli.routing.latent import Latent, Phi, Phi_inv, hermite_nodes, tau2_of
-from benchdata import write_ood
+from benchdata import write_id, write_ood
 from conftest import acr
 
 
@@ -88,3 +88,23 @@ def test_learned_finds_the_cheap_first_cascade_on_a_structured_benchmark(tmp_pat
     for other in ("always:cheap", "always:premium", "cascade:premium,cheap"):
         assert learned < rows[other]["cum_regret"], (other, learned, rows[other]["cum_regret"])
     assert rows["learned"]["avg_steps"] > 1.0  # it escalates after failures
+
+
+def test_a_source_no_model_solves_does_not_steer_single_action_routing(tmp_path):
+    """One action per task. The stream opens with a source where every model fails; the
+    cheap model, tried there first, is the best on the kind's other source. Its failures on
+    the impossible source say nothing about it: the learned router must still find it."""
+    cells, dims = {}, {}
+    for i in range(30):
+        cells[f"dim3_swebench_repo_{i}"] = {"cheap": (0.0, 0.001), "mid": (0.0, 0.01), "premium": (0.0, 0.1)}
+    for i in range(60):
+        cells[f"dim3_debugbench_{i}"] = {"cheap": (float(i % 10 != 9), 0.001), "mid": (float(i % 10 < 6), 0.01),
+                                         "premium": (float(i % 10 < 7), 0.1)}
+    dims = {t: "bug_fixing" for t in cells}
+    d = write_id(tmp_path / "data", cells, dims)
+    r = acr("bench", "replay", "id2919", "--data-dir", str(d), "--json", "--protocol", "single",
+            "--policy", "learned", "--policy", "always:cheap", "--policy", "always:mid")
+    assert r.returncode == 0, r.stderr
+    rows = {x["policy"]: x for x in json.loads(r.stdout)["results"]}
+    assert rows["learned"]["cum_regret"] < rows["always:mid"]["cum_regret"] - 10
+    assert rows["learned"]["cum_regret"] <= rows["always:cheap"]["cum_regret"] + 3

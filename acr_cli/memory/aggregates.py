@@ -11,6 +11,11 @@ For one group (all tasks of a scope that belong to it), ``GroupStats`` holds:
 * cost pairs: per ordered pair of arms tried on the same task (self-join), the
   sums that give the correlation of their ln(costs).
 
+``Chains`` holds, for all tasks under one (coarsest) group, the number of tasks
+and the judged attempts and score sums per arm in every finer group below it: the
+data of the single-action model (:mod:`acr_cli.routing.effects`), which needs
+every sub-group of the kind, not only the task's own.
+
 All of it comes from ``SELECT ... GROUP BY`` over ``attempts`` joined with the
 task's groups; nothing learned is stored. ``GroupCache`` keeps these sums for a
 long replay and adds only the tasks finished since its last look.
@@ -178,6 +183,66 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
     return out
 
 
+@dataclass
+class Chains:
+    """Finished tasks under one group, summed over every chain of finer groups below it.
+
+    A task's chain is the tuple of its group keys below ``root``, coarse to fine; every
+    prefix of it (``()`` is the root itself) is a group. Per group: ``tasks[prefix]``, the
+    number of tasks in it, and ``sums[prefix] = {arm: [judged attempts, score sum]}``.
+    """
+
+    root: str
+    tasks: dict[tuple[str, ...], int] = field(default_factory=dict)
+    sums: dict[tuple[str, ...], dict[str, list]] = field(default_factory=dict)
+    version: int = 0  # bumps with every task added
+
+    def add_task(self, groups: Sequence[str], arms: dict[str, list]) -> None:
+        if self.root not in groups or not arms:
+            return
+        chain = tuple(groups[list(groups).index(self.root) + 1:])
+        self.version += 1
+        for depth in range(len(chain) + 1):
+            key = chain[:depth]
+            self.tasks[key] = self.tasks.get(key, 0) + 1
+            sums = self.sums.setdefault(key, {})
+            for arm, (n, s) in arms.items():
+                mine = sums.get(arm)
+                if mine is None:
+                    sums[arm] = [n, s]
+                else:
+                    mine[0] += n
+                    mine[1] += s
+
+
+def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None = None,
+                  root: str | None = None) -> list[tuple[tuple[str, ...], dict[str, list]]]:
+    """Per finished task of ``scope`` with after < rowid <= upto (and in group ``root``, if given):
+    its group keys coarse to fine and {arm: [judged attempts, score sum]}."""
+    where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
+    params: list = [scope, after]
+    if upto is not None:
+        where += " AND t.rowid <= ?"
+        params.append(upto)
+    if root is not None:
+        tasks = "FROM task_groups r JOIN tasks t ON t.id = r.task_id"
+        where = f"r.source = ? AND r.key = ? AND {where}"
+        params = [scope, root, *params]
+    else:
+        tasks = "FROM tasks t"
+    groups: dict[str, dict[int, str]] = {}
+    for task, level, key in memory.db.execute(
+            f"SELECT t.id, g.level, g.key {tasks} JOIN task_groups g ON g.task_id = t.id WHERE {where}", params):
+        groups.setdefault(task, {})[level] = key
+    arms: dict[str, dict[str, list]] = {}
+    for task, arm, n, s in memory.db.execute(
+            f"SELECT t.id, a.agent || ':' || a.model, COUNT(*), TOTAL({SCORE}) {tasks}"
+            f" JOIN attempts a ON a.task_id = t.id WHERE {where} AND a.verdict IN {JUDGED_SQL}"
+            " GROUP BY t.id, a.agent, a.model", params):
+        arms.setdefault(task, {})[arm] = [n, s]
+    return [(tuple(levels[k] for k in sorted(levels)), arms[task]) for task, levels in groups.items() if task in arms]
+
+
 def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = None) -> GroupStats:
     """Token and cost sums per arm over every finished task of ``scope`` (the cost prior's fallback)."""
     where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
@@ -218,6 +283,7 @@ class GroupCache:
         self.stats: dict[str, GroupStats] = {}
         self.version: dict[str, int] = {}  # bumps when a group's data changes
         self._overall: GroupStats | None = None
+        self._chains: dict[str, Chains] = {}
 
     def overall(self) -> GroupStats:
         """Per-arm token and cost sums over the whole scope."""
@@ -225,6 +291,17 @@ class GroupCache:
         if self._overall is None:
             self._overall = scope_arms(self.memory, self.scope, 0, self.mark)
         return self._overall
+
+    def chains(self, root: str) -> Chains:
+        """Every finished task under group ``root`` by its chain of finer groups (windowed like ``get``)."""
+        self.refresh()
+        ch = self._chains.get(root)
+        if ch is None:
+            ch = self._chains[root] = Chains(root)
+            after = max(_window_start(self.memory, self.scope, root, WINDOW) - 1, 0)
+            for groups, arms in task_outcomes(self.memory, self.scope, after, self.mark, root=root):
+                ch.add_task(groups, arms)
+        return ch
 
     def get(self, keys: Sequence[str]) -> list[GroupStats]:
         self.refresh()
@@ -248,4 +325,8 @@ class GroupCache:
                 if k in self.stats:  # groups not loaded yet are read in full when first asked for
                     self.stats[k].add(delta)
                     self.version[k] += 1
+        if self._chains:
+            for groups, arms in task_outcomes(self.memory, self.scope, self.mark, top):
+                for ch in self._chains.values():
+                    ch.add_task(groups, arms)
         self.mark = top

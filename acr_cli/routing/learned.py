@@ -14,7 +14,10 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
 2. **Success.** Latent task ease (see :mod:`acr_cli.routing.latent`): per level, the
    arms' marginal pass rates are fitted by EM on the verdict patterns. On this task,
    every failure shifts the posterior of the task's ease and lowers every untried
-   arm's chance. Single-action tasks use the mean score instead.
+   arm's chance. Single-action tasks (one attempt, no verdict to escalate on) use the
+   mean score instead, from the group-effects model of :mod:`acr_cli.routing.effects`:
+   every sub-group of the kind has a difficulty shared by all arms and an effect per
+   arm, so an arm is judged against the difficulty of the tasks it was tried on.
 3. **Cost.** ln(cost) per arm and level (a hurdle for zero-cost attempts), shrunk the
    same way; before an arm has a cost, its price times the group's token level. Costs
    already paid on this task predict the others (their ln-costs correlate across arms,
@@ -27,18 +30,20 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
 
 Settings (fixed from first principles, README "The learned router" explains each):
 ``N_HIER`` 20, ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
-cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1.
+cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
+single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory.aggregates import GroupCache, GroupStats
+from acr_cli.routing import effects
 from acr_cli.routing.base import Policy, Ranked
 from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
 
@@ -59,8 +64,6 @@ class Fit:
 
     mu: list[float]  # probit marginal pass rate
     vmu: list[float]
-    score: list[float]  # mean score (single-action decisions)
-    n_score: list[float]
     fail_score: list[float]
     m: list[float] | None  # mean ln cost given cost > 0 (None: no cost scale known yet)
     s2: list[float]
@@ -69,6 +72,8 @@ class Fit:
     attempts: list[int]  # attempts behind the estimate in the finest group with data
     corr: float = COST_CORR_PRIOR  # correlation of ln(cost) across arms on one task
     qs: list[list[float]] | None = None  # P(pass | task ease) per arm, on the quadrature nodes
+    score: list[float] = field(default_factory=list)  # single-action decisions: mean score (group effects)
+    n_score: list[float] = field(default_factory=list)  # ... and its Beta-equivalent pseudo-count
 
 
 class LearnedPolicy(Policy):
@@ -90,6 +95,7 @@ class LearnedPolicy(Policy):
         self.pout = [a.price_out or 0.0 for a in self.arms]
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
+        self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
 
     # ------------------------------------------------------------------ fitting
 
@@ -112,8 +118,27 @@ class LearnedPolicy(Policy):
         fit.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
         if verified:
             fit.qs = [self.latent.q(mu) for mu in fit.mu]
+        else:
+            fit.score, var = self.group_effects(ctx).predict(ctx.groups[1:])
+            fit.n_score = [_pseudo_count(p, v) for p, v in zip(fit.score, var)]
         self._fits[key] = (versions, fit)
         return fit
+
+    def group_effects(self, ctx: Context) -> effects.Effects:
+        """The single-action score model of the context's kind (see :mod:`acr_cli.routing.effects`)."""
+        means, weights = self._prior(ctx)
+        if not ctx.groups:
+            return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.n_hier)
+        root = ctx.groups[0]
+        chains = self.stats.chains(root)
+        key = (root, ctx.kind)
+        cached = self._effects.get(key)
+        if cached and cached[0] == chains.version:
+            return cached[1]
+        fitted = effects.fit(chains.tasks, chains.sums, [a.id for a in self.arms], means, weights, self.n_hier,
+                             warm=cached[1] if cached else None)
+        self._effects[key] = (chains.version, fitted)
+        return fitted
 
     def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> Fit:
         n = len(self.arms)
@@ -121,7 +146,6 @@ class LearnedPolicy(Policy):
         mu_par = [Phi_inv(p) for p in p0]
         v_par = [0.0] * n
         n_par = list(n0)
-        sc_par, n_sc_par = list(p0), list(n0)
         f_par, n_f_par = [FAIL_SCORE_PRIOR] * n, [FAIL_SCORE_PSEUDO] * n
         m_par: list[float] | None = None
         n_m_par = [COST_PSEUDO] * n
@@ -145,8 +169,6 @@ class LearnedPolicy(Policy):
                 self._warm[wkey] = mu
             else:
                 mu, vmu = list(mu_par), tau2
-            score = [_shrink(sc_par[i], n_sc_par[i], aggs[i].s_score, aggs[i].n) for i in range(n)]
-            n_score = [n_sc_par[i] + aggs[i].n for i in range(n)]
             fsc = [_shrink(f_par[i], n_f_par[i], aggs[i].s_fscore, aggs[i].n_fail) for i in range(n)]
             n_fsc = [n_f_par[i] + aggs[i].n_fail for i in range(n)]
             if m_par is None:
@@ -169,11 +191,10 @@ class LearnedPolicy(Policy):
             for i in range(n):
                 if aggs[i].n:
                     attempts[i] = aggs[i].n
-            fit = Fit(mu, vmu, score, n_score, fsc, m, s2 or list(s2_par), vm or [COST_SPREAD] * n, ppos,
+            fit = Fit(mu, vmu, fsc, m, s2 or list(s2_par), vm or [COST_SPREAD] * n, ppos,
                       list(attempts))
             # this level is the prior of the next finer one, worth at most n_hier observations
             mu_par, v_par, n_par = mu, vmu, [self.n_hier] * n
-            sc_par, n_sc_par = score, [min(self.n_hier, x) for x in n_score]
             f_par, n_f_par = fsc, [min(self.n_hier, x) for x in n_fsc]
             if m is not None:
                 m_par, s2_par = m, s2
@@ -182,7 +203,7 @@ class LearnedPolicy(Policy):
             n_pp = [min(self.n_hier, n_pp[i] + aggs[i].n_cost) for i in range(n)]
         if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
             m0 = self._price_prior(GroupStats())
-            fit = Fit(mu_par, [tau2_of(mu_par[i], n_par[i]) for i in range(n)], sc_par, n_sc_par, f_par, m0,
+            fit = Fit(mu_par, [tau2_of(mu_par[i], n_par[i]) for i in range(n)], f_par, m0,
                       s2_par, [COST_SPREAD / COST_PSEUDO] * n, pp_par, attempts)
         return fit
 
@@ -353,3 +374,9 @@ class LearnedPolicy(Policy):
 def _shrink(prior: float, weight: float, total: float, count: float) -> float:
     """Posterior mean of ``count`` observations summing to ``total`` under a prior worth ``weight``."""
     return (weight * prior + total) / (weight + count) if weight + count > 0 else prior
+
+
+def _pseudo_count(mean: float, var: float) -> float:
+    """The pseudo-count of a Beta with this mean and variance (how many attempts the estimate is worth)."""
+    p = min(max(mean, PROB_CLIP[0]), PROB_CLIP[1])
+    return max(p * (1 - p) / max(var, 1e-9) - 1, 0.0)

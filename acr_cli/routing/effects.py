@@ -1,0 +1,221 @@
+"""Group effects: an arm's expected score on a single-action task, learned from every sub-group of its kind.
+
+Used where a task gets one attempt (``acr run --max-attempts 1``, ID2919 ``single``,
+the proxy-scored dimensions of ``verify``): the learned router takes the arm with the
+best expected reward, and that expectation comes from this model.
+
+For the tasks under one kind (the coarsest context group), with arms a = 1..K::
+
+    eta_root = mu                          mu_a ~ N(p_a, v_a / w_a)
+    eta_g    = eta_parent + b_g + d_g      b_g ~ N(0, tau_b) (one number, every arm alike)
+                                           d_ga ~ N(0, v_a / n_hier)
+    an attempt of arm a on a task whose finest group with effects is g scores ~ N(eta_ga, v_a)
+
+* ``p_a``, ``w_a``: the profile's prior mean for the kind and its pseudo-count.
+* ``v_a = p_a (1 - p_a)`` (p clipped into [0.05, 0.95]): the variance of one attempt's
+  score; a score in [0, 1] with mean p varies at most that much.
+* ``b_g``: how much easier or harder the tasks of sub-group g are than its parent's, for
+  every arm alike. ``tau_b = pbar (1 - pbar)`` with pbar the mean prior: nothing is assumed
+  beyond the spread a mean score can have. So a sub-group where every arm fails (a source no
+  model solves) is explained by its b_g and does not count against whichever arms happened
+  to be tried there, and an arm's good run on an easy sub-group does not make it look better
+  than arms tried on a hard one.
+* ``d_ga``: how much better arm a does in g than in the parent: after ``n_hier`` attempts
+  a group's own figure counts as much as the parent's.
+* A sub-group gets effects once it holds ``MIN_TASKS`` tasks; until then its tasks count
+  as its parent's. With fewer, the group's mean score (known to about
+  ±sqrt(0.25 / n)) cannot tell a real difference in difficulty from the difficulty of
+  its few tasks, and every such group would only dilute what its tasks say about the arms.
+
+Inference is exact. The posterior of the eta's is Gaussian and the groups form a tree:
+one pass up the tree sums each group's data and its sub-groups' into a message to its
+parent, and one pass down the task's own chain gives the posterior mean and variance of
+eta at the task's group. Messages are cached by the number of tasks under each group
+(memory only grows), so after one more task only the groups on its chain are recomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+MIN_TASKS = 5
+CLIP = (0.05, 0.95)
+
+Matrix = list[list[float]]
+
+
+@dataclass
+class _Node:
+    key: tuple[str, ...]
+    tasks: int = 0
+    children: list[tuple[str, ...]] = field(default_factory=list)
+
+
+@dataclass
+class _Up:
+    """A group's summary: its subtree's information about its eta, and the message to its parent."""
+
+    tasks: int
+    j: Matrix
+    h: list[float]
+    msg_j: Matrix
+    msg_h: list[float]
+
+
+class Effects:
+    """The fitted model of one kind: the posterior of each arm's mean score in any of its sub-groups."""
+
+    def __init__(self, prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float):
+        k = len(prior_mean)
+        self.k = k
+        p = [min(max(x, CLIP[0]), CLIP[1]) for x in prior_mean]
+        self.v = [x * (1 - x) for x in p]
+        pbar = sum(p) / k if k else 0.5
+        self.tau_b = pbar * (1 - pbar)
+        self.params = (tuple(prior_mean), tuple(prior_weight), n_hier)
+        w = [max(x, 1e-6) for x in prior_weight]
+        self.j0 = _full([w[a] / self.v[a] for a in range(k)])
+        self.h0 = [w[a] / self.v[a] * prior_mean[a] for a in range(k)]
+        # a group's step from its parent has covariance Q = diag(v / n_hier) + tau_b 11'; its
+        # inverse P = diag(e) - c r r' (Sherman-Morrison, r = e), which makes products with P O(K^2)
+        self.q_diag = [self.tau_b + self.v[a] / n_hier for a in range(k)]
+        self.e = [n_hier / self.v[a] for a in range(k)]
+        self.c = 1.0 / (1.0 / self.tau_b + sum(self.e))
+        e, c = self.e, self.c
+        self.p = [[(e[a] if a == b else 0.0) - c * e[a] * e[b] for b in range(k)] for a in range(k)]
+        self.up: dict[tuple[str, ...], _Up] = {}
+        self.root_j: Matrix = self.j0
+        self.root_h: list[float] = self.h0
+
+    def _message(self, j: Matrix | list[float], h: list[float]) -> tuple[Matrix, list[float]]:
+        """What information (j, h) about a group's eta says about its neighbour's eta, one step of Q away.
+
+        With S = (P + j)^-1 that is (P - P S P, P S h). ``j`` may be a diagonal (a list): then
+        S follows from Sherman-Morrison too.
+        """
+        e, c, k = self.e, self.c, self.k
+        if isinstance(j[0], float):  # diagonal: P + j = diag(g) - c e e'
+            g = [e[a] + j[a] for a in range(k)]
+            u = [e[a] / g[a] for a in range(k)]
+            f = c / (1.0 - c * sum(e[a] * u[a] for a in range(k)))
+            s = [[(1.0 / g[a] if a == b else 0.0) + f * u[a] * u[b] for b in range(k)] for a in range(k)]
+        else:
+            s = _inv(_add(self.p, j))
+        es = [sum(e[a] * s[a][b] for a in range(k)) for b in range(k)]  # e' S
+        ps = [[e[a] * s[a][b] - c * e[a] * es[b] for b in range(k)] for a in range(k)]  # P S
+        pse = [sum(ps[a][b] * e[b] for b in range(k)) for a in range(k)]  # P S e
+        msg = [[self.p[a][b] - (ps[a][b] * e[b] - c * pse[a] * e[b]) for b in range(k)] for a in range(k)]
+        return msg, _mv(ps, h)
+
+    def predict(self, chain: Sequence[str]) -> tuple[list[float], list[float]]:
+        """Posterior mean and variance of each arm's mean score on a task of this chain of sub-groups."""
+        j, h = self.root_j, self.root_h
+        depth = 0
+        for i in range(1, len(chain) + 1):
+            key = tuple(chain[:i])
+            node = self.up.get(key)
+            if node is None:
+                break
+            cav_j, cav_h = _sub(j, node.msg_j), [x - y for x, y in zip(h, node.msg_h)]
+            down_j, down_h = self._message(cav_j, cav_h)
+            j, h = _add(node.j, down_j), [x + y for x, y in zip(node.h, down_h)]
+            depth = i
+        cov = _inv(j)
+        mean = _mv(cov, h)
+        extra = len(chain) - depth  # finer groups without effects yet: each adds one step of Q
+        return mean, [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
+
+
+def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str, list]], arm_ids: Sequence[str],
+        prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float,
+        warm: Effects | None = None) -> Effects:
+    """Fit the model to the groups below one kind (``Chains.tasks`` and ``Chains.sums``).
+
+    ``warm``: the previous fit of the same kind; its summaries of groups whose tasks did
+    not change are reused.
+    """
+    eff = Effects(prior_mean, prior_weight, n_hier)
+    k = eff.k
+    index = {a: i for i, a in enumerate(arm_ids)}
+    # a group has effects with MIN_TASKS tasks; its parent then does too (its tasks are a superset)
+    nodes = {key: _Node(key, n) for key, n in tasks.items() if not key or n >= MIN_TASKS}
+    nodes.setdefault((), _Node((), 0))
+    for key in nodes:
+        if key:
+            nodes[key[:-1]].children.append(key)
+    old = warm.up if warm is not None and warm.params == eff.params else {}
+    for key in sorted(nodes, key=len, reverse=True):  # sub-groups before their parents
+        node = nodes[key]
+        cached = old.get(key)
+        if key and cached is not None and cached.tasks == node.tasks:
+            eff.up[key] = cached
+            continue
+        # the group's own data: its tasks that no sub-group with effects holds
+        own = {arm: list(x) for arm, x in sums.get(key, {}).items()}
+        for child in node.children:
+            for arm, (n, s) in sums.get(child, {}).items():
+                own[arm][0] -= n
+                own[arm][1] -= s
+        jd, hd = [0.0] * k, [0.0] * k
+        for arm, (n, s) in own.items():
+            a = index.get(arm)
+            if a is not None and n > 0:
+                jd[a] += n / eff.v[a]
+                hd[a] += s / eff.v[a]
+        j: Matrix | list[float] = jd  # a diagonal until a sub-group's message is added
+        h = hd
+        for child in node.children:
+            up = eff.up[child]
+            j = _add(_full(j) if isinstance(j[0], float) else j, up.msg_j)
+            h = [x + y for x, y in zip(h, up.msg_h)]
+        if not key:
+            eff.root_j = _add(eff.j0, _full(j) if isinstance(j[0], float) else j)
+            eff.root_h = [x + y for x, y in zip(eff.h0, h)]
+            continue
+        msg_j, msg_h = eff._message(j, h)
+        eff.up[key] = _Up(node.tasks, _full(j) if isinstance(j[0], float) else j, h, msg_j, msg_h)
+    return eff
+
+
+# ---------------------------------------------------------------- small dense linear algebra (K x K)
+
+def _add(x: Matrix, y: Matrix) -> Matrix:
+    return [[a + b for a, b in zip(rx, ry)] for rx, ry in zip(x, y)]
+
+
+def _sub(x: Matrix, y: Matrix) -> Matrix:
+    return [[a - b for a, b in zip(rx, ry)] for rx, ry in zip(x, y)]
+
+
+def _mv(x: Matrix, v: Sequence[float]) -> list[float]:
+    return [sum(a * b for a, b in zip(row, v)) for row in x]
+
+
+def _full(diagonal: Sequence[float]) -> Matrix:
+    k = len(diagonal)
+    return [[diagonal[a] if a == b else 0.0 for b in range(k)] for a in range(k)]
+
+
+def _inv(x: Matrix) -> Matrix:
+    """Inverse of a symmetric positive-definite matrix, by its Cholesky factor L (x = L L')."""
+    n = len(x)
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        li = low[i]
+        for j in range(i + 1):
+            lj = low[j]
+            t = x[i][j] - sum(li[m] * lj[m] for m in range(j))
+            if i == j:
+                if t <= 0.0:
+                    raise ValueError("the group-effects model met a matrix that is not positive definite")
+                li[i] = t ** 0.5
+            else:
+                li[j] = t / lj[j]
+    # W = L^-1 (lower triangular), then x^-1 = W' W
+    w = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        w[i][i] = 1.0 / low[i][i]
+        for j in range(i):
+            w[i][j] = -sum(low[i][m] * w[m][j] for m in range(j, i)) / low[i][i]
+    return [[sum(w[m][i] * w[m][j] for m in range(max(i, j), n)) for j in range(n)] for i in range(n)]
