@@ -26,14 +26,15 @@ from acr_cli import profiles  # noqa: E402
 from acr_cli.bench import matrix as matrix_mod, replay as rp, spec as spec_mod  # noqa: E402
 from acr_cli.memory import Memory  # noqa: E402
 from acr_cli.memory.aggregates import GroupCache  # noqa: E402
-from acr_cli.routing import learned  # noqa: E402
+from acr_cli.routing import effects, learned  # noqa: E402
 
 TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean), AvgPerf >= 76",
            ("id2919", "single"): "canonical <= 265, 20-order mean <= 280",
            ("id2919", "verify"): "canonical <= 70, AvgPerf >= 57"}
 
 
-def run(m, prof, protocol, order_seed, **overrides):
+def run(m, prof, protocol, order_seed, per_task=None, **overrides):
+    """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref."""
     arms = rp.bench_arms(m, prof)
     ordered = [arms[x] for x in m.models]
 
@@ -46,6 +47,9 @@ def run(m, prof, protocol, order_seed, **overrides):
     mem = Memory.open(":memory:")
     try:
         res = rp.replay(m, make, mem, label="learned", protocol=protocol, cost_weight=0.1, order_seed=order_seed)
+        if per_task is not None:
+            for t in mem.task_outcomes(f"bench:{m.name}:{res.run_id}"):
+                per_task[t["ref"]] = t["oracle_reward"] - (t["score"] or 0.0) + 0.1 * (t["cost_usd"] or 0.0)
     finally:
         mem.close()
     return res.metrics
@@ -58,6 +62,33 @@ def evaluate(m, prof, protocol, orders, seed=1, **overrides):
     seeds = [rng.randrange(2**31) for _ in range(orders)]
     regs = [run(m, prof, protocol, s, **overrides)["cum_regret"] for s in seeds]
     return can, regs, time.perf_counter() - start
+
+
+def by_kind(m, prof, protocol):
+    """Per kind: the regret of the best fixed model in hindsight (per kind, and per kind/source),
+    and the learned router's on the canonical order: where its regret comes from."""
+    regret: dict[str, float] = {}
+    run(m, prof, protocol, None, per_task=regret)
+    rows = {}
+    for level in (0, 1):
+        groups: dict[str, list] = {}
+        for t in m.tasks:
+            groups.setdefault(t.groups[level], []).append(t)
+        for tasks in groups.values():
+            oracle = sum(m.oracle(t.ref, 0.1)[0] for t in tasks)
+            best = max(sum(m.cells[t.ref][x].score - 0.1 * m.cells[t.ref][x].cost for t in tasks) for x in m.models)
+            row = rows.setdefault(tasks[0].dimension, [0, 0.0, 0.0, 0.0])
+            row[level + 1] += oracle - best
+    for t in m.tasks:
+        rows[t.dimension][0] += 1
+        rows[t.dimension][3] += regret.get(t.ref, 0.0)
+    print(f"\n{m.name} {protocol}, canonical order: regret of the best fixed model per group in hindsight, and learned's")
+    print(f"{'kind':20} {'tasks':>5} {'per kind':>9} {'per source':>10} {'learned':>8} {'excess':>7}")
+    total = [0, 0.0, 0.0, 0.0]
+    for kind, row in rows.items():
+        print(f"{kind:20} {row[0]:5d} {row[1]:9.2f} {row[2]:10.2f} {row[3]:8.2f} {row[3] - row[1]:7.2f}")
+        total = [a + b for a, b in zip(total, row)]
+    print(f"{'all':20} {total[0]:5d} {total[1]:9.2f} {total[2]:10.2f} {total[3]:8.2f} {total[3] - total[1]:7.2f}")
 
 
 def line(label, can, regs, secs):
@@ -77,6 +108,8 @@ def main() -> None:
     ap.add_argument("--cases", default="ood176-cascade,id2919-single,id2919-verify",
                     help="comma-separated benchmark-protocol pairs to run")
     ap.add_argument("--sensitivity", action="store_true")
+    ap.add_argument("--by-kind", action="store_true",
+                    help="for single-action cases: per kind, the best fixed model's regret in hindsight beside learned's")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
                                                                          "../shared/coderouterbench")))
     args = ap.parse_args()
@@ -88,22 +121,28 @@ def main() -> None:
     for name in ("ood176", "id2919"):
         spec = spec_mod.load(name)
         loaded[name] = (matrix_mod.load(spec, args.data_dir), profiles.load(spec.profile, Path("/nonexistent")))
-    print(f"learned router, defaults: N_HIER {learned.N_HIER:g}, RHO {learned.RHO:g}, profile prior weights "
+    print(f"learned router, defaults: N_HIER {learned.N_HIER:g}, RHO {learned.RHO:g}, "
+          f"MIN_TASKS {effects.MIN_TASKS}, profile prior weights "
           f"OOD {loaded['ood176'][1].settings.prior_weight:g} / ID {loaded['id2919'][1].settings.prior_weight:g}")
     for name, protocol in cases:
         m, prof = loaded[name]
         n = args.verify_orders if protocol == "verify" else args.orders
         can, regs, secs = evaluate(m, prof, protocol, n, args.seed)
         print(line(f"{name} {protocol}", can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
+    if args.by_kind:
+        for name, protocol in [c for c in cases if c[1] == "single"]:
+            by_kind(*loaded[name], protocol)
     if not args.sensitivity:
         return
     print("\nsensitivity (one setting moved at a time)")
-    variants = [("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7)]
+    variants = [("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7), ("min_tasks", 2), ("min_tasks", 10)]
     for name, protocol in [c for c in cases if c[1] != "verify"]:
         m, prof = loaded[name]
         for key, value in variants:
             if protocol == "single" and key == "rho":
                 continue  # single-action decisions do not use the latent model
+            if protocol != "single" and key == "min_tasks":
+                continue  # only the single-action model has sub-group effects
             can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, **{key: value})
             print(line(f"{name} {protocol} {key}={value:g}", can, regs, secs))
         base = prof.settings.prior_weight

@@ -66,14 +66,15 @@ class _Up:
 class Effects:
     """The fitted model of one kind: the posterior of each arm's mean score in any of its sub-groups."""
 
-    def __init__(self, prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float):
+    def __init__(self, prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float,
+                 min_tasks: int = MIN_TASKS):
         k = len(prior_mean)
         self.k = k
         p = [min(max(x, CLIP[0]), CLIP[1]) for x in prior_mean]
         self.v = [x * (1 - x) for x in p]
         pbar = sum(p) / k if k else 0.5
         self.tau_b = pbar * (1 - pbar)
-        self.params = (tuple(prior_mean), tuple(prior_weight), n_hier)
+        self.params = (tuple(prior_mean), tuple(prior_weight), n_hier, min_tasks)
         w = [max(x, 1e-6) for x in prior_weight]
         self.j0 = _full([w[a] / self.v[a] for a in range(k)])
         self.h0 = [w[a] / self.v[a] * prior_mean[a] for a in range(k)]
@@ -129,17 +130,17 @@ class Effects:
 
 def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str, list]], arm_ids: Sequence[str],
         prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float,
-        warm: Effects | None = None) -> Effects:
+        warm: Effects | None = None, min_tasks: int = MIN_TASKS) -> Effects:
     """Fit the model to the groups below one kind (``Chains.tasks`` and ``Chains.sums``).
 
     ``warm``: the previous fit of the same kind; its summaries of groups whose tasks did
     not change are reused.
     """
-    eff = Effects(prior_mean, prior_weight, n_hier)
+    eff = Effects(prior_mean, prior_weight, n_hier, min_tasks)
     k = eff.k
     index = {a: i for i, a in enumerate(arm_ids)}
-    # a group has effects with MIN_TASKS tasks; its parent then does too (its tasks are a superset)
-    nodes = {key: _Node(key, n) for key, n in tasks.items() if not key or n >= MIN_TASKS}
+    # a group has effects with min_tasks tasks; its parent then does too (its tasks are a superset)
+    nodes = {key: _Node(key, n) for key, n in tasks.items() if not key or n >= min_tasks}
     nodes.setdefault((), _Node((), 0))
     for key in nodes:
         if key:

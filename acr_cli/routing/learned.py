@@ -81,7 +81,8 @@ class LearnedPolicy(Policy):
 
     def __init__(self, arms: Sequence[Arm], stats: GroupCache, *, cost_weight: float = 0.1,
                  prior_weight: float = 2.0, tie_order: Callable[[Context], Sequence[Arm]] | None = None,
-                 typical_tokens: float | None = None, n_hier: float = N_HIER, rho: float = RHO):
+                 typical_tokens: float | None = None, n_hier: float = N_HIER, rho: float = RHO,
+                 min_tasks: int = effects.MIN_TASKS):
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -90,6 +91,7 @@ class LearnedPolicy(Policy):
         self.tie_order = tie_order
         self.typical_tokens = typical_tokens
         self.n_hier = n_hier
+        self.min_tasks = min_tasks
         self.latent = Latent(rho)
         self.pin = [a.price_in or 0.0 for a in self.arms]
         self.pout = [a.price_out or 0.0 for a in self.arms]
@@ -128,7 +130,8 @@ class LearnedPolicy(Policy):
         """The single-action score model of the context's kind (see :mod:`acr_cli.routing.effects`)."""
         means, weights = self._prior(ctx)
         if not ctx.groups:
-            return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.n_hier)
+            return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.n_hier,
+                               min_tasks=self.min_tasks)
         root = ctx.groups[0]
         chains = self.stats.chains(root)
         key = (root, ctx.kind)
@@ -136,7 +139,7 @@ class LearnedPolicy(Policy):
         if cached and cached[0] == chains.version:
             return cached[1]
         fitted = effects.fit(chains.tasks, chains.sums, [a.id for a in self.arms], means, weights, self.n_hier,
-                             warm=cached[1] if cached else None)
+                             warm=cached[1] if cached else None, min_tasks=self.min_tasks)
         self._effects[key] = (chains.version, fitted)
         return fitted
 
