@@ -66,15 +66,15 @@ class _Up:
 class Effects:
     """The fitted model of one kind: the posterior of each arm's mean score in any of its sub-groups."""
 
-    def __init__(self, prior_mean: Sequence[float], prior_weight: Sequence[float], n_hier: float,
-                 min_tasks: int = MIN_TASKS):
+    def __init__(self, arm_ids: Sequence[str], prior_mean: Sequence[float], prior_weight: Sequence[float],
+                 n_hier: float, min_tasks: int = MIN_TASKS):
         k = len(prior_mean)
         self.k = k
         p = [min(max(x, CLIP[0]), CLIP[1]) for x in prior_mean]
         self.v = [x * (1 - x) for x in p]
         pbar = sum(p) / k if k else 0.5
         self.tau_b = pbar * (1 - pbar)
-        self.params = (tuple(prior_mean), tuple(prior_weight), n_hier, min_tasks)
+        self.params = (tuple(arm_ids), tuple(prior_mean), tuple(prior_weight), n_hier, min_tasks)
         w = [max(x, 1e-6) for x in prior_weight]
         self.j0 = _full([w[a] / self.v[a] for a in range(k)])
         self.h0 = [w[a] / self.v[a] * prior_mean[a] for a in range(k)]
@@ -89,15 +89,15 @@ class Effects:
         self.root_j: Matrix = self.j0
         self.root_h: list[float] = self.h0
 
-    def _message(self, j: Matrix | list[float], h: list[float]) -> tuple[Matrix, list[float]]:
+    def _message(self, j: Matrix, h: list[float], diagonal: list[float] | None = None) -> tuple[Matrix, list[float]]:
         """What information (j, h) about a group's eta says about its neighbour's eta, one step of Q away.
 
-        With S = (P + j)^-1 that is (P - P S P, P S h). ``j`` may be a diagonal (a list): then
-        S follows from Sherman-Morrison too.
+        With S = (P + j)^-1 that is (P - P S P, P S h). When j is a diagonal matrix, pass its
+        ``diagonal``: S then follows from Sherman-Morrison too, in O(K^2).
         """
         e, c, k = self.e, self.c, self.k
-        if isinstance(j[0], float):  # diagonal: P + j = diag(g) - c e e'
-            g = [e[a] + j[a] for a in range(k)]
+        if diagonal is not None:  # P + j = diag(g) - c e e'
+            g = [e[a] + diagonal[a] for a in range(k)]
             u = [e[a] / g[a] for a in range(k)]
             f = c / (1.0 - c * sum(e[a] * u[a] for a in range(k)))
             s = [[(1.0 / g[a] if a == b else 0.0) + f * u[a] * u[b] for b in range(k)] for a in range(k)]
@@ -136,7 +136,7 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
     ``warm``: the previous fit of the same kind; its summaries of groups whose tasks did
     not change are reused.
     """
-    eff = Effects(prior_mean, prior_weight, n_hier, min_tasks)
+    eff = Effects(arm_ids, prior_mean, prior_weight, n_hier, min_tasks)
     k = eff.k
     index = {a: i for i, a in enumerate(arm_ids)}
     # a group has effects with min_tasks tasks; its parent then does too (its tasks are a superset)
@@ -164,18 +164,17 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
             if a is not None and n > 0:
                 jd[a] += n / eff.v[a]
                 hd[a] += s / eff.v[a]
-        j: Matrix | list[float] = jd  # a diagonal until a sub-group's message is added
-        h = hd
+        j, h = _full(jd), hd
         for child in node.children:
             up = eff.up[child]
-            j = _add(_full(j) if isinstance(j[0], float) else j, up.msg_j)
+            j = _add(j, up.msg_j)
             h = [x + y for x, y in zip(h, up.msg_h)]
         if not key:
-            eff.root_j = _add(eff.j0, _full(j) if isinstance(j[0], float) else j)
+            eff.root_j = _add(eff.j0, j)
             eff.root_h = [x + y for x, y in zip(eff.h0, h)]
             continue
-        msg_j, msg_h = eff._message(j, h)
-        eff.up[key] = _Up(node.tasks, _full(j) if isinstance(j[0], float) else j, h, msg_j, msg_h)
+        msg_j, msg_h = eff._message(j, h, diagonal=None if node.children else jd)
+        eff.up[key] = _Up(node.tasks, j, h, msg_j, msg_h)
     return eff
 
 
