@@ -118,14 +118,21 @@ def _window_start(memory: Memory, scope: str, key: str, window: int) -> int:
     return row[0] if row else 0
 
 
-def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: int, upto: int | None,
-               with_pairs: bool) -> dict[str, GroupStats]:
-    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
+def _finished(scope: str, after: int, upto: int | None) -> tuple[str, list]:
+    """The SQL condition (on ``tasks t``) and parameters for the finished tasks of ``scope`` with
+    after < rowid <= upto."""
     where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
     params: list = [scope, after]
     if upto is not None:
         where += " AND t.rowid <= ?"
         params.append(upto)
+    return where, params
+
+
+def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: int, upto: int | None,
+               with_pairs: bool) -> dict[str, GroupStats]:
+    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
+    where, params = _finished(scope, after, upto)
     if keys is not None:
         where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))})"
         params += [scope, *keys]
@@ -219,11 +226,7 @@ def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None =
                   root: str | None = None) -> list[tuple[tuple[str, ...], dict[str, list]]]:
     """Per finished task of ``scope`` with after < rowid <= upto (and in group ``root``, if given):
     its group keys coarse to fine and {arm: [judged attempts, score sum]}."""
-    where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
-    params: list = [scope, after]
-    if upto is not None:
-        where += " AND t.rowid <= ?"
-        params.append(upto)
+    where, params = _finished(scope, after, upto)
     if root is not None:
         tasks = "FROM task_groups r JOIN tasks t ON t.id = r.task_id"
         where = f"r.source = ? AND r.key = ? AND {where}"
@@ -245,11 +248,7 @@ def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None =
 
 def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = None) -> GroupStats:
     """Token and cost sums per arm over every finished task of ``scope`` (the cost prior's fallback)."""
-    where = "t.source = ? AND t.finished_at IS NOT NULL AND t.rowid > ?"
-    params: list = [scope, after]
-    if upto is not None:
-        where += " AND t.rowid <= ?"
-        params.append(upto)
+    where, params = _finished(scope, after, upto)
     out = GroupStats()
     for r in memory.db.execute(
             "SELECT a.agent || ':' || a.model, SUM(a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0),"
