@@ -87,7 +87,10 @@ def test_group_aggregates_are_computed_from_attempts(tmp_path):
     st = group_stats(mem, "live", ["kind=bug_fix", "kind=docs"])
     bug, docs = st["kind=bug_fix"], st["kind=docs"]
     a = bug.arm(A.id)
-    assert (a.n, a.s_score, a.n_fail, a.n_pos) == (2, 1.0, 1, 2)
+    assert (a.n, a.n_fail, a.n_pos) == (2, 1, 2)
+    chains = GroupCache(mem, "live").chains("kind=bug_fix")  # the single-action model's data
+    assert chains.sums[()][A.id] == [2, 1.0] and chains.sums[("kind=bug_fix/lang=py",)][B.id] == [1, 1.0]
+    assert chains.tasks == {(): 2, ("kind=bug_fix/lang=py",): 2}
     assert a.s_lc == pytest.approx(math.log(0.1) + math.log(0.3))
     assert bug.n_tasks == 2
     assert bug.patterns == {(frozenset({A.id, B.id}), frozenset({B.id})): 1, (frozenset({A.id}), frozenset({A.id})): 1}
@@ -100,7 +103,7 @@ def test_group_cache_stays_equal_to_a_full_query(tmp_path):
     cache = GroupCache(mem, "live")
     keys = ["kind=bug_fix", "kind=docs"]
     for i in range(30):
-        g = ["kind=bug_fix" if i % 3 else "kind=docs"]
+        g = ["kind=bug_fix" if i % 3 else "kind=docs"] + [f"lang={'py' if i % 4 else 'go'}"]
         record(mem, g, [(A, "failed" if i % 2 else "passed", 0.01 * (i + 1)), (B, "passed", 0.2)][: 1 + i % 2])
         got = cache.get(keys)
         full = group_stats(mem, "live", keys)
@@ -108,6 +111,8 @@ def test_group_cache_stays_equal_to_a_full_query(tmp_path):
             assert st.n_tasks == full[k].n_tasks and st.patterns == full[k].patterns
             for arm in (A.id, B.id):
                 assert astuple(st.arm(arm)) == pytest.approx(astuple(full[k].arm(arm)))
+        chains, fresh = cache.chains("kind=bug_fix"), GroupCache(mem, "live").chains("kind=bug_fix")
+        assert (chains.tasks, chains.sums) == (fresh.tasks, fresh.sums)
 
 
 def test_export_import_round_trips_exactly(tmp_path):
@@ -161,5 +166,5 @@ def test_routing_reads_only_the_newest_tasks_of_a_group(tmp_path):
     for _ in range(3):
         record(mem, ["kind=docs"], [(A, "passed", 0.1)])
     newest = group_stats(mem, "live", ["kind=docs"], window=3)["kind=docs"]
-    assert (newest.n_tasks, newest.arm(A.id).s_score) == (3, 3.0)
+    assert newest.n_tasks == 3 and newest.patterns == {(frozenset({A.id}), frozenset({A.id})): 3}
     assert group_stats(mem, "live", ["kind=docs"])["kind=docs"].n_tasks == 8

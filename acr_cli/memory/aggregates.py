@@ -2,7 +2,7 @@
 
 For one group (all tasks of a scope that belong to it), ``GroupStats`` holds:
 
-* per arm: attempts with a verdict about the arm (n), the sum of their scores,
+* per arm: attempts with a verdict about the arm (n),
   failed attempts and the sum of their (partial) scores, attempts with a
   positive cost and the sum and sum of squares of ln(cost), and the token level
   (sum of ln(tokens), sum of USD per token) of attempts with tokens and cost;
@@ -35,7 +35,6 @@ SCORE = "COALESCE(a.score, a.verdict = 'passed')"
 @dataclass
 class ArmAgg:
     n: int = 0
-    s_score: float = 0.0
     n_fail: int = 0
     s_fscore: float = 0.0
     n_cost: int = 0  # attempts with a known cost
@@ -150,7 +149,6 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
     for r in db.execute(
             f"SELECT g.key, a.agent || ':' || a.model AS arm,"
             f" SUM(a.verdict IN {JUDGED_SQL}),"
-            f" TOTAL(CASE WHEN a.verdict IN {JUDGED_SQL} THEN {SCORE} END),"
             f" SUM(a.verdict IN ('failed','timeout')),"
             f" TOTAL(CASE WHEN a.verdict IN ('failed','timeout') THEN {SCORE} END),"
             " COUNT(a.cost_usd), SUM(a.cost_usd > 0),"
@@ -162,8 +160,8 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
             " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
             "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
             f" {one} WHERE {where} GROUP BY g.key, a.agent, a.model", params):
-        stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0.0, r[4] or 0, r[5] or 0.0, r[6] or 0, r[7] or 0,
-                                        r[8] or 0.0, r[9] or 0.0, r[10] or 0, r[11] or 0.0, r[12] or 0.0)
+        stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
+                                        r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0)
     # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
     for key, pattern, count in db.execute(
             "SELECT key, pattern, COUNT(*) FROM ("
