@@ -200,13 +200,16 @@ class Chains:
     root: str
     tasks: dict[tuple[str, ...], int] = field(default_factory=dict)
     sums: dict[tuple[str, ...], dict[str, list]] = field(default_factory=dict)
-    version: int = 0  # bumps with every task added
+
+    @property
+    def version(self) -> int:
+        """Changes with every task added: the number of tasks under the root."""
+        return self.tasks.get((), 0)
 
     def add_task(self, groups: Sequence[str], arms: dict[str, list]) -> None:
         if self.root not in groups or not arms:
             return
         chain = tuple(groups[list(groups).index(self.root) + 1:])
-        self.version += 1
         for depth in range(len(chain) + 1):
             key = chain[:depth]
             self.tasks[key] = self.tasks.get(key, 0) + 1

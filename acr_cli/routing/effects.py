@@ -47,7 +47,6 @@ Matrix = list[list[float]]
 
 @dataclass
 class _Node:
-    key: tuple[str, ...]
     tasks: int = 0
     children: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -140,8 +139,8 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
     k = eff.k
     index = {a: i for i, a in enumerate(arm_ids)}
     # a group has effects with min_tasks tasks; its parent then does too (its tasks are a superset)
-    nodes = {key: _Node(key, n) for key, n in tasks.items() if not key or n >= min_tasks}
-    nodes.setdefault((), _Node((), 0))
+    nodes = {key: _Node(n) for key, n in tasks.items() if not key or n >= min_tasks}
+    nodes.setdefault((), _Node())
     for key in nodes:
         if key:
             nodes[key[:-1]].children.append(key)
