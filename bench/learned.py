@@ -55,20 +55,18 @@ def run(m, prof, protocol, order_seed, per_task=None, **overrides):
     return res.metrics
 
 
-def evaluate(m, prof, protocol, orders, seed=1, **overrides):
+def evaluate(m, prof, protocol, orders, seed=1, per_task=None, **overrides):
     start = time.perf_counter()
-    can = run(m, prof, protocol, None, **overrides)
+    can = run(m, prof, protocol, None, per_task, **overrides)
     rng = random.Random(seed)
     seeds = [rng.randrange(2**31) for _ in range(orders)]
     regs = [run(m, prof, protocol, s, **overrides)["cum_regret"] for s in seeds]
     return can, regs, time.perf_counter() - start
 
 
-def by_kind(m, prof, protocol):
+def by_kind(m, protocol, regret):
     """Per kind: the regret of the best fixed model in hindsight (per kind, and per kind/source),
-    and the learned router's on the canonical order: where its regret comes from."""
-    regret: dict[str, float] = {}
-    run(m, prof, protocol, None, per_task=regret)
+    and the learned router's on the canonical order (``regret``: per task): where its regret comes from."""
     rows = {}
     for level in (0, 1):
         groups: dict[str, list] = {}
@@ -127,11 +125,11 @@ def main() -> None:
     for name, protocol in cases:
         m, prof = loaded[name]
         n = args.verify_orders if protocol == "verify" else args.orders
-        can, regs, secs = evaluate(m, prof, protocol, n, args.seed)
+        regret = {} if args.by_kind and protocol == "single" else None
+        can, regs, secs = evaluate(m, prof, protocol, n, args.seed, regret)
         print(line(f"{name} {protocol}", can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
-    if args.by_kind:
-        for name, protocol in [c for c in cases if c[1] == "single"]:
-            by_kind(*loaded[name], protocol)
+        if regret is not None:
+            by_kind(m, protocol, regret)
     if not args.sensitivity:
         return
     print("\nsensitivity (one setting moved at a time)")
