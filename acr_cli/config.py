@@ -16,6 +16,7 @@ Both files are TOML::
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ KEYS = {
     "permissions": str,
     "memory": str,
 }
+TYPE_NAMES = {int: "whole number", float: "number", str: "string"}
 PROJECT_FILE = ".acr.toml"
 USER_ONLY = ("memory",)  # a project file must not move the user's memory
 
@@ -54,9 +56,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         want = KEYS.get(key)
         if want is None:
             raise ConfigError(f"{path}: unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
-        ok = isinstance(val, (int, float)) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
+        number = (int,) if want is int else (int, float)  # a whole count must not be 2.7
+        ok = isinstance(val, number) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
         if not ok:
-            raise ConfigError(f"{path}: setting {key!r} should be a {want.__name__}, got {val!r}")
+            raise ConfigError(f"{path}: setting {key!r} should be a {TYPE_NAMES[want]}, got {val!r}")
         problem = check_value(key, val)
         if problem:
             raise ConfigError(f"{path}: setting {key!r}: {problem}")
@@ -67,6 +70,8 @@ def check_value(key: str, value: Any) -> str | None:
     """What is wrong with a setting's value (the same limits as the command-line options), or None."""
     from acr_cli.domain import PERMISSIONS
 
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"expected a finite number, got {value!r}"
     if key in ("timeout", "verify_timeout") and value < 1:
         return f"expected at least 1 (seconds), got {value!r}"
     if key == "max_attempts" and value < 1:
@@ -117,15 +122,13 @@ class Settings:
 
 
 def set_user_value(path: Path, key: str, raw: str) -> Any:
-    import tomli_w
-
     want = KEYS.get(key)
     if want is None:
         raise ConfigError(f"unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
     try:
         value = want(raw)
     except ValueError:
-        raise ConfigError(f"{key} needs a {want.__name__}, got {raw!r}") from None
+        raise ConfigError(f"{key} needs a {TYPE_NAMES[want]}, got {raw!r}") from None
     problem = check_value(key, value)
     if problem:
         raise ConfigError(f"{key}: {problem}")
@@ -137,20 +140,75 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
     data = read_toml(path)
     data[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    tmp.replace(path)
+    _write_settings(path, data, key)
     return value
 
 
 def unset_user_value(path: Path, key: str) -> bool:
-    import tomli_w
-
+    if key not in KEYS:
+        raise ConfigError(f"unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
     data = read_toml(path)
     if key not in data:
         return False
     del data[key]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    tmp.replace(path)
+    _write_settings(path, data, key)
+    return True
+
+
+def _write_settings(path: Path, data: dict[str, Any], key: str) -> None:
+    """Write ``data`` to the settings file, changing only ``key``'s line: the user's comments,
+    order and layout stay. (The files hold flat ``key = value`` lines, which read_toml checks.)"""
+    from acr_cli.atomic import atomic_write
+
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    text = edit_toml_line(old, key, data.get(key))
+    if tomllib.loads(text) != data:  # a layout the line edit cannot follow: correct beats pretty
+        import tomli_w
+
+        text = tomli_w.dumps(data)
+    with atomic_write(path) as f:
+        f.write(text)
+
+
+def edit_toml_line(text: str, key: str, value: Any) -> str:
+    """``text`` with the statement of top-level ``key`` set to ``value`` (removed when None).
+
+    A trailing comment on the statement's last line is kept; a new key goes at the end.
+    """
+    import re
+
+    import tomli_w
+
+    lines = text.splitlines(keepends=True)
+    head = re.compile(r"\s*(?:%s|\"%s\"|'%s')\s*=" % ((re.escape(key),) * 3))
+    new = tomli_w.dumps({key: value}).rstrip("\n") if value is not None else None
+    for i, line in enumerate(lines):
+        if not head.match(line):
+            continue
+        for j in range(i + 1, len(lines) + 1):  # the statement may span lines (a multi-line string)
+            stmt = "".join(lines[i:j])
+            if _parses(stmt):
+                break
+        else:
+            break
+        if new is None:
+            return "".join(lines[:i] + lines[j:])
+        last = lines[j - 1].rstrip("\r\n")
+        comment = ""
+        prefix = "".join(lines[i:j - 1])
+        for pos in (k for k, ch in enumerate(last) if ch == "#"):
+            if _parses(prefix + last[:pos]):
+                comment = "  " + last[pos:]
+                break
+        return "".join(lines[:i]) + new + comment + "\n" + "".join(lines[j:])
+    if new is None:
+        return text
+    return text + ("\n" if text and not text.endswith("\n") else "") + new + "\n"
+
+
+def _parses(text: str) -> bool:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
     return True

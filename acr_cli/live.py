@@ -115,6 +115,7 @@ class LiveEnvironment:
             except BaseException:
                 if cp is not None and not rolled_back:  # a bug in acr must not leave the attempt's changes
                     self._rollback(cp, log)
+                    self.workspace.drop(cp)  # restored: nothing is left for `acr recover`
                 raise
             if cp is not None and fb.abort is None:
                 self.workspace.drop(cp)
@@ -149,7 +150,7 @@ class LiveEnvironment:
             res = process.run_interactive(inv.argv, cwd=self.project, env=env)
             usage = adapter.session_usage(self.project, wall - 1)
             parsed = AgentResult(*(usage or (None, None)))
-            if res.not_found or res.exit_code not in (0, None):
+            if res.not_started or res.exit_code not in (0, None):
                 parsed.error = short(res.stderr) or f"{adapter.executable} exited with {res.exit_code}"
             fb.exit_code = res.exit_code
             self._apply_usage(arm, fb, parsed)
@@ -163,7 +164,7 @@ class LiveEnvironment:
                 fb.verdict = TIMEOUT
                 fb.reason = f"no result within {self.timeout:g}s; the agent's process group was killed"
                 return fb
-            if res.not_found:
+            if res.not_started:
                 fb.verdict, fb.reason = ERROR, res.stderr
                 return fb
             parsed = self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)

@@ -66,7 +66,7 @@ class ProcessResult:
     duration_s: float
     timed_out: bool = False
     cancelled: bool = False
-    not_found: bool = False
+    not_started: bool = False  # could not be started (not found, not executable, arguments too long)
 
 
 class Cancelled(Exception):
@@ -110,9 +110,12 @@ def run(
             start_new_session=True,
         )
     except FileNotFoundError:
-        return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_found=True)
+        return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_started=True)
     except PermissionError as e:
-        return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_found=True)
+        return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_started=True)
+    except (OSError, ValueError) as e:  # E2BIG (arguments too long), a NUL byte in an argument...
+        return ProcessResult(argv, None, "", f"{argv[0]}: could not start: {getattr(e, 'strerror', None) or e}",
+                             0.0, not_started=True)
 
     out_lines = _Capture()
     err_lines = _Capture()
@@ -227,7 +230,7 @@ def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -
         child = pexpect.spawn(argv[0], list(argv[1:]), cwd=str(cwd), env=dict(env), encoding=None,
                               dimensions=(size.lines, size.columns))
     except pexpect.ExceptionPexpect as e:
-        return ProcessResult(list(argv), None, "", str(e), 0.0, not_found=True)
+        return ProcessResult(list(argv), None, "", str(e), 0.0, not_started=True)
 
     def resize(*_: object) -> None:
         s = shutil.get_terminal_size((120, 40))

@@ -38,6 +38,7 @@ Every error names the file, the line and the field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,9 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
     for name in raw:
         k = key + (name,)
         val = raw[name]
-        if name in ("cost_weight", "timeout", "verify_timeout", "prior_weight"):
+        if name in ("timeout", "verify_timeout"):  # the same limit as --timeout and config files
+            out[name] = v.number(val, k, minimum=1.0)
+        elif name in ("cost_weight", "prior_weight"):
             out[name] = v.number(val, k, minimum=0.0)
         elif name == "typical_tokens":
             out[name] = None if val is None else v.number(val, k, minimum=1.0)
@@ -290,6 +293,8 @@ class _Validator:
                integer: bool = False) -> float:
         if isinstance(val, bool) or not isinstance(val, (int, float)):
             raise self.error(key, f"expected a number, got {_kind(val)}")
+        if not math.isfinite(val):
+            raise self.error(key, f"expected a finite number, got {val}")
         if integer and int(val) != val:
             raise self.error(key, f"expected a whole number, got {val}")
         if minimum is not None and val < minimum:

@@ -32,6 +32,9 @@ def load(path: Path, text: str | None = None, cache_dir: Path | None = None) -> 
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise ProfileError(str(path), None, "file", f"cannot read: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            line = text_line(path.read_bytes(), e.start)
+            raise ProfileError(str(path), line, "file", "not UTF-8 text (a YAML profile is UTF-8)") from None
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: ~10x faster
     try:
         node = yaml.compose(text, Loader=loader_cls)
@@ -47,6 +50,11 @@ def load(path: Path, text: str | None = None, cache_dir: Path | None = None) -> 
         return _convert(node, (), lines, yaml.constructor.SafeConstructor()), lines
     except _DuplicateKey as e:
         raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
+
+
+def text_line(raw: bytes, offset: int) -> int:
+    """The 1-based line holding byte ``offset``."""
+    return raw.count(b"\n", 0, offset) + 1
 
 
 def _cache_file(path: Path, cache_dir: Path) -> tuple[Path, list[int]] | None:

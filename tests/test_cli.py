@@ -36,7 +36,7 @@ def test_help_and_version():
     (["memory", "forget"], "say what to forget"),
     (["route", "x", "--profile", "nosuch"], "no profile named 'nosuch'"),
     (["config", "set", "colour", "red"], "unknown setting 'colour'"),
-    (["config", "set", "timeout", "soon"], "timeout needs a float"),
+    (["config", "set", "timeout", "soon"], "timeout needs a number"),
     (["config", "set", "timeout", "0"], "timeout: expected at least 1"),
     (["config", "set", "max_attempts", "0"], "max_attempts: expected at least 1"),
     (["config", "set", "permissions", "bogus"], "expected one of read-only, workspace-write, full"),
@@ -106,6 +106,15 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     tid = _seed(acr_home)
     dump = tmp_path / "dump.jsonl"
     assert invoke("memory", "export", str(dump)).exit_code == 0
+    assert dump.stat().st_mode & 0o777 == 0o600  # the memory holds prompts: as private as the memory itself
+    assert invoke("memory", "export", "-").output == dump.read_text()  # '-' is stdout
+    (tmp_path / "backups").mkdir()
+    (tmp_path / "latest.jsonl").symlink_to(tmp_path / "backups" / "old.jsonl")
+    (tmp_path / "backups" / "old.jsonl").write_text("old\n")
+    assert invoke("memory", "export", str(tmp_path / "latest.jsonl")).exit_code == 0
+    assert (tmp_path / "latest.jsonl").is_symlink()  # written through the link, which stays
+    assert (tmp_path / "backups" / "old.jsonl").read_text() == dump.read_text()
+    assert sorted(p.name for p in (tmp_path / "backups").iterdir()) == ["old.jsonl"]
     logs = acr_home / "data" / "logs" / tid
     logs.mkdir(parents=True)
     (logs / "1-codex.log").write_text("an attempt's output\n")
@@ -138,14 +147,34 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
     assert shown["timeout"]["source"] == "profile quality" and shown["timeout"]["value"] is not None
     (tmp_path / ".acr.toml").write_text("timeout = 'x'\n")
     r = runner.invoke(app, ["route", "x"])
-    assert r.exit_code == 2 and "should be a float" in r.output
+    assert r.exit_code == 2 and "should be a number" in r.output
     (tmp_path / ".acr.toml").write_text("max_cost = -1.0\n")  # the same limits as the command-line flags
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "max_cost': expected 0 or more" in r.output
+    (tmp_path / ".acr.toml").write_text("max_attempts = 2.7\n")  # a count is a whole number
+    r = runner.invoke(app, ["route", "x"])
+    assert r.exit_code == 2 and "'max_attempts' should be a whole number, got 2.7" in r.output
     (tmp_path / ".acr.toml").unlink()
     (acr_home / "config" / "config.toml").write_text('profile = "gone"\n')  # e.g. a user profile deleted since
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "no profile named 'gone' (the profile is set in" in r.output
+
+
+def test_config_set_and_unset_keep_the_users_comments_and_layout(acr_home):
+    user = acr_home / "config" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('# my acr settings\ntimeout = 100  # seconds; see #4\n\nverify = """pytest\n  -q"""\n'
+                    'max_cost = 2.0\n')
+    assert invoke("config", "set", "timeout", "300").exit_code == 0
+    assert invoke("config", "set", "verify", "make test").exit_code == 0
+    assert invoke("config", "unset", "max_cost").exit_code == 0
+    assert invoke("config", "set", "max_attempts", "3").exit_code == 0
+    assert user.read_text() == ('# my acr settings\ntimeout = 300.0  # seconds; see #4\n\nverify = "make test"\n'
+                                'max_attempts = 3\n')
+    r = runner.invoke(app, ["config", "unset", "max_atempts"])
+    assert r.exit_code == 2 and "unknown setting 'max_atempts'" in r.output
+    r = runner.invoke(app, ["config", "set", "timeout", "inf"])
+    assert r.exit_code == 2 and "finite" in r.output
 
 
 def test_a_subdirectory_is_learned_as_its_repository(tmp_path):
@@ -160,7 +189,11 @@ def test_a_subdirectory_is_learned_as_its_repository(tmp_path):
 
 def test_file_system_refusals_are_usage_errors_not_crashes(acr_home, tmp_path):
     r = runner.invoke(app, ["memory", "export", str(tmp_path / "no" / "such" / "dir" / "x.jsonl")])
-    assert r.exit_code == 2 and "No such file or directory" in r.output and "internal error" not in r.output
+    assert r.exit_code == 2 and "dir does not exist" in r.output and "internal error" not in r.output
+    before = sorted(tmp_path.iterdir())
+    r = runner.invoke(app, ["memory", "export", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
+    assert sorted(tmp_path.iterdir()) == before  # no half-written file left beside it
     binary = tmp_path / "blob.png"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     r = runner.invoke(app, ["memory", "import", str(binary)])

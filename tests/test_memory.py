@@ -139,6 +139,13 @@ def test_import_rejects_garbage_with_the_line(tmp_path):
         mem.import_(io.StringIO(json.dumps({"type": "run", "id": "x", "benchmark": "b", "policy": "p",
                                             "started_at": "t"}) + "\nnot json\n"))
     assert mem.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0  # all or nothing
+    for line, problem in (("[1, 2]", "not an acr memory export record"),
+                          ('{"type": "task", "id": "x"}', "task record without created_at"),
+                          ('{"type": "task", "id": "x", "created_at": "t", "attempts": [{"seq": 1}]}',
+                           "attempt without agent, model, started_at, verdict"),
+                          ('{"type": "note"}', "unknown record type 'note'")):
+        with pytest.raises(MemoryFileError, match=problem):  # not "skipped, already present"
+            mem.import_(io.StringIO(line + "\n"))
 
 
 def test_forget(tmp_path):

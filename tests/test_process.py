@@ -37,7 +37,7 @@ def test_timeout_kills_the_process_group(tmp_path):
 
 def test_missing_command(tmp_path):
     r = process.run(["definitely-not-a-command-acr"], cwd=tmp_path, timeout=5)
-    assert r.not_found and "not found" in r.stderr
+    assert r.not_started and "not found" in r.stderr
 
 
 def test_log_is_redacted(tmp_path, monkeypatch):

@@ -57,10 +57,16 @@ def test_valid_profile_parses(tmp_path):
      "order.default[0]"),
     (GOOD.replace("bug_fix: 0.6", "bug_fix: 1.6"), 7, "arms[0].prior.bug_fix"),
     (GOOD + "arms: []\n", 12, "arms"),
+    (GOOD.replace("cost_weight: 0.2", "cost_weight: .nan"), 2, "settings.cost_weight"),
+    (GOOD.replace("max_attempts: 2", "timeout: 0"), 2, "settings.timeout"),  # every attempt would time out
+    (GOOD.replace("input: 2.5", "input: .inf"), 6, "arms[0].price.input"),
+    ("description: t\nname: caf\xe9\n", 2, "file"),
     (GOOD.replace("  - agent: codex", "  - agent: codex\n   broken: [", 1), None, "yaml"),
 ])
 def test_errors_name_file_line_and_field(tmp_path, bad, line, field):
     path = write(tmp_path, bad)
+    if field == "file":  # the same text in Latin-1: not UTF-8
+        path.write_bytes(bad.encode("latin-1"))
     with pytest.raises(ProfileError) as e:
         profiles.load(str(path), tmp_path)
     err = e.value

@@ -122,6 +122,28 @@ def test_prompt_reaches_the_agent_verbatim_and_is_never_run_by_a_shell(project, 
     assert not canary.exists()
 
 
+def test_a_prompt_longer_than_an_argument_can_be_reaches_every_agent(project, fakes_on_path, scenario, tmp_path):
+    prompt = "fix add; here is the whole failing log:" + "\nE   assert 1 == 2  ünïcode" * 12_000  # ~330 KB
+    (tmp_path / "long.txt").write_text(prompt)
+    log = scenario({"write": {"calc.py": GOOD}})
+    for agent in ("claude:claude-opus-4-6", "codex:gpt-5.4", "opencode:moonshotai/kimi-k2.5"):
+        r = acr("run", "--arms", agent, "--verify", VERIFY, "--prompt-file", str(tmp_path / "long.txt"), cwd=project)
+        assert r.returncode == 0, r.stderr
+        git(project, "checkout", "--", "calc.py")
+    assert [c["prompt"] for c in calls(log)] == [prompt] * 3
+    assert git(project, "for-each-ref", "refs/acr/checkpoints") == ""
+
+
+def test_a_request_with_a_nul_byte_is_refused_before_anything_runs(project, fakes_on_path, scenario, tmp_path):
+    (tmp_path / "nul.txt").write_bytes(b"fix\n the \x00 add function\n")
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "--arms", "codex:gpt-5.4", "--verify", VERIFY, "--prompt-file", str(tmp_path / "nul.txt"),
+            cwd=project)
+    assert r.returncode == 2 and "NUL byte (line 2)" in r.stderr and "Traceback" not in r.stderr
+    assert calls(log) == []
+    assert git(project, "for-each-ref", "refs/acr") == ""
+
+
 def test_api_errors_move_on_to_the_next_arm(project, fakes_on_path, scenario):
     scenario({"match": {"agent": "claude"}, "error": "500"},
              {"match": {"agent": "opencode"}, "error": "rate_limit"},

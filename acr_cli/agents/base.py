@@ -22,6 +22,15 @@ class Invocation:
     stdin: str | None = None  # text written to the agent's stdin, then EOF (default: /dev/null)
 
 
+# Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN). A longer prompt goes to the
+# agent's stdin instead, which `claude -p` and `codex exec` read when no prompt argument is given.
+ARGV_PROMPT_MAX = 100_000  # bytes
+
+
+def prompt_fits_argv(prompt: str) -> bool:
+    return len(prompt.encode("utf-8")) <= ARGV_PROMPT_MAX
+
+
 @dataclass
 class AgentResult:
     tokens_in: int | None = None

@@ -1,10 +1,10 @@
 """Claude Code (``claude``).
 
 Non-interactive: ``claude -p --output-format stream-json --verbose --model M
-[permission flags] -- PROMPT``. The stream is one JSON object per line; the
-last one (``type: result``) carries ``total_cost_usd``, ``usage``,
-``session_id``, ``result`` (final text), ``is_error`` and
-``permission_denials``. A run whose tool calls were all denied exits 0 with
+[permission flags] -- PROMPT`` (a prompt too long for one argument goes to stdin
+instead). The stream is one JSON object per line; the last one (``type:
+result``) carries ``total_cost_usd``, ``usage``, ``session_id``, ``result``
+(final text), ``is_error`` and ``permission_denials``. A run whose tool calls were all denied exits 0 with
 subtype ``success``: acr counts it as a failed attempt.
 """
 
@@ -14,7 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
+from acr_cli.agents.base import (Adapter, AgentResult, Invocation, as_float, as_int, json_lines, prompt_fits_argv,
+                                 short)
 from acr_cli.domain import Arm
 
 EDIT_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit,Read,Glob,Grep,LS,TodoWrite"
@@ -34,8 +35,10 @@ class ClaudeAdapter(Adapter):
 
     def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
         argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose", "--model", arm.model]
-        argv += self._permission_args(permissions) + list(arm.args) + ["--", prompt]
-        return Invocation(argv)
+        argv += self._permission_args(permissions) + list(arm.args)
+        if prompt_fits_argv(prompt):
+            return Invocation(argv + ["--", prompt])
+        return Invocation(argv, stdin=prompt)
 
     def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
         argv = [self.executable, "--model", arm.model] + self._permission_args(permissions) + list(arm.args)

@@ -1,7 +1,8 @@
 """OpenAI Codex CLI (``codex``).
 
 Non-interactive: ``codex exec --json -m M -C DIR -s SANDBOX -c
-approval_policy="never" [--skip-git-repo-check] -- PROMPT``. Output is JSONL
+approval_policy="never" [--skip-git-repo-check] -- PROMPT`` (a prompt too long
+for one argument goes to stdin instead). Output is JSONL
 events: ``thread.started{thread_id}``, ``item.completed{item}``
 (``agent_message``, ``command_execution``, ``error``), ``turn.completed{usage}``,
 ``turn.failed{error}``. Codex reports tokens but no cost: acr prices them from
@@ -14,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_lines, short
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_lines, prompt_fits_argv, short
 from acr_cli.domain import Arm
 
 SANDBOX = {"read-only": "read-only", "workspace-write": "workspace-write", "full": "danger-full-access"}
@@ -33,7 +34,10 @@ class CodexAdapter(Adapter):
                 "-s", SANDBOX.get(permissions, "workspace-write"), "-c", 'approval_policy="never"']
         if not _in_git(workdir):
             argv.append("--skip-git-repo-check")
-        return Invocation(argv + list(arm.args) + ["--", prompt])
+        argv += list(arm.args)
+        if prompt_fits_argv(prompt):
+            return Invocation(argv + ["--", prompt])
+        return Invocation(argv, stdin=prompt)  # no prompt argument: codex exec reads it from stdin
 
     def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
         argv = [self.executable, "-m", arm.model, "-C", str(workdir), "-s", SANDBOX.get(permissions, "workspace-write")]

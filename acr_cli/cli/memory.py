@@ -121,24 +121,24 @@ def log(
 
 @app.command("export")
 def export_(
-    output: Optional[Path] = typer.Argument(None, help="File to write (default: stdout)."),
+    output: Optional[Path] = typer.Argument(None, help="File to write (default, or '-': stdout). Written whole "
+                                                       "or not at all; a new file is readable by you only."),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Write the whole memory as JSONL (runs, then tasks with their attempts).
 
     Example: acr memory export backup.jsonl
     """
+    from acr_cli.atomic import atomic_write
     from acr_cli.cli.common import open_memory
 
     mem = open_memory(memory, create=False)
     try:
-        if output is None:
+        if output is None or str(output) == "-":
             mem.export(sys.stdout)
         else:
-            tmp = output.with_name(output.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
+            with atomic_write(output) as f:
                 n = mem.export(f)
-            tmp.replace(output)
             typer.echo(f"wrote {n} records to {output}", err=True)
     finally:
         mem.close()
@@ -165,6 +165,9 @@ def import_(
             added, skipped = mem.import_(f)
     except UnicodeDecodeError:
         raise AcrError(f"{source} is not a text file written by `acr memory export`") from None
+    except AcrError as e:
+        e.message = f"{source}: {e.message}"
+        raise
     finally:
         mem.close()
     typer.echo(f"imported {added} records, skipped {skipped} already present")

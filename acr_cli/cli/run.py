@@ -37,7 +37,7 @@ def _arms(text: Optional[str], profile) -> list[str] | None:
     return items
 
 
-def _prompt(prompt: Optional[str], prompt_file: Optional[Path]) -> str:
+def _prompt(prompt: Optional[str], prompt_file: Optional[Path], command: str = "run") -> str:
     from acr_cli.errors import AcrError
 
     if prompt_file is not None:
@@ -52,7 +52,12 @@ def _prompt(prompt: Optional[str], prompt_file: Optional[Path]) -> str:
     else:
         text = prompt or ""
     if not text.strip():
-        raise AcrError("the request is empty", hint='acr run "describe the change you want" --verify "pytest -q"')
+        example = 'acr run "describe the change you want" --verify "pytest -q"' if command == "run" else \
+            'acr route "describe the change you want" --explain'
+        raise AcrError("the request is empty", hint=example)
+    if "\0" in text:  # no program can receive it in an argument, and no agent reads it as text
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise AcrError(f"the request contains a NUL byte (line {line})", hint="remove it; a request is plain text")
     return text
 
 
@@ -239,7 +244,7 @@ def route(
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
 
-    prompt = _prompt(prompt, None)
+    prompt = _prompt(prompt, None, command="route")
     proj = _project(project)
     kind, policy = _kind(kind), _policy(policy)
     prof, _ = load_profile(profile, proj)

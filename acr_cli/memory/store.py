@@ -344,9 +344,15 @@ class Memory:
                     continue
                 try:
                     obj = json.loads(line)
-                    kind = obj.pop("type")
-                except (ValueError, KeyError, AttributeError):
-                    raise MemoryFileError(f"line {lineno}: not an acr memory export record") from None
+                except ValueError:
+                    obj = None
+                problem = _record_problem(obj)
+                if problem:
+                    raise MemoryFileError(f"line {lineno}: {problem}",
+                                          hint="nothing was imported; give a file written by `acr memory export`")
+                kind = obj.pop("type")
+                if kind == "task" and not obj.get("source"):
+                    obj["source"] = "live"
                 if kind == "run":
                     cur = self._write(f"INSERT OR IGNORE INTO runs ({','.join(RUN_FIELDS)}) VALUES "
                                       f"({','.join('?' * len(RUN_FIELDS))})", [obj.get(k) for k in RUN_FIELDS])
@@ -363,8 +369,6 @@ class Memory:
                             self._write(f"INSERT INTO attempts (task_id, {','.join(ATTEMPT_FIELDS)}) VALUES "
                                         f"(?, {','.join('?' * len(ATTEMPT_FIELDS))})",
                                         [obj["id"], *[a.get(k) for k in ATTEMPT_FIELDS]])
-                else:
-                    raise MemoryFileError(f"line {lineno}: unknown record type {kind!r}")
                 if cur.rowcount:
                     added += 1
                 else:
@@ -376,6 +380,33 @@ class Memory:
             return 0
         p = Path(self.path)
         return sum(q.stat().st_size for q in (p, Path(f"{p}-wal")) if q.exists())
+
+
+REQUIRED = {"run": ("id", "benchmark", "policy", "started_at"), "task": ("id", "created_at"),
+            "attempt": ("seq", "agent", "model", "started_at", "verdict")}
+
+
+def _record_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not an export record, or None. (A record missing a required field would
+    otherwise be dropped by INSERT OR IGNORE and counted as already present.)"""
+    if not isinstance(obj, dict) or "type" not in obj:
+        return "not an acr memory export record (a JSON object with a \"type\")"
+    kind = obj["type"]
+    if kind not in ("run", "task"):
+        return f"unknown record type {kind!r}"
+    missing = [k for k in REQUIRED[kind] if obj.get(k) is None]
+    if missing:
+        return f"{kind} record without {', '.join(missing)}"
+    attempts, groups = obj.get("attempts", []), obj.get("groups", [])
+    if not isinstance(attempts, list) or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        return f"task {obj['id']}: attempts and groups must be lists"
+    for a in attempts:
+        if not isinstance(a, dict):
+            return f"task {obj['id']}: an attempt is not a JSON object"
+        missing = [k for k in REQUIRED["attempt"] if a.get(k) is None]
+        if missing:
+            return f"task {obj['id']}: attempt without {', '.join(missing)}"
+    return None
 
 
 def _decode_run(r: dict[str, Any]) -> dict[str, Any]:

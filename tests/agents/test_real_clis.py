@@ -176,6 +176,18 @@ def test_prompt_reaches_the_model_verbatim_and_no_shell_runs_it(agent, project, 
     assert not canary.exists()
 
 
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_prompt_too_long_for_one_argument_reaches_the_model(agent, project, tmp_path):
+    prompt = "write \"good\" into out.txt; the failing log follows" + "\nE   assert 'initial' == 'good'" * 5_000
+    (tmp_path / "prompt.txt").write_text(prompt)  # ~170 KB: over Linux's 128 KiB limit for one argument
+    with Mocks(tmp_path, {agent: [tool_call("echo good > out.txt", final="done")]}) as m:
+        r = acr("run", "--arms", ARM[agent], "--verify", VERIFY, "--json", "--timeout", "90",
+                "--prompt-file", str(tmp_path / "prompt.txt"), cwd=project, env=m.env, timeout=300)
+        bodies = [json.dumps(q["body"]) for q in m.servers[agent].model_requests()]
+    assert r.returncode == 0, r.stderr
+    assert any(json.dumps(prompt)[1:-1] in b for b in bodies), f"{agent}: the prompt did not reach the model whole"
+
+
 def test_doctor_check_understands_every_installed_cli():
     r = acr("doctor", "--check", "--json", timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

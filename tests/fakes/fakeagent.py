@@ -80,8 +80,10 @@ def parse_args(agent: str, argv: list[str]) -> dict:
         if not sys.stdin.isatty():
             message += "\n" + sys.stdin.read()
         out["prompt"] = message.strip("\n") or None
-    else:
-        out["prompt"] = "\n".join(positional) if positional else None
+    elif positional:
+        out["prompt"] = "\n".join(positional)
+    else:  # like `claude -p` and `codex exec` without a prompt argument: the prompt is stdin
+        out["prompt"] = (sys.stdin.read() if not sys.stdin.isatty() else "") or None
     flags = out["flags"]
     if agent == "claude":
         if "-p" not in flags and "--print" not in flags:
