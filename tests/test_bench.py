@@ -174,13 +174,38 @@ def test_bad_input(tmp_path):
     d = write_ood(tmp_path / "data", OOD)
     for args, msg in ((["nosuch"], "unknown benchmark"), (["ood176", "--policy", "always:gpt-9"], "unknown model"),
                       (["ood176", "--policy", "magic"], "unknown policy"),
-                      (["ood176", "--policy", "map:nofile.json"], "not found")):
+                      (["ood176", "--policy", "map:nofile.json"], "not found"),
+                      (["ood176", "--cost-weight", "inf"], "finite number"),  # its figures would be NaN
+                      (["ood176", "--orders", "100000000"], "10000")):  # not a list of 10^8 seeds in memory
         r = acr("bench", "replay", *args, "--data-dir", str(d))
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, args
     r = acr("bench", "replay", "ood176", "--data-dir", str(tmp_path / "empty"))
     assert r.returncode == 2 and "missing" in r.stderr
     r = acr("bench", "replay", "ood176", env={"ACR_HF_ENDPOINT": "http://127.0.0.1:9"})  # nothing listens there
     assert r.returncode == 2 and "could not be downloaded" in r.stderr and "--data-dir" in r.stderr
+
+
+def test_a_damaged_data_file_is_named_with_its_line_not_a_crash(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    good = {p.name: p.read_bytes() for p in d.iterdir()}
+    results = good["ood176_results_long.csv"].decode()
+    cut = results[:results.index("\n", results.index("\n") + 1) + 20]  # the header, a row, part of the next
+    for name, damage, msg in (
+            ("ood176_results_long.csv", cut.encode(), "ood176_results_long.csv:3: 4 field(s), expected 8"),
+            ("ood176_results_long.csv", b"", "ood176_results_long.csv: empty"),
+            ("ood176_results_long.csv", b"\xff\xfe\x00garbage", "ood176_results_long.csv: not UTF-8 text"),
+            ("ood176_results_long.csv", results.replace(",0.01\r\n", ",lots\r\n", 1).encode(),
+             "ood176_results_long.csv:2: column cost_usd: 'lots' is not a number"),
+            ("ood176_tasks.jsonl", good["ood176_tasks.jsonl"][:30], "ood176_tasks.jsonl:1: not a task record"),
+            ("models.json", b"{bad", "models.json: not a price table")):
+        (d / name).write_bytes(damage)
+        r = acr("bench", "replay", "ood176", "--policy", "oracle", "--data-dir", str(d))
+        assert r.returncode == 2 and msg in r.stderr and "internal error" not in r.stderr, (name, r.stderr)
+        assert "acr bench download" in r.stderr  # what to do about it
+        (d / name).write_bytes(good[name])
+    (d / "ood176_results_long.csv").write_text(results.replace(",0.01\r\n", ",\r\n", 1), newline="")
+    cheap = replay(d, "ood176", "always:cheap")["results"][0]  # a blank cost is 0, as in the paper
+    assert cheap["n"] == 4 and cheap["cost_usd"] == pytest.approx(0.02 + 0.03 + 0.04)
 
 
 def test_plot_or_a_clear_message(tmp_path):
@@ -193,6 +218,16 @@ def test_plot_or_a_clear_message(tmp_path):
         assert r.returncode == 2 and "pip install 'acr[plot]'" in r.stderr
     else:
         assert r.returncode == 0 and out.read_bytes().startswith(b"\x89PNG")
+    r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "learned", "--plot", "/nonexistent/r.png")
+    assert r.returncode == 2 and r.stdout == ""  # refused before the replay, not after it
+    assert "/nonexistent does not exist" in r.stderr or "needs matplotlib" in r.stderr
+
+
+def test_csv_and_markdown_still_warn_about_files_that_differ_from_the_published_ones(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    for fmt in ("--csv", "--markdown"):
+        r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle", fmt)
+        assert r.returncode == 0 and "sha256 differs" in r.stderr and "sha256" not in r.stdout
 
 
 def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr_home):

@@ -154,7 +154,7 @@ class Decisions(Policy):
                     d = json.loads(line)
                     chain = d.get("chain_run") or [d["chosen_model"]]
                     self.by_task[d["task_id"]] = [arms[normalize(m)] for m in chain]
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise AcrError(f"decisions:{path}: cannot read line {locals().get('n', 0)} ({e})",
                            hint="one JSON object per line with task_id and chosen_model (optional chain_run)") from None
         self.name = f"decisions:{path.name}"

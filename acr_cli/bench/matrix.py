@@ -10,6 +10,7 @@ benchmark's YAML, e.g. ``通义千问Max`` -> ``Qwen3-Max``).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -107,57 +108,98 @@ def groups_for(levels: tuple[str, ...], ref: str, dimension: str, meta: dict) ->
 
 
 def read_prices(path: Path) -> dict[str, tuple[float, float]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {m["model"]: (float(m["input_per_1m"]), float(m["output_per_1m"])) for m in data["models"]}
-
-
-def _int(x: str) -> int | None:
     try:
-        return int(float(x))
-    except (TypeError, ValueError):
+        data = json.loads(_text(path))
+        return {m["model"]: (_finite(m["input_per_1m"]), _finite(m["output_per_1m"])) for m in data["models"]}
+    except (ValueError, KeyError, TypeError) as e:
+        raise AcrError(f"{path.name}: not a price table ({{\"models\": [{{model, input_per_1m, output_per_1m}}]}}): "
+                       f"{_why(e)}", hint=DAMAGED) from None
+
+
+DAMAGED = "the file looks damaged: fetch it again (`acr bench download`) or point --data-dir at a good copy"
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AcrError(f"{path.name}: not UTF-8 text", hint=DAMAGED) from None
+
+
+def _why(e: Exception) -> str:
+    return f"missing field {e}" if isinstance(e, KeyError) else str(e)
+
+
+def _finite(x: object) -> float:
+    v = float(x)  # type: ignore[arg-type]
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"{x!r} is not a finite number")
+    return v
+
+
+def _number(row: list[str], i: int, what: str, where: str, integer: bool = False) -> float | None:
+    """The cell as a number; a blank cell is None (the files leave unknown costs blank)."""
+    raw = row[i].strip()
+    if not raw:
         return None
-
-
-def _float(x: str, default: float = 0.0) -> float:
     try:
-        return float(x)
-    except (TypeError, ValueError):
-        return default
+        v = _finite(raw)
+    except ValueError:
+        raise AcrError(f"{where}: column {what}: {raw!r} is not a number", hint=DAMAGED) from None
+    return float(int(v)) if integer else v
 
 
 def load(spec: BenchSpec, data_dir: Path) -> Matrix:
     prices = read_prices(data_dir / spec.files["models"].name)
     models = list(prices)
     tasks_meta: list[dict] = []
-    with open(data_dir / spec.files["tasks"].name, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                tasks_meta.append(json.loads(line))
+    tasks_file = data_dir / spec.files["tasks"].name
+    for lineno, line in enumerate(_text(tasks_file).splitlines(), 1):
+        if line.strip():
+            try:
+                meta = json.loads(line)
+                if not isinstance(meta.get("task_id"), str):
+                    raise ValueError("no task_id")
+            except (ValueError, AttributeError) as e:
+                raise AcrError(f"{tasks_file.name}:{lineno}: not a task record ({e})", hint=DAMAGED) from None
+            tasks_meta.append(meta)
     cells: dict[str, dict[str, Cell]] = {t["task_id"]: {} for t in tasks_meta}
-    with open(data_dir / spec.files["results"].name, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        col = {name: i for i, name in enumerate(next(reader))}
-        ood = spec.format == "ood"
-        need = ("task_id", "model", "cost_usd") + (("resolved", "apply_ok", "in_tok", "out_tok") if ood else
-                                                   ("score", "input_tokens", "output_tokens"))
-        missing_cols = [c for c in need if c not in col]
-        if missing_cols:
-            raise AcrError(f"{spec.files['results'].name}: missing column(s) {', '.join(missing_cols)}")
-        i_task, i_model, i_cost = col["task_id"], col["model"], col["cost_usd"]
-        names: dict[str, str] = {}
-        for row in reader:
-            ref = row[i_task]
-            if ref not in cells:
-                continue
-            raw = row[i_model]
-            model = names.get(raw) or names.setdefault(raw, normalize_model(raw, models, spec.aliases))
-            if ood:
-                cell = Cell(float(_int(row[col["resolved"]]) or 0), _float(row[i_cost]), _int(row[col["in_tok"]]),
-                            _int(row[col["out_tok"]]), bool(_int(row[col["apply_ok"]])))
-            else:
-                cell = Cell(_float(row[col["score"]]), _float(row[i_cost]), _int(row[col["input_tokens"]]),
-                            _int(row[col["output_tokens"]]))
-            cells[ref][model] = cell
+    results = data_dir / spec.files["results"].name
+    reader = csv.reader(io.StringIO(_text(results), newline=""))
+    header = next(reader, None)
+    if not header:
+        raise AcrError(f"{results.name}: empty", hint=DAMAGED)
+    col = {name: i for i, name in enumerate(header)}
+    ood = spec.format == "ood"
+    need = ("task_id", "model", "cost_usd") + (("resolved", "apply_ok", "in_tok", "out_tok") if ood else
+                                               ("score", "input_tokens", "output_tokens"))
+    missing_cols = [c for c in need if c not in col]
+    if missing_cols:
+        raise AcrError(f"{results.name}: missing column(s) {', '.join(missing_cols)}")
+    width = max(col[c] for c in need) + 1
+    i_task, i_model, i_cost = col["task_id"], col["model"], col["cost_usd"]
+    names: dict[str, str] = {}
+    for row in reader:
+        if not row:
+            continue
+        where = f"{results.name}:{reader.line_num}"
+        if len(row) < width:
+            raise AcrError(f"{where}: {len(row)} field(s), expected {len(header)}", hint=DAMAGED)
+        ref = row[i_task]
+        if ref not in cells:
+            continue
+        raw = row[i_model]
+        model = names.get(raw) or names.setdefault(raw, normalize_model(raw, models, spec.aliases))
+        num = lambda name, integer=False: _number(row, col[name], name, where, integer)  # noqa: E731
+        cost = num("cost_usd") or 0.0
+        if ood:
+            tin, tout = num("in_tok", True), num("out_tok", True)
+            cell = Cell(num("resolved", True) or 0.0, cost, None if tin is None else int(tin),
+                        None if tout is None else int(tout), bool(num("apply_ok", True)))
+        else:
+            tin, tout = num("input_tokens", True), num("output_tokens", True)
+            cell = Cell(num("score") or 0.0, cost, None if tin is None else int(tin), None if tout is None else int(tout))
+        cells[ref][model] = cell
     tasks = []
     for t in tasks_meta:
         ref, dim = t["task_id"], t.get("dimension") or "?"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Callable
 
 from acr_cli.bench import baselines as bl
-from acr_cli.bench.matrix import Matrix
+from acr_cli.bench.matrix import DAMAGED, Matrix
 from acr_cli.errors import AcrError
 from acr_cli.memory.aggregates import GroupCache
 from acr_cli.memory.store import Memory
@@ -41,15 +42,18 @@ def _fit_dimension_best(matrix: Matrix, arms: dict, data_dir: Path, profile: Pro
     probing = data_dir / "id_probing_results_long.csv"
     means: dict[str, dict[str, list[float]]] = {}
     if probing.is_file():
-        with open(probing, encoding="utf-8", newline="") as f:
-            for row in csv.DictReader(f):
-                try:
-                    model = matrix.normalize(row["model"])
-                    s = means.setdefault(row["dimension"], {}).setdefault(model, [0.0, 0])
-                    s[0] += float(row["score"] or 0)
-                    s[1] += 1
-                except (AcrError, ValueError, KeyError):
-                    continue
+        try:
+            text = probing.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise AcrError(f"{probing.name}: cannot read it ({e})", hint=DAMAGED) from None
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            try:
+                model = matrix.normalize(row["model"])
+                s = means.setdefault(row["dimension"], {}).setdefault(model, [0.0, 0])
+                s[0] += float(row["score"] or 0)
+                s[1] += 1
+            except (AcrError, ValueError, KeyError, TypeError):
+                continue
         fitted_on = "the probing split"
         table = {d: {m: v[0] / v[1] for m, v in ms.items() if v[1]} for d, ms in means.items()}
     else:

@@ -6,6 +6,7 @@ import csv
 import io
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 from acr_cli.errors import AcrError
@@ -51,39 +52,45 @@ def columns(benchmark: str) -> list[str]:
 def rich_table(doc: dict[str, Any], width: int = 200):
     """Our figures, each policy with a dim line of the paper's published figures under it.
 
-    In a narrow terminal the least-read columns (rAcc, then escalations, then n) are left
-    out; ``--json``/``--csv`` always have everything.
+    A number is never cut: in a narrow terminal a long policy name folds onto a second line,
+    and then the least-read columns (rAcc, escalations, n, Perf/$, Apply%, Steps, in that
+    order) are left out, which the caption says; ``--json``/``--csv`` always have everything.
     """
     from rich.table import Table
 
-    t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
-                    f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False)
-    policy_w = max(len(r["policy"]) for r in doc["results"])
-    cols = columns(doc["benchmark"])
-    show_n = True
-    for drop in ("racc", "escalations", "n"):
-        need = policy_w + (5 if show_n else 0) + sum(max(len(HEAD[m]), 8) + 2 for m in cols)
-        if need <= width:
-            break
-        if drop == "n":
-            show_n = False
-        elif drop in cols:
-            cols.remove(drop)
-    t.add_column("policy", no_wrap=True, min_width=policy_w)
-    if show_n:
-        t.add_column("n", justify="right", no_wrap=True)
-    for m in cols:
-        t.add_column(HEAD[m], justify="right", no_wrap=True, min_width=len(HEAD[m]))
+    rows: list[tuple[list[str], str]] = []  # (policy, n, every metric), style
+    cols_all = columns(doc["benchmark"])
     for r in doc["results"]:
-        t.add_row(r["policy"], *([str(r["n"])] if show_n else []), *_cells({**r, "sd": None}, cols, None))
+        rows.append(([r["policy"], str(r["n"]), *_cells({**r, "sd": None}, cols_all, None)], ""))
         sd = r.get("sd") or {}
         if sd:
-            t.add_row(f"  ± sd ({r.get('orders')} orders)", *([""] if show_n else []),
-                      *[_fmt(m, sd[m]) if m in sd else "" for m in cols], style="dim")
+            rows.append(([f"  ± sd ({r.get('orders')} orders)", "",
+                          *[_fmt(m, sd[m]) if m in sd else "" for m in cols_all]], "dim"))
         pub = r.get("published") or {}
         if pub:
-            t.add_row("  paper", *([""] if show_n else []), *[_fmt(m, pub[m]) if m in pub else "" for m in cols],
-                      style="dim")
+            rows.append((["  paper", "", *[_fmt(m, pub[m]) if m in pub else "" for m in cols_all]], "dim"))
+    heads = ["policy", "n", *[HEAD[m] for m in cols_all]]
+    widths = [max(len(h), *(len(cells[i]) for cells, _ in rows)) for i, h in enumerate(heads)]
+    keep = list(range(len(heads)))
+    policy_w = min(widths[0], 24)  # a longer name folds
+    dropped = []
+    for drop in ("racc", "escalations", "n", "perf_per_dollar", "apply_ok", "avg_steps"):
+        if policy_w + sum(widths[i] + 2 for i in keep[1:]) <= width:
+            break
+        i = 1 if drop == "n" else (2 + cols_all.index(drop) if drop in cols_all else None)
+        if i is not None and i in keep:
+            keep.remove(i)
+            dropped.append(heads[i])
+    caption = f"(narrow terminal: {', '.join(dropped)} left out; --json has every column)" if dropped else None
+    t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
+                    f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False, caption=caption)
+    for i in keep:
+        if i == 0:
+            t.add_column("policy", overflow="fold", min_width=policy_w)
+        else:
+            t.add_column(heads[i], justify="right", no_wrap=True, min_width=widths[i])
+    for cells, style in rows:
+        t.add_row(*[cells[i] for i in keep], style=style or None)
     return t
 
 
@@ -143,17 +150,33 @@ def to_csv(doc: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def plot(curves: dict[str, list[float]], path: str, title: str) -> None:
-    """Cumulative regret along the stream, one line per policy (needs matplotlib: pip install 'acr[plot]')."""
-    try:
-        import matplotlib
+def check_plot(path: str) -> None:
+    """Refuse a --plot that cannot be drawn, before a replay that may take minutes."""
+    import importlib.util
+    import os
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise AcrError("--plot needs matplotlib", hint="pip install 'acr[plot]'  (or: pip install matplotlib)") from None
     if not path.lower().endswith((".png", ".svg")):
         raise AcrError(f"--plot {path}: use a .png or .svg file name")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise AcrError("--plot needs matplotlib", hint="pip install 'acr[plot]'  (or: pip install matplotlib)")
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise AcrError(f"--plot {path} is a directory", hint="give a file name ending in .png or .svg")
+    folder = target.parent
+    if not folder.is_dir():
+        raise AcrError(f"--plot {path}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise AcrError(f"--plot {path}: directory {folder} is not writable")
+
+
+def plot(curves: dict[str, list[float]], path: str, title: str) -> None:
+    """Cumulative regret along the stream, one line per policy (needs matplotlib: pip install 'acr[plot]')."""
+    check_plot(path)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     for label, curve in curves.items():
         ax.plot(range(1, len(curve) + 1), curve, label=label, linewidth=1.6)
@@ -163,5 +186,9 @@ def plot(curves: dict[str, list[float]], path: str, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        fig.savefig(Path(path).expanduser())
+    except OSError as e:
+        raise AcrError(f"--plot {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)

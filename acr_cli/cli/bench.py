@@ -7,11 +7,12 @@ from typing import List, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, PROFILE_HELP
+from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, finite
 
 app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919) or on your own memory.",
                   no_args_is_help=True)
 
+MAX_ORDERS = 10_000  # 100 orders of ID2919 take minutes; 10,000 take most of a day
 DATA_HELP = "Folder with the CodeRouterBench files (default: $ACR_BENCH_DATA, else acr's download cache)."
 
 
@@ -27,8 +28,9 @@ def replay(
     protocol: Optional[str] = typer.Option(None, "--protocol",
                                            help="cascade (OOD), single (ID: one action) or verify (ID: retry where "
                                                 "execution-verified)."),
-    cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, help="lambda in reward = score - lambda x USD."),
-    orders: int = typer.Option(1, "--orders", min=1, help="Replay N shuffled stream orders; report mean and sd."),
+    cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite, help="lambda in reward = score - lambda x USD."),
+    orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
+                               help="Replay N shuffled stream orders; report mean and sd."),
     seed: int = typer.Option(1, "--seed", help="Seed for shuffled orders and randomised policies."),
     k: int = typer.Option(2, "--k", min=0, help="acrouter: cheap attempts with apply_ok needed to escalate."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
@@ -57,6 +59,10 @@ def replay(
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
                         profile=profile, memory=memory)
     check_formats(json_out, csv_out, md_out)  # before a replay that may take minutes
+    if plot:
+        from acr_cli.bench.report import check_plot
+
+        check_plot(plot)
     doc = run_replays(req, progress=not (json_out or csv_out or md_out))
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
 

@@ -19,8 +19,6 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
     from acr_cli.cli.common import console, print_json
     check_formats(json_out, csv_out, md_out)
 
-    if plot:
-        report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
     if json_out:
         print_json({k: v for k, v in doc.items() if k != "curves"})
     elif csv_out:
@@ -34,5 +32,9 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
             con.print(f"[dim]{note}[/]")
         if stored_note:
             con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
-    if plot:
+    for w in doc.get("warnings") or []:  # the table and JSON carry them; CSV and markdown have no place
+        if csv_out or md_out:
+            print(f"acr: warning: {w}", file=sys.stderr)
+    if plot:  # after the figures: a plot that fails must not lose them
+        report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
         print(f"plot written to {plot}", file=sys.stderr)

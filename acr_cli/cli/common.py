@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import traceback
 from pathlib import Path
@@ -47,7 +48,26 @@ def console(stderr: bool = False):
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON that strict parsers (jq, JSON.parse) accept: a non-finite number is written as null."""
+    sys.stdout.write(json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, default=str,
+                                allow_nan=False) + "\n")
+
+
+def _finite_or_null(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
+
+
+def finite(value: float | None) -> float | None:
+    """Typer callback: a number option must be finite (``inf`` and ``nan`` parse as floats)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"expected a finite number, got {value}")
+    return value
 
 
 def report_error(e: AcrError) -> None:

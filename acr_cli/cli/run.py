@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, finite
 
 _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
               "(the model part may contain ':' or '/').")
@@ -102,11 +102,11 @@ def run(
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="USD budget for the task: no attempt starts once it is spent, nor one the learned policy "
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, callback=finite, help="USD budget for the task: no attempt starts once it is spent, nor one the learned policy "
                                                "expects to go over it. An attempt's real cost is known only when it ends."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per attempt before the agent is killed."),
-    verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, help="Seconds for the verifier."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, callback=finite, help="Seconds per attempt before the agent is killed."),
+    verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, callback=finite, help="Seconds for the verifier."),
     kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     permissions: Optional[str] = typer.Option(None, "--permissions",
