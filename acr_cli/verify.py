@@ -68,16 +68,24 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
     """Why ``command`` cannot run at all (a typo in the program's name, a script that is not there), or None.
 
     Checked before the first attempt so that a broken verifier does not fail every agent, charge for
-    each, and teach memory that good models fail. Only the first program is checked, and only when
-    the command starts with one (not with ``cd``, a subshell, ...)."""
+    each, and teach memory that good models fail. The shell checks the whole command's syntax
+    (``sh -n``: read, not run); then only the first program is looked up, the way the shell would
+    (``command -v``: a builtin such as ``exit`` or ``ulimit`` counts), and only when the command
+    starts with one (not with ``cd``, a subshell, ...)."""
     import os
     import shlex
-    import shutil
+    import subprocess
 
     try:
         words = shlex.split(command)
     except ValueError as e:
         return f"cannot be parsed as a shell command ({e})"
+    env = dict(os.environ, **({"PATH": path_env} if path_env is not None else {}))
+    syntax = subprocess.run(["/bin/sh", "-n", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, errors="replace")
+    if syntax.returncode != 0:
+        detail = (syntax.stderr.strip().splitlines() or ["syntax error"])[-1]
+        return f"is not valid shell syntax ({detail})"
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
         words = words[1:]  # FOO=1 pytest
     if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`*?;&|<>()"):
@@ -90,7 +98,9 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
         if not os.access(target, os.X_OK) or target.is_dir():
             return f"`{program}` is not an executable file"
         return None
-    if shutil.which(program, path=path_env) is None:
+    found = subprocess.run(["/bin/sh", "-c", 'command -v -- "$1"', "sh", program], cwd=cwd, env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True)
+    if found.returncode != 0:
         return f"`{program}` is not installed or not on PATH"
     return None
 

@@ -26,6 +26,10 @@ How it stays safe for the user's own work:
   made it, and the log names it). Rollback restores kept entries the attempt
   changed or deleted, and removes files it added inside a kept directory; new
   ignored entries (caches, build output) are left in place.
+* Git records files, not directories, so a checkpoint also lists the
+  directories inside untracked ones (up to ``UNTRACKED_DIRS_MAX``; a larger one
+  is opaque). A directory that did not exist then and that the rollback left
+  empty is removed; the user's own directories, even empty ones, stay.
 
 Not covered: ignored entries over that budget and nested repositories
 (submodules, clones inside the tree): rollback never deletes or rewrites one,
@@ -49,6 +53,7 @@ from acr_cli.errors import WorkspaceError
 
 IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second per checkpoint
 IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
+UNTRACKED_DIRS_MAX = 5000  # directories listed inside untracked ones at a checkpoint (a few ms)
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
@@ -73,6 +78,12 @@ class Checkpoint:
     unprotected: tuple[str, ...] = ()  # ignored entries over the budget: not kept
     ignored_index: tuple[bytes, int] | None = field(default=None, repr=False)  # seeds later snapshots
     raw: dict[str, str] = field(default_factory=dict, repr=False)  # path -> blob of its exact bytes (see _raw_copies)
+    # Directories no tree records (git tracks files): those inside untracked directories, and
+    # ``opaque`` ones too large to list, where a rollback removes no directory. With the trees'
+    # own, every directory there was, so a rollback can remove the ones the attempt created.
+    # None (a checkpoint loaded by `acr recover`): directories are left alone.
+    untracked_dirs: frozenset[str] | None = field(default=None, repr=False)
+    opaque_dirs: tuple[str, ...] = field(default=(), repr=False)
 
 
 class Workspace:
@@ -290,8 +301,31 @@ class Workspace:
             commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
                                env=_ident()).decode().strip()
             self._git("update-ref", ref + "-ignored", commit)
+        untracked_dirs, opaque = self._untracked_dirs()
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          self._raw_copies())
+                          self._raw_copies(), untracked_dirs, opaque)
+
+    def _untracked_dirs(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Every directory inside the untracked (or ignored) directories git lists, and the listed
+        directories too large to walk within the budget (a dependency tree)."""
+        listed = self._git("ls-files", "-z", "--others", "--directory").decode("utf-8", errors="surrogateescape")
+        found: set[str] = set()
+        opaque: list[str] = []
+        budget = UNTRACKED_DIRS_MAX
+        for top in sorted((e.rstrip("/") for e in listed.split("\0") if e.endswith("/")), key=len):
+            inside = [top]
+            for parent, subdirs, _ in os.walk(self.root / top):
+                subdirs[:] = [d for d in subdirs if d != ".git"]  # a nested repository's own
+                rel = os.path.relpath(parent, self.root)
+                inside += [os.path.join(rel, d) for d in subdirs]
+                if len(inside) > budget:
+                    break
+            if len(inside) > budget:
+                opaque.append(top + "/")
+            else:
+                found.update(inside)
+                budget -= len(inside)
+        return frozenset(found), tuple(opaque)
 
     def save_current(self, ref: str) -> str:
         """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
@@ -377,7 +411,31 @@ class Workspace:
                 hint=f"list them with `git ls-tree -r --name-only {source}`; restore one with "
                      f"`git restore --source={source} --worktree -- PATH`",
             )
+        self._remove_created_dirs(cp, [p for st, p in changed + ignored_changed if st == "A"])
         return len(changed) + len(ignored_changed)
+
+    def _remove_created_dirs(self, cp: Checkpoint, removed: list[str]) -> None:
+        """Remove the directories left empty by removing ``removed`` (files the attempt added) that
+        did not exist at the checkpoint; a directory the user had, even an empty one, stays."""
+        if cp.untracked_dirs is None or not removed:
+            return
+        existed: set[str] = set()
+        for tree in filter(None, (cp.tree, cp.ignored_tree)):
+            files = self._git("ls-tree", "-r", "-z", "--name-only", tree).decode("utf-8", errors="surrogateescape")
+            for f in files.split("\0"):
+                d = os.path.dirname(f)
+                while d and d not in existed:
+                    existed.add(d)
+                    d = os.path.dirname(d)
+        existed |= cp.untracked_dirs
+        for path in sorted(removed, key=lambda p: -p.count("/")):  # deepest first
+            d = os.path.dirname(path)
+            while d and d not in existed and not any((d + "/").startswith(o) for o in cp.opaque_dirs):
+                try:
+                    os.rmdir(self.root / d)  # only ever an empty directory
+                except OSError:
+                    break
+                d = os.path.dirname(d)
 
     def _diff(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status, path) of the paths that differ, nested repositories aside (see :meth:`nested_changes`)."""
@@ -491,8 +549,7 @@ def _unlink_index(idx: str) -> None:
 
 
 def _remove(target: Path) -> None:
-    # Directories the attempt created are left in place (possibly empty): git does not
-    # track directories, so acr cannot tell them from the user's own empty ones.
+    # Directories the attempt created and left empty go afterwards (Workspace._remove_created_dirs).
     if target.is_dir() and not target.is_symlink():
         _rmtree_unless_repository(target)
     else:

@@ -211,3 +211,8 @@ def test_verifier_preflight_checks_only_the_program_a_command_starts_with(tmp_pa
     (tmp_path / "check.sh").chmod(0o755)
     assert preflight("./check.sh --fast", tmp_path) is None
     assert "cannot be parsed" in preflight("pytest -k 'unclosed", tmp_path)
+    for builtin in ("exit 0", "ulimit -v 4000000 && pytest", "umask 077; make test", "type pytest"):
+        assert preflight(builtin, tmp_path) is None, builtin  # the shell has them: not "not installed"
+    assert "no-such-tool-xyz` is not installed" in preflight("no-such-tool-xyz --run", tmp_path)
+    assert "not valid shell syntax" in preflight("pytest -q |", tmp_path)  # would fail every attempt
+    assert "not valid shell syntax" in preflight("if true; then pytest", tmp_path)

@@ -72,6 +72,26 @@ def test_restore_undoes_every_kind_of_change_and_keeps_user_work(dirty):
     assert (dirty / "ignored" / "cache").read_text() == "cache\n"
 
 
+def dirs(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir() and ".git" not in p.parts}
+
+
+def test_directories_the_attempt_created_go_and_the_users_own_stay_even_empty(dirty):
+    for d in ("empty", "sub/emptier", "ignored/empty", "notes/drafts"):
+        (dirty / d).mkdir(parents=True)
+    (dirty / "notes" / "todo.md").write_text("mine\n")
+    before = dirs(dirty)
+    ws = Workspace.open(dirty)
+    cp = ws.checkpoint()
+    for f in ("new/nested/deeper/file.py", "empty/added.py", "sub/emptier/more/x.py", "ignored/newdir/x",
+              "notes/drafts/d.md", "sub/y/z.py"):
+        (dirty / f).parent.mkdir(parents=True, exist_ok=True)
+        (dirty / f).write_text("agent\n")
+    (dirty / "made-but-empty").mkdir()  # holds no file: git cannot see it, so neither can a rollback
+    ws.restore(cp)
+    assert dirs(dirty) == before | {"made-but-empty"}
+
+
 def test_same_size_edit_in_the_same_second_is_seen(project):
     # git's stat cache cannot tell these apart by size or second-resolution mtime
     ws = Workspace.open(project)
