@@ -132,6 +132,12 @@ def test_doctor_json(acr_home, fakes_on_path):
     assert out["agents"]["codex"]["found"] and out["agents"]["codex"]["version"] == "codex-cli 0.169.0"
     assert out["paths"]["resolved_from"] == "ACR_HOME"
     assert all(a["usable"] for a in out["profile"]["arms"])
+    (acr_home / "data").mkdir(parents=True, exist_ok=True)
+    (acr_home / "data" / "memory.sqlite").write_bytes(b"garbage" * 500)
+    r = runner.invoke(app, ["doctor", "--json"])  # a broken memory is reported beside everything else
+    out = json.loads(r.output)
+    assert r.exit_code == 1 and out["agents"]["codex"]["found"]
+    assert "not a readable acr memory" in out["memory"]["problem"] and "mv " in out["memory"]["problem"]
 
 
 def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):

@@ -175,3 +175,37 @@ def test_routing_reads_only_the_newest_tasks_of_a_group(tmp_path):
     newest = group_stats(mem, "live", ["kind=docs"], window=3)["kind=docs"]
     assert newest.n_tasks == 3 and newest.patterns == {(frozenset({A.id}), frozenset({A.id})): 3}
     assert group_stats(mem, "live", ["kind=docs"])["kind=docs"].n_tasks == 8
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory on a read-only bind mount (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    src, mnt = tmp_path / "src", tmp_path / "ro"
+    src.mkdir()
+    mnt.mkdir()
+    ok = subprocess.run(["mount", "--bind", str(src), str(mnt)], capture_output=True).returncode == 0
+    if not ok:
+        pytest.skip("needs permission to bind-mount a directory read-only")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(mnt)], capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only here")
+        yield src, mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_a_memory_on_a_read_only_mount_is_still_read_by_commands_that_only_read(read_only_dir):
+    from conftest import acr
+
+    src, mnt = read_only_dir
+    mem = Memory.open(src / "m.sqlite")
+    record(mem, ["all", "kind=bug_fix"], [(A, "failed", 0.1), (B, "passed", 0.5)])
+    mem.close()
+    for cmd in (["memory", "show", "--json"], ["memory", "log", "--json"], ["memory", "export"]):
+        r = acr(*cmd, "--memory", str(mnt / "m.sqlite"))
+        assert r.returncode == 0 and r.stdout, (cmd, r.stderr)
+    assert json.loads(acr("memory", "log", "--json", "--memory", str(mnt / "m.sqlite")).stdout)["tasks"]
+    r = acr("memory", "forget", "--all", "--yes", "--memory", str(mnt / "m.sqlite"))  # a write still says why not
+    assert r.returncode == 2 and "cannot write the memory" in r.stderr

@@ -25,10 +25,10 @@ def paths():
     return Paths.from_env()
 
 
-def open_memory(memory: Path | None, create: bool = True):
-    """The memory. ``create=False`` (commands that only read): a memory file that does not exist yet is
-    an empty memory when it is the default one, and an error when the user named it (a typo must not
-    silently become a new, empty memory)."""
+def open_memory(memory: Path | None, create: bool = True, read_only: bool = False):
+    """The memory. ``create=False``: a memory file that does not exist yet is an empty memory when it is
+    the default one, and an error when the user named it (a typo must not silently become a new, empty
+    memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read."""
     from acr_cli.errors import MemoryFileError
     from acr_cli.memory import Memory
 
@@ -38,7 +38,7 @@ def open_memory(memory: Path | None, create: bool = True):
             return Memory.open(":memory:")
         raise MemoryFileError(f"no memory at {path} (named by {source})",
                               hint="check the path; a new memory is created by the first `acr run` that uses it")
-    return Memory.open(path)
+    return Memory.open(path, read_only=read_only)
 
 
 def console(stderr: bool = False):

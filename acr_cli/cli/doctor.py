@@ -62,11 +62,17 @@ def doctor(
     mem_path = p.memory_path(memory)
     mem_info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
     if mem_path.exists():
-        mem = open_memory(memory, create=False)
-        try:
-            mem_info.update(mem.counts(), size_bytes=mem.size_bytes())
-        finally:
-            mem.close()
+        from acr_cli.errors import MemoryFileError
+
+        try:  # a broken memory is one more finding, not the end of the diagnosis
+            mem = open_memory(memory, create=False, read_only=True)
+        except MemoryFileError as e:
+            mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
+        else:
+            try:
+                mem_info.update(mem.counts(), size_bytes=mem.size_bytes())
+            finally:
+                mem.close()
     report = {
         "agents": found,
         "profile": {"name": prof.name, "path": str(prof.path), "arms": arms},
@@ -80,7 +86,7 @@ def doctor(
         report["checks"] = checks
     if json_out:
         print_json(report)
-        _exit_on_failed(checks)
+        _exit_on_failed(checks, mem_info)
         return
     con = console()
     con.print("[bold]agents[/]")
@@ -98,9 +104,12 @@ def doctor(
         if v:
             con.print(f"  {k:15} {v}")
     size = mem_info.get("size_bytes")
-    con.print(f"[bold]memory[/] {mem_path}" + (
-        f": {mem_info['tasks']} tasks, {mem_info['attempts']} attempts, {mem_info['bench_runs']} replays, "
-        f"{size / 1024:.0f} KiB" if mem_info["exists"] else " (not created yet)"))
+    if mem_info.get("problem"):
+        con.print(f"[bold]memory[/] {mem_path}\n  [red]✗[/] {mem_info['problem']}")
+    else:
+        con.print(f"[bold]memory[/] {mem_path}" + (
+            f": {mem_info['tasks']} tasks, {mem_info['attempts']} attempts, {mem_info['bench_runs']} replays, "
+            f"{size / 1024:.0f} KiB" if mem_info["exists"] else " (not created yet)"))
     if usable == 0:
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")
@@ -118,7 +127,7 @@ def doctor(
                     con.print(f"      - {p}")
         if not checks:
             con.print("  no agent CLI installed to check")
-    _exit_on_failed(checks)
+    _exit_on_failed(checks, mem_info)
 
 
 def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:
@@ -140,6 +149,7 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
     return out
 
 
-def _exit_on_failed(checks: Optional[list]) -> None:
-    if checks and not all(c["ok"] for c in checks):
+def _exit_on_failed(checks: Optional[list], mem_info: dict) -> None:
+    """Exit 1 when a check failed or the memory cannot be read."""
+    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem"):
         raise typer.Exit(1)

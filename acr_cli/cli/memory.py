@@ -35,7 +35,7 @@ def show(
 
     kind = _kind(kind)
     prof, _ = load_profile(profile, Path.cwd())
-    mem = open_memory(memory, create=False)
+    mem = open_memory(memory, create=False, read_only=True)
     try:
         rows = mem.kind_table("live", kind)
         policy = live_policy(prof, mem)
@@ -88,7 +88,7 @@ def log(
     """
     from acr_cli.cli.common import console, fmt_money, open_memory, parse_since, print_json
 
-    mem = open_memory(memory, create=False)
+    mem = open_memory(memory, create=False, read_only=True)
     try:
         tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
     finally:
@@ -132,7 +132,7 @@ def export_(
     from acr_cli.atomic import atomic_write
     from acr_cli.cli.common import open_memory
 
-    mem = open_memory(memory, create=False)
+    mem = open_memory(memory, create=False, read_only=True)
     try:
         if output is None or str(output) == "-":
             mem.export(sys.stdout)

@@ -249,7 +249,7 @@ def route(
     kind, policy = _kind(kind), _policy(policy)
     prof, _ = load_profile(profile, proj)
     arm_list = _arms(arms, prof)
-    mem = open_memory(memory, create=False)
+    mem = open_memory(memory, create=False, read_only=True)
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)

@@ -104,8 +104,11 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
 ]
 
 
-def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
-    """Open (creating if needed) the memory at ``path``; ``":memory:"`` for a throw-away one."""
+def connect(path: Path | str, create: bool = True, read_only: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) the memory at ``path``; ``":memory:"`` for a throw-away one.
+
+    ``read_only`` (commands that only read): a memory acr may not write to (a read-only mount, a
+    file owned by someone else) is still read, as an immutable snapshot."""
     in_memory = str(path) == ":memory:"
     if not in_memory:
         path = Path(path)
@@ -142,7 +145,10 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     except sqlite3.DatabaseError as e:
-        raise _explain(e, path) from None
+        err = _explain(e, path)
+        if not (read_only and err.message.startswith("cannot write")):
+            raise err from None
+        return _connect_immutable(Path(path), err)
     if not in_memory:
         for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
             try:
@@ -150,6 +156,26 @@ def connect(path: Path | str, create: bool = True) -> sqlite3.Connection:
                     os.chmod(p, 0o600)
             except OSError:
                 pass
+    return db
+
+
+def _connect_immutable(path: Path, why: MemoryFileError) -> sqlite3.Connection:
+    from urllib.parse import quote
+
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?immutable=1", uri=True, isolation_level=None,
+                             check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone():
+            raise why
+        try:
+            db.execute("SELECT ln(1.0)")
+        except sqlite3.OperationalError:
+            import math
+
+            db.create_function("ln", 1, math.log, deterministic=True)
+    except sqlite3.DatabaseError:
+        raise why from None
     return db
 
 
@@ -172,7 +198,8 @@ def _enable_wal(db: sqlite3.Connection) -> None:
 
 def _explain(e: sqlite3.DatabaseError, path: Path | str) -> MemoryFileError:
     text = str(e)
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
+    # "table ... already exists": the record of applied migrations no longer matches the schema
+    if "not a database" in text or "malformed" in text or "corrupt" in text or "already exists" in text:
         return MemoryFileError(
             f"{path} is not a readable acr memory ({text})",
             hint=f"move it aside (`mv {path} {path}.broken`) and acr starts a new memory; "

@@ -100,8 +100,8 @@ class Memory:
         self._in_batch = False
 
     @classmethod
-    def open(cls, path: Path | str, create: bool = True) -> "Memory":
-        return cls(dbmod.connect(path, create=create), path)
+    def open(cls, path: Path | str, create: bool = True, read_only: bool = False) -> "Memory":
+        return cls(dbmod.connect(path, create=create, read_only=read_only), path)
 
     def close(self) -> None:
         self.db.close()
