@@ -253,6 +253,8 @@ def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr
     assert always["unscorable"] == 1 and always["n"] == 2
     assert orc["cum_regret"] == pytest.approx(0.0)
     assert doc["missing_cells"] == 2
+    r = acr("bench", "replay", "memory", "--policy", "acrouter")  # its chain names the paper's models
+    assert r.returncode == 2 and "replays on ood176 and id2919, not on your memory" in r.stderr
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -78,6 +78,11 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
         raise AcrError(f"unknown policy {spec!r}", hint="policies: oracle, always:MODEL, random, acrouter, "
                        "cascade:M1,M2,..., map:FILE, decisions:FILE, dimension-best, linucb, lints, knn, learned")
 
+    if matrix.name == "memory" and name in PAPER_ONLY:
+        raise AcrError(f"policy {name} is CodeRouterBench's own (its models, its files): it replays on ood176 "
+                       "and id2919, not on your memory",
+                       hint="on your memory: oracle, always:ARM, random, cascade:A1,A2, linucb, lints, knn, learned")
+
     def arm(model: str):
         return arms[matrix.normalize(model)]
 
@@ -123,6 +128,9 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
     tokens = profile.settings.typical_tokens if profile else None
     return spec, lambda mem, src: LearnedPolicy(ordered, GroupCache(mem, src), cost_weight=cost_weight,
                                                 prior_weight=pw, typical_tokens=tokens)
+
+
+PAPER_ONLY = ("acrouter", "map", "decisions")  # the paper's models, chain or files
 
 
 def _named(policy: Policy, label: str) -> Policy:

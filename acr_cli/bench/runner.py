@@ -108,6 +108,9 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         names = list(req.policies)
         if req.baselines or not names:
             names += [p for p in policies.baseline_set(spec.name, data_dir) if p not in names]
+            if spec.name != "ood176" and not any(n.startswith("map:") for n in names):
+                warnings.append(f"no reference/acrouter_id_group_map.json in {data_dir} (it comes with the paper's "
+                                "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
         title = spec.title
     arms = replay_mod.bench_arms(matrix, prof)
     built = [policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,

@@ -36,8 +36,9 @@ def replay(
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
                                           help=PROFILE_HELP + " Priors for `learned` (default: coderouterbench)."),
     memory: Optional[Path] = typer.Option(None, "--memory",
-                                          help="Record the replay's attempts in this file (default: a throw-away "
-                                               "in-memory database; the summary still goes to your memory)."),
+                                          help="Record the replay's attempts and its summary in this file "
+                                               "(default: attempts in a throw-away in-memory database, the "
+                                               "summary in your memory)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
     md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),
@@ -64,7 +65,8 @@ def replay(
 
         check_plot(plot)
     doc = run_replays(req, progress=not (json_out or csv_out or md_out))
-    render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot)
+    render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot,
+           stored_in=str(memory) if memory else None)
 
 
 @app.command()
@@ -132,4 +134,10 @@ def download(
         got = data.download(files, target, revision=revision, progress=progress, force=force)
     for p in got:
         typer.echo(f"ok  {p}")
-    typer.echo(f"{len(got)} files in {target}; `acr bench replay ood176` now works without --data-dir")
+    if dest is None:
+        typer.echo(f"{len(got)} files in {target}; `acr bench replay ood176` now works without --data-dir")
+    else:
+        typer.echo(f"{len(got)} files in {target}; replay them with `--data-dir {target}` "
+                   f"(or set ACR_BENCH_DATA={target})")
+    typer.echo("The paper's reference outputs (reference/: ACRouter's decisions and group map) are not part of "
+               "the dataset; copy them into that folder from the paper's release to replay them.")

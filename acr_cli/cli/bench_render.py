@@ -14,7 +14,7 @@ def check_formats(*flags: bool) -> None:
 
 
 def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, plot: str | None,
-           stored_note: bool = True) -> None:
+           stored_note: bool = True, stored_in: str | None = None) -> None:
     from acr_cli.bench import report
     from acr_cli.cli.common import console, print_json
     check_formats(json_out, csv_out, md_out)
@@ -31,7 +31,10 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
         for note in report.notes(doc):
             con.print(f"[dim]{note}[/]")
         if stored_note:
-            con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}`[/]")
+            import shlex
+
+            where = f" --memory {shlex.quote(stored_in)}" if stored_in else ""
+            con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}{where}`[/]")
     for w in doc.get("warnings") or []:  # the table and JSON carry them; CSV and markdown have no place
         if csv_out or md_out:
             print(f"acr: warning: {w}", file=sys.stderr)
