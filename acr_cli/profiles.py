@@ -118,6 +118,8 @@ def find(spec: str, user_dir: Path) -> Path:
     if p.suffix in (".yaml", ".yml") or "/" in spec or p.exists():
         if p.is_file():
             return p
+        if p.is_dir():
+            raise ConfigError(f"profile {spec} is a directory", hint="give a profile file (NAME.yaml) or a name")
         raise ConfigError(f"profile file {spec} does not exist")
     for d in (user_dir, builtin_dir()):
         candidate = d / f"{spec}.yaml"

@@ -32,7 +32,13 @@ def recover(
     from acr_cli.errors import AcrError
     from acr_cli.workspace import CHECKPOINT_REFS, Workspace
 
-    ws = Workspace.open(_project(project))
+    from acr_cli.errors import WorkspaceError
+
+    try:
+        ws = Workspace.open(_project(project))
+    except WorkspaceError as e:  # not the run's hint (--no-rollback): nothing here to recover
+        raise AcrError(e.message, hint="run `acr recover` in the git repository (or pass -C DIR) where the "
+                       "killed `acr run` worked") from None
     ws.lock()  # no run is active here now, so every checkpoint left is an interrupted one
     try:
         found = ws.interrupted_checkpoints()
