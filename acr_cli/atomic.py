@@ -24,22 +24,22 @@ def atomic_write(path: Path, mode: int = 0o600) -> Iterator[IO[str]]:
 
     ``mode`` applies to a file that does not exist yet; an existing file keeps its mode.
     """
-    real = Path(os.path.realpath(path))
     try:
-        st = real.stat()
+        st = os.stat(path)  # follows links: /dev/stdout to the pipe or file it stands for
     except FileNotFoundError:
         st = None
     except OSError as e:
         raise AcrError(f"cannot write {path}: {e.strerror}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise AcrError(f"{path} is a directory", hint="give a file name")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        try:
-            with open(real, "w", encoding="utf-8") as f:
+    if (st is not None and not stat.S_ISREG(st.st_mode)) or str(path).startswith(("/dev/", "/proc/")):
+        try:  # a pipe, a device, a descriptor's name: written as it is, never replaced
+            with open(path, "w", encoding="utf-8") as f:
                 yield f
         except OSError as e:
             raise AcrError(f"cannot write {path}: {e.strerror}") from None
         return
+    real = Path(os.path.realpath(path))  # a symlink is written through
     if not real.parent.is_dir():
         raise AcrError(f"cannot write {path}: directory {real.parent} does not exist")
     try:

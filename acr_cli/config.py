@@ -160,9 +160,16 @@ def _write_settings(path: Path, data: dict[str, Any], key: str) -> None:
     order and layout stay. (The files hold flat ``key = value`` lines, which read_toml checks.)"""
     from acr_cli.atomic import atomic_write
 
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = ""
+    if path.is_file():
+        with open(path, encoding="utf-8", newline="") as f:  # as it is: a CRLF file stays CRLF
+            old = f.read()
     text = edit_toml_line(old, key, data.get(key))
-    if tomllib.loads(text) != data:  # a layout the line edit cannot follow: correct beats pretty
+    try:
+        same = tomllib.loads(text) == data
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:  # a layout the line edit cannot follow: correct beats pretty
         import tomli_w
 
         text = tomli_w.dumps(data)
@@ -190,17 +197,18 @@ def edit_toml_line(text: str, key: str, value: Any) -> str:
             if _parses(stmt):
                 break
         else:
-            break
+            continue  # not a statement's start (a line inside a multi-line string, say)
         if new is None:
             return "".join(lines[:i] + lines[j:])
         last = lines[j - 1].rstrip("\r\n")
+        eol = lines[j - 1][len(last):] or "\n"  # keep a CRLF file CRLF
         comment = ""
         prefix = "".join(lines[i:j - 1])
         for pos in (k for k, ch in enumerate(last) if ch == "#"):
             if _parses(prefix + last[:pos]):
                 comment = "  " + last[pos:]
                 break
-        return "".join(lines[:i]) + new + comment + "\n" + "".join(lines[j:])
+        return "".join(lines[:i]) + new + comment + eol + "".join(lines[j:])
     if new is None:
         return text
     return text + ("\n" if text and not text.endswith("\n") else "") + new + "\n"

@@ -295,7 +295,7 @@ class _Validator:
                integer: bool = False) -> float:
         if isinstance(val, bool) or not isinstance(val, (int, float)):
             raise self.error(key, f"expected a number, got {_kind(val)}")
-        if not math.isfinite(val):
+        if isinstance(val, float) and not math.isfinite(val):
             raise self.error(key, f"expected a finite number, got {val}")
         if integer and int(val) != val:
             raise self.error(key, f"expected a whole number, got {val}")

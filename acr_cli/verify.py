@@ -87,6 +87,8 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
         detail = (syntax.stderr.strip().splitlines() or ["syntax error"])[-1]
         return f"is not valid shell syntax ({detail})"
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        if words[0].startswith("PATH="):
+            return None  # PATH=.venv/bin:$PATH tool: found on a PATH we do not rebuild here
         words = words[1:]  # FOO=1 pytest
     if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`*?;&|<>()"):
         return None

@@ -53,7 +53,7 @@ from acr_cli.errors import WorkspaceError
 
 IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second per checkpoint
 IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
-UNTRACKED_DIRS_MAX = 5000  # directories listed inside untracked ones at a checkpoint (a few ms)
+UNTRACKED_DIRS_MAX = 2000  # directories listed inside untracked ones per checkpoint (~10 ms at most)
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
 _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=false"]
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
@@ -301,18 +301,23 @@ class Workspace:
             commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
                                env=_ident()).decode().strip()
             self._git("update-ref", ref + "-ignored", commit)
-        untracked_dirs, opaque = self._untracked_dirs()
+        untracked_dirs, opaque = self._untracked_dirs(over)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
                           self._raw_copies(), untracked_dirs, opaque)
 
-    def _untracked_dirs(self) -> tuple[frozenset[str], tuple[str, ...]]:
+    def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
         """Every directory inside the untracked (or ignored) directories git lists, and the listed
-        directories too large to walk within the budget (a dependency tree)."""
+        directories not walked: ignored ones over the checkpoint's budget (``over``, which a
+        rollback leaves alone anyway) and ones too large to walk within this budget."""
         listed = self._git("ls-files", "-z", "--others", "--directory").decode("utf-8", errors="surrogateescape")
         found: set[str] = set()
-        opaque: list[str] = []
+        opaque: list[str] = [e for e in over if e.endswith("/")]
         budget = UNTRACKED_DIRS_MAX
         for top in sorted((e.rstrip("/") for e in listed.split("\0") if e.endswith("/")), key=len):
+            if any((top + "/").startswith(o) or o.startswith(top + "/") for o in opaque):
+                if not any((top + "/").startswith(o) for o in opaque):
+                    opaque.append(top + "/")  # it holds an opaque one
+                continue
             inside = [top]
             for parent, subdirs, _ in os.walk(self.root / top):
                 subdirs[:] = [d for d in subdirs if d != ".git"]  # a nested repository's own

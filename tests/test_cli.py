@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -108,6 +110,9 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     assert invoke("memory", "export", str(dump)).exit_code == 0
     assert dump.stat().st_mode & 0o777 == 0o600  # the memory holds prompts: as private as the memory itself
     assert invoke("memory", "export", "-").output == dump.read_text()  # '-' is stdout
+    piped = subprocess.run(f"{sys.executable} -m acr_cli memory export /dev/stdout | cat", shell=True,
+                           capture_output=True, text=True)  # the shell is the test's, to make a pipe
+    assert piped.returncode == 0 and piped.stdout == dump.read_text(), piped.stderr
     (tmp_path / "backups").mkdir()
     (tmp_path / "latest.jsonl").symlink_to(tmp_path / "backups" / "old.jsonl")
     (tmp_path / "backups" / "old.jsonl").write_text("old\n")
@@ -177,6 +182,9 @@ def test_config_set_and_unset_keep_the_users_comments_and_layout(acr_home):
     assert invoke("config", "set", "max_attempts", "3").exit_code == 0
     assert user.read_text() == ('# my acr settings\ntimeout = 300.0  # seconds; see #4\n\nverify = "make test"\n'
                                 'max_attempts = 3\n')
+    user.write_bytes(b'verify = """\r\nprofile="fast\r\n"""\r\nprofile = "cheap"  # mine\r\n')
+    assert invoke("config", "set", "profile", "balanced").exit_code == 0  # the real key, not the string's line
+    assert user.read_bytes() == b'verify = """\r\nprofile="fast\r\n"""\r\nprofile = "balanced"  # mine\r\n'
     r = runner.invoke(app, ["config", "unset", "max_atempts"])
     assert r.exit_code == 2 and "unknown setting 'max_atempts'" in r.output
     r = runner.invoke(app, ["config", "set", "timeout", "inf"])
@@ -222,3 +230,4 @@ def test_verifier_preflight_checks_only_the_program_a_command_starts_with(tmp_pa
     assert "no-such-tool-xyz` is not installed" in preflight("no-such-tool-xyz --run", tmp_path)
     assert "not valid shell syntax" in preflight("pytest -q |", tmp_path)  # would fail every attempt
     assert "not valid shell syntax" in preflight("if true; then pytest", tmp_path)
+    assert preflight("PATH=.venv/bin:$PATH only-in-the-venv -q", tmp_path) is None  # found on its own PATH

@@ -134,7 +134,7 @@ def export_(
 
     mem = open_memory(memory, create=False, read_only=True)
     try:
-        if output is None or str(output) == "-":
+        if output is None or str(output) in ("-", "/dev/stdout"):
             mem.export(sys.stdout)
         else:
             with atomic_write(output) as f:

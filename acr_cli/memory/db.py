@@ -124,6 +124,7 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
                                       hint="check the directory's permissions, or pass --memory PATH / set ACR_HOME") from None
         elif path.is_dir():
             raise MemoryFileError(f"{path} is a directory, not a memory file")
+    db: sqlite3.Connection | None = None
     try:
         db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         db.row_factory = sqlite3.Row
@@ -148,6 +149,8 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
         err = _explain(e, path)
         if not (read_only and err.message.startswith("cannot write")):
             raise err from None
+        if db is not None:
+            db.close()
         return _connect_immutable(Path(path), err)
     if not in_memory:
         for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
