@@ -109,7 +109,7 @@ def groups_for(levels: tuple[str, ...], ref: str, dimension: str, meta: dict) ->
 
 def read_prices(path: Path) -> dict[str, tuple[float, float]]:
     try:
-        data = json.loads(_text(path))
+        data = json.loads(read_text(path))
         return {m["model"]: (_finite(m["input_per_1m"]), _finite(m["output_per_1m"])) for m in data["models"]}
     except (ValueError, KeyError, TypeError) as e:
         raise AcrError(f"{path.name}: not a price table ({{\"models\": [{{model, input_per_1m, output_per_1m}}]}}): "
@@ -119,7 +119,8 @@ def read_prices(path: Path) -> dict[str, tuple[float, float]]:
 DAMAGED = "the file looks damaged: fetch it again (`acr bench download`) or point --data-dir at a good copy"
 
 
-def _text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """A data file's text; not UTF-8 is an error naming the file."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -154,7 +155,7 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
     models = list(prices)
     tasks_meta: list[dict] = []
     tasks_file = data_dir / spec.files["tasks"].name
-    for lineno, line in enumerate(_text(tasks_file).splitlines(), 1):
+    for lineno, line in enumerate(read_text(tasks_file).splitlines(), 1):
         if line.strip():
             try:
                 meta = json.loads(line)
@@ -165,7 +166,7 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
             tasks_meta.append(meta)
     cells: dict[str, dict[str, Cell]] = {t["task_id"]: {} for t in tasks_meta}
     results = data_dir / spec.files["results"].name
-    reader = csv.reader(io.StringIO(_text(results), newline=""))
+    reader = csv.reader(io.StringIO(read_text(results), newline=""))
     header = next(reader, None)
     if not header:
         raise AcrError(f"{results.name}: empty", hint=DAMAGED)
@@ -177,7 +178,7 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
     if missing_cols:
         raise AcrError(f"{results.name}: missing column(s) {', '.join(missing_cols)}")
     width = max(col[c] for c in need) + 1
-    i_task, i_model, i_cost = col["task_id"], col["model"], col["cost_usd"]
+    i_task, i_model = col["task_id"], col["model"]
     names: dict[str, str] = {}
     for row in reader:
         if not row:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from acr_cli.bench import baselines as bl
-from acr_cli.bench.matrix import DAMAGED, Matrix
+from acr_cli.bench.matrix import Matrix, read_text
 from acr_cli.errors import AcrError
 from acr_cli.memory.aggregates import GroupCache
 from acr_cli.memory.store import Memory
@@ -42,11 +42,7 @@ def _fit_dimension_best(matrix: Matrix, arms: dict, data_dir: Path, profile: Pro
     probing = data_dir / "id_probing_results_long.csv"
     means: dict[str, dict[str, list[float]]] = {}
     if probing.is_file():
-        try:
-            text = probing.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise AcrError(f"{probing.name}: cannot read it ({e})", hint=DAMAGED) from None
-        for row in csv.DictReader(io.StringIO(text, newline="")):
+        for row in csv.DictReader(io.StringIO(read_text(probing), newline="")):
             try:
                 model = matrix.normalize(row["model"])
                 s = means.setdefault(row["dimension"], {}).setdefault(model, [0.0, 0])

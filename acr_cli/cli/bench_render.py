@@ -35,8 +35,8 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
 
             where = f" --memory {shlex.quote(stored_in)}" if stored_in else ""
             con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}{where}`[/]")
-    for w in doc.get("warnings") or []:  # the table and JSON carry them; CSV and markdown have no place
-        if csv_out or md_out:
+    if csv_out or md_out:  # the table and JSON carry the warnings; CSV and markdown have no place for them
+        for w in doc.get("warnings") or []:
             print(f"acr: warning: {w}", file=sys.stderr)
     if plot:  # after the figures: a plot that fails must not lose them
         report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
