@@ -314,9 +314,10 @@ class Workspace:
         opaque: list[str] = [e for e in over if e.endswith("/")]
         budget = UNTRACKED_DIRS_MAX
         for top in sorted((e.rstrip("/") for e in listed.split("\0") if e.endswith("/")), key=len):
-            if any((top + "/").startswith(o) or o.startswith(top + "/") for o in opaque):
-                if not any((top + "/").startswith(o) for o in opaque):
-                    opaque.append(top + "/")  # it holds an opaque one
+            if any((top + "/").startswith(o) for o in opaque):
+                continue
+            if any(o.startswith(top + "/") for o in opaque):  # it holds an opaque one
+                opaque.append(top + "/")
                 continue
             inside = [top]
             for parent, subdirs, _ in os.walk(self.root / top):
@@ -424,15 +425,10 @@ class Workspace:
         did not exist at the checkpoint; a directory the user had, even an empty one, stays."""
         if cp.untracked_dirs is None or not removed:
             return
-        existed: set[str] = set()
-        for tree in filter(None, (cp.tree, cp.ignored_tree)):
-            files = self._git("ls-tree", "-r", "-z", "--name-only", tree).decode("utf-8", errors="surrogateescape")
-            for f in files.split("\0"):
-                d = os.path.dirname(f)
-                while d and d not in existed:
-                    existed.add(d)
-                    d = os.path.dirname(d)
-        existed |= cp.untracked_dirs
+        existed = set(cp.untracked_dirs)
+        for tree in filter(None, (cp.tree, cp.ignored_tree)):  # -d: the trees' directories only
+            listed = self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)
+            existed.update(e for e in listed.decode("utf-8", errors="surrogateescape").split("\0") if e)
         for path in sorted(removed, key=lambda p: -p.count("/")):  # deepest first
             d = os.path.dirname(path)
             while d and d not in existed and not any((d + "/").startswith(o) for o in cp.opaque_dirs):
