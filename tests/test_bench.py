@@ -116,6 +116,17 @@ def test_decisions_file_with_aliases_and_missing_tasks(tmp_path):
     assert r["avg_perf"] == pytest.approx(75.0)
 
 
+def test_a_decisions_file_for_other_tasks_is_refused_and_a_repeated_policy_replays_once(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    dec = tmp_path / "dec.jsonl"
+    dec.write_text(json.dumps({"task_id": "dim1_mbpp_1", "chosen_model": "cheap"}) + "\n")
+    r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", f"decisions:{dec}")
+    assert r.returncode == 2 and "none of its task ids" in r.stderr and "'t1'" in r.stderr
+    doc = replay(d, "ood176", "always:cheap", "oracle", "always:CHEAP")
+    assert [x["policy"] for x in doc["results"]] == ["always:cheap", "oracle"]
+    assert any("always:CHEAP is always:cheap again" in w for w in doc["warnings"])
+
+
 def test_group_map_levels_and_fallback(tmp_path):
     cells = {"dim1_mbpp_1": {"cheap": (1.0, 0.01), "mid": (0.0, 0.1), "premium": (0.5, 1.0)},
              "dim1_bcb_BigCodeBench/2": {"cheap": (0.0, 0.01), "mid": (1.0, 0.1), "premium": (0.5, 1.0)},
@@ -139,6 +150,7 @@ def test_verify_protocol_retries_only_where_execution_verified(tmp_path):
     single = replay(d, "id2919", "cascade:cheap,mid", extra=["--protocol", "single"])["results"][0]
     verify = replay(d, "id2919", "cascade:cheap,mid", extra=["--protocol", "verify"])["results"][0]
     assert single["avg_steps"] == 1.0 and single["avg_perf"] == pytest.approx(50.0)
+    assert single["apply_ok"] is None  # the ID files do not say whether a patch applied: unknown, not 0%
     assert verify["avg_steps"] == 1.5 and verify["avg_perf"] == pytest.approx(75.0)
     r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--protocol", "single")
     assert r.returncode == 2 and "does not apply" in r.stderr
@@ -175,6 +187,8 @@ def test_bad_input(tmp_path):
     for args, msg in ((["nosuch"], "unknown benchmark"), (["ood176", "--policy", "always:gpt-9"], "unknown model"),
                       (["ood176", "--policy", "magic"], "unknown policy"),
                       (["ood176", "--policy", "map:nofile.json"], "not found"),
+                      (["ood176", "--policy", "cascade:cheap,,mid"], "empty"),
+                      (["ood176", "--policy", "cascade:cheap,mid,CHEAP"], "cheap appears twice"),
                       (["ood176", "--cost-weight", "inf"], "finite number"),  # its figures would be NaN
                       (["ood176", "--orders", "100000000"], "10000")):  # not a list of 10^8 seeds in memory
         r = acr("bench", "replay", *args, "--data-dir", str(d))
@@ -253,6 +267,8 @@ def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr
     assert always["unscorable"] == 1 and always["n"] == 2
     assert orc["cum_regret"] == pytest.approx(0.0)
     assert doc["missing_cells"] == 2
+    r = acr("bench", "replay", "memory", "--policy", "linucb")
+    assert r.returncode == 0 and "linucb" in r.stdout and "paper" not in r.stdout  # no paper figure for your memory
     r = acr("bench", "replay", "memory", "--policy", "acrouter")  # its chain names the paper's models
     assert r.returncode == 2 and "replays on ood176 and id2919, not on your memory" in r.stderr
 

@@ -7,7 +7,8 @@ with the task). Over a run:
 * ``avg_perf`` = mean score x 100; ``cost_usd`` = total; ``perf_per_dollar`` = avg_perf / cost_usd
 * ``cum_regret`` = sum of (oracle - reward)
 * ``racc`` = share of tasks whose final model (the last attempt's) is the oracle's model
-* ``apply_ok`` = share of tasks whose final attempt changed the repository (OOD), x 100
+* ``apply_ok`` = share of tasks whose final attempt changed the repository (OOD), x 100;
+  None where no attempt records it (ID2919's files have no such column)
 * ``avg_steps`` = attempts per task; ``escalations`` = tasks where the most expensive
   arm was tried after a failed attempt (the paper's "escalate to the premium model")
 """
@@ -29,7 +30,7 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
     for a in attempts:
         by_task.setdefault(a["task_id"], []).append(a)
     total_score = total_cost = regret = 0.0
-    racc = applied = steps = escalations = 0
+    racc = applied = known_apply = steps = escalations = 0
     curve = []
     tin = tout = 0.0
     for t in tasks:
@@ -47,7 +48,9 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
         if att:
             final = att[-1]
             racc += final["model"] == t["oracle_arm"]
-            applied += bool(final["apply_ok"])
+            if final["apply_ok"] is not None:
+                known_apply += 1
+                applied += bool(final["apply_ok"])
             if premium and any(a["model"] == premium and i > 0 and att[i - 1]["verdict"] != "passed"
                                for i, a in enumerate(att)):
                 escalations += 1
@@ -59,7 +62,7 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
         "cost_usd": total_cost,
         "perf_per_dollar": avg_perf / total_cost if total_cost else None,
         "racc": racc / n,
-        "apply_ok": 100.0 * applied / n,
+        "apply_ok": 100.0 * applied / n if known_apply else None,  # None: no attempt could tell (ID scores)
         "avg_steps": steps / n,
         "escalations": escalations,
         "tokens_in": int(tin),

@@ -98,7 +98,15 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
         premium = arm(bl.ACROUTER_PREMIUM)
         return spec, lambda mem, src: bl.ACRouter(chain, premium, k)
     if name == "cascade":
-        chain = [arm(m) for m in arg.split(",") if m.strip()]
+        names = [m.strip() for m in arg.split(",")]
+        if "" in names:
+            raise AcrError(f"--policy {spec}: a model name is empty", hint="cascade:MODEL1,MODEL2,... "
+                           "with no empty entries")
+        chain = [arm(m) for m in names]
+        repeated = sorted({a.model for a in chain if chain.count(a) > 1})
+        if repeated:
+            raise AcrError(f"--policy {spec}: {', '.join(repeated)} appears twice (a benchmark cell cannot "
+                           "change on a second try)", hint="name each model once")
         label = "cascade:" + ",".join(a.model for a in chain)
         return label, lambda mem, src: _named(FixedOrder(chain, why="cascade"), label)
     if name == "map":
@@ -107,6 +115,11 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
         return f"map:{path.name}", lambda mem, src: pol
     if name == "decisions":
         path = _file(arg, data_dir)
+        matched = bl.Decisions(path, arms, norm).by_task.keys() & {t.ref for t in matrix.tasks}
+        if not matched:
+            raise AcrError(f"decisions:{path}: none of its task ids is a task of {matrix.name}",
+                           hint=f"is it the file for the other benchmark? {matrix.name}'s ids look like "
+                                f"{matrix.tasks[0].ref!r}")
         return f"decisions:{path.name}", lambda mem, src: bl.Decisions(path, arms, norm)
     if name == "dimension-best":
         pol = _fit_dimension_best(matrix, arms, data_dir, profile)

@@ -117,7 +117,7 @@ def notes(doc: dict[str, Any]) -> list[str]:
     from acr_cli.bench.baselines import REIMPLEMENTED
 
     ours = [r["policy"] for r in doc["results"] if r["policy"] in REIMPLEMENTED]
-    if ours:
+    if ours and doc["benchmark"] != "memory":  # on your memory there is no paper figure to compare with
         out.append(f"{', '.join(ours)}: acr's implementations of the paper's baselines (it publishes no code for "
                    "them); a \"paper\" line under one is the paper's own run")
     for r in doc["results"]:

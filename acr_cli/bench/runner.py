@@ -113,8 +113,14 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
                                 "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
         title = spec.title
     arms = replay_mod.bench_arms(matrix, prof)
-    built = [policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,
-                            seed=req.seed, k=req.k) for n in names]
+    built = []
+    for n in names:
+        label, make = policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,
+                                     seed=req.seed, k=req.k)
+        if any(label == seen for seen, _ in built):  # e.g. -P always:opus next to --baselines' always:claude-opus-4-6
+            warnings.append(f"--policy {n} is {label} again: replayed once")
+            continue
+        built.append((label, make))
 
     group = f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
     order_seeds: list[int | None] = [None]
