@@ -150,6 +150,14 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = json.loads(invoke("config", "show", "--json").output)
     assert out["settings"]["profile"] == {"value": "cheap", "source": str(acr_home / "config" / "config.toml")}
+    assert invoke("config", "set", "memory", "team.sqlite").exit_code == 0  # relative: to the config directory
+    shown = json.loads(invoke("config", "show", "--json").output)["settings"]["memory"]
+    assert shown["value"] == str(acr_home / "config" / "team.sqlite")
+    monkeypatch.setenv("ACR_MEMORY", str(tmp_path / "env.sqlite"))  # the file acr would open, and why
+    shown = json.loads(invoke("config", "show", "--json").output)["settings"]["memory"]
+    assert shown == {"value": str(tmp_path / "env.sqlite"), "source": "ACR_MEMORY"}
+    monkeypatch.delenv("ACR_MEMORY")
+    assert invoke("config", "unset", "memory").exit_code == 0
     (tmp_path / ".acr.toml").write_text('profile = "quality"\nverify = "make test"\n')
     out = json.loads(invoke("config", "show", "--json").output)
     assert out["settings"]["profile"]["value"] == "quality" and out["settings"]["verify"]["value"] == "make test"

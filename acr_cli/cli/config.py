@@ -38,8 +38,9 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
             from acr_cli.profiles import DEFAULT_PROFILE
 
             value = DEFAULT_PROFILE
-        if k == "memory" and source == "default":
-            value, source = str(p.memory_path()), "default"
+        if k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
+            path, source = p.memory_choice()
+            value = str(path)
         rows[k] = {"value": value, "source": f"profile {prof.name}" if source == "profile" else source}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
