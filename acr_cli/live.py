@@ -42,6 +42,17 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None) -> str:
     return "\n".join(lines)
 
 
+def agent_unavailable(profile: Profile, agent: str) -> str | None:
+    """Why ``agent`` cannot run here (unknown to the profile, or its CLI not on PATH), or None."""
+    try:
+        adapter = agents.get(agent, profile.agents)
+    except AcrError as e:
+        return e.message
+    if shutil.which(adapter.executable) is None:
+        return f"`{adapter.executable}` is not installed (not found on PATH)"
+    return None
+
+
 class LiveEnvironment:
     def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
@@ -61,13 +72,7 @@ class LiveEnvironment:
         return agents.get(arm.agent, self.profile.agents)
 
     def unavailable(self, arm: Arm) -> str | None:
-        try:
-            adapter = self.adapter(arm)
-        except AcrError as e:
-            return e.message
-        if shutil.which(adapter.executable) is None:
-            return f"`{adapter.executable}` is not installed (not found on PATH)"
-        return None
+        return agent_unavailable(self.profile, arm.agent)
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
         adapter = self.adapter(arm)

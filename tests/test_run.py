@@ -181,6 +181,15 @@ def test_missing_cli_is_skipped_with_a_note(project, fakes_on_path, scenario):
     assert [a["agent"] for a in out["attempts"]] == ["codex"]
 
 
+def test_no_installed_agent_is_a_setup_error_not_a_failed_task(project, acr_home):
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "fakes" not in p)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "claude:claude-opus-4-6,codex:gpt-5.4", cwd=project,
+            env={"PATH": path})
+    assert r.returncode == 2 and "`claude` is not installed" in r.stderr and "`codex` is not installed" in r.stderr
+    assert "acr doctor" in r.stderr
+    assert not (acr_home / "data" / "memory.sqlite").exists()  # no empty task recorded
+
+
 def test_a_mistyped_agent_in_arms_is_a_usage_error_before_anything_runs(project, fakes_on_path, scenario, acr_home):
     scenario({"write": {"calc.py": GOOD}})
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4,nosuchagent:m1", cwd=project)
@@ -338,7 +347,7 @@ def test_corrupt_memory_gives_a_clear_error(project, tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write to read-only files")
-def test_unwritable_memory_gives_a_clear_error(project, tmp_path):
+def test_unwritable_memory_gives_a_clear_error(project, tmp_path, fakes_on_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
@@ -346,7 +355,7 @@ def test_unwritable_memory_gives_a_clear_error(project, tmp_path):
     assert r.returncode == 2 and "cannot create the memory file" in r.stderr
 
 
-def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_path):
+def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_path, fakes_on_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     r = acr("run", "fix add", "--memory", str(blocker / "m.sqlite"), cwd=project)
@@ -354,7 +363,7 @@ def test_unwritable_memory_dir_gives_a_clear_error_even_as_root(project, tmp_pat
     assert "Traceback" not in r.stderr
 
 
-def test_reading_commands_never_create_or_change_a_memory_file(project, tmp_path, acr_home):
+def test_reading_commands_never_create_or_change_a_memory_file(project, tmp_path, acr_home, fakes_on_path):
     typo = tmp_path / "nx" / "memroy.sqlite"
     for args in (["memory", "show"], ["memory", "log"], ["memory", "export"], ["route", "fix add"]):
         r = acr(*args, "--memory", str(typo), cwd=project)

@@ -37,6 +37,20 @@ def _arms(text: Optional[str], profile) -> list[str] | None:
     return items
 
 
+def _require_an_agent(profile, arm_ids: list[str] | None) -> None:
+    """Refuse a run none of whose arms could start: a set-up problem (exit 2), not a failed task."""
+    from acr_cli.domain import parse_arm_id
+    from acr_cli.errors import AcrError
+    from acr_cli.live import agent_unavailable
+
+    names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
+    reasons = {n: agent_unavailable(profile, n) for n in dict.fromkeys(names)}
+    if all(reasons.values()):
+        raise AcrError("no agent this run may use can start: " + "; ".join(reasons.values()),
+                       hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
+                            "or name arms you have with --arms; `acr doctor` shows what acr finds")
+
+
 def _prompt(prompt: Optional[str], prompt_file: Optional[Path], command: str = "run") -> str:
     from acr_cli.errors import AcrError
 
@@ -167,6 +181,7 @@ def run(
     cost_max, _ = settings.resolve("max_cost", max_cost, s.max_cost)
     if arm_list:
         n_max = max(n_max, len(arm_list)) if max_attempts is None else n_max
+    _require_an_agent(prof, arm_list)
 
     p = paths()
     mem = open_memory(memory)
