@@ -48,6 +48,7 @@ def test_help_and_version():
     (["route", "x", "--arms", "nosuchagent:m"], "unknown agent 'nosuchagent'"),
     (["route", "x", "--arms", ","], "--arms: no arm given"),
     (["memory", "show", "--kind", "nonsense"], "--kind 'nonsense'"),
+    (["memory", "log", "--kind", "bugfix"], "--kind 'bugfix': expected one of bug_fix"),
     (["run", "x", "--prompt-file", "README.md", "--no-rollback"], "not both"),
     (["run", "x", "--interactive", "--no-rollback"], "--interactive needs a terminal"),
     (["doctor", "--agent", "codex"], "--agent chooses which agents --check runs"),

@@ -76,7 +76,7 @@ def show(
 @app.command()
 def log(
     since: Optional[str] = typer.Option(None, "--since", help="Only tasks newer than this: 7d, 24h, 30m or a date."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind (bug_fix, feature, ...)."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Only tasks where this agent made an attempt."),
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many tasks."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -87,7 +87,9 @@ def log(
     Example: acr memory log --since 7d --json
     """
     from acr_cli.cli.common import console, fmt_money, open_memory, parse_since, print_json
+    from acr_cli.cli.run import _kind
 
+    kind = _kind(kind)  # a typo must not look like "no such task"
     mem = open_memory(memory, create=False, read_only=True)
     try:
         tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
