@@ -28,6 +28,10 @@ def test_help_and_version():
         assert cmd in r.output
     assert invoke("--version").output.strip() == f"acr {__version__}"
     assert "Exit codes" in invoke("run", "--help").output
+    for args in (["--help"], ["run", "--help"], ["bench", "replay", "--help"], ["memory", "log", "--help"]):
+        out = invoke(*args).output  # options name their value; a flag shows no Python type after it
+        assert "<bool>" not in out and "<list" not in out and "<float" not in out, args
+    assert "ORDERS" in invoke("bench", "replay", "--help").output
 
 
 @pytest.mark.parametrize("args, message", [

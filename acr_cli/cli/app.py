@@ -16,6 +16,10 @@ from acr_cli.cli import bench, config, doctor, memory, profiles, recover, run
 
 
 class AcrGroup(TyperGroup):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _label_option_values(self)
+
     def invoke(self, ctx):  # type: ignore[override]
         from acr_cli.cli.common import report_crash, report_error
         from acr_cli.errors import AcrError
@@ -52,6 +56,27 @@ class AcrGroup(TyperGroup):
                     e.message += "; a request that starts with '-' goes after `--`, e.g. acr run -- \"-v is broken\""
                 raise
             raise typer.Exit(report_crash(e)) from None
+
+
+def _label_option_values(command) -> None:
+    """Help shows ``--orders ORDERS`` / ``--data-dir DATA_DIR`` and nothing after a flag, whatever Typer's version.
+
+    (Recent Typer prints Python annotations instead: ``<list[str]>``, and ``<bool>`` after every flag.)
+    Duck-typed on the attributes click and Typer's vendored click share; an option with a metavar keeps it.
+    """
+    get_params = command.get_params  # what help and parsing read: includes --help and --install-completion
+
+    def labelled(ctx, get_params=get_params):
+        params = get_params(ctx)
+        for param in params:
+            if param.param_type_name == "option" and param.metavar is None:
+                flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+                param.metavar = "" if flag else (param.name or "value").upper()
+        return params
+
+    command.get_params = labelled
+    for sub in getattr(command, "commands", {}).values():
+        _label_option_values(sub)
 
 
 app = typer.Typer(
