@@ -94,9 +94,12 @@ def run_task(
             continue
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
-            if state.spent >= max_cost or projected > max_cost:
-                result.stop_reason = (f"--max-cost ${max_cost:.2f} would be exceeded "
-                                      f"(spent ${state.spent:.2f}, next ~${decision.expected_cost or 0:.2f})")
+            if state.spent >= max_cost:
+                result.stop_reason = f"--max-cost {_usd(max_cost)} is spent ({_usd(state.spent)})"
+                break
+            if projected > max_cost:
+                result.stop_reason = (f"--max-cost {_usd(max_cost)} would be exceeded "
+                                      f"(spent {_usd(state.spent)}, next ~{_usd(decision.expected_cost or 0)})")
                 break
         seq = len(state.tried) + 1
         emit("attempt", seq=seq, decision=decision)
@@ -128,6 +131,11 @@ def run_task(
         _finish(memory, result, state)
     policy.task_done(ctx, state)
     return result
+
+
+def _usd(x: float) -> str:
+    """Dollars with the digits that matter: $1.25, $0.0021 (cents would show a small budget as $0.00)."""
+    return f"${x:,.2f}" if abs(x) >= 0.1 or x == 0 else f"${x:.4f}"
 
 
 def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:

@@ -208,7 +208,11 @@ def test_max_cost_stops_escalation(project, fakes_on_path, scenario):
     out = json.loads(r.stdout)
     assert r.returncode == 1
     assert len(out["attempts"]) == 1
-    assert "max-cost" in out["stop_reason"]
+    assert out["stop_reason"] == "--max-cost $0.50 is spent ($0.90)"
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": BAD}, "cost": 0.0021})
+    r = acr("run", "fix add", "--verify", VERIFY, "--json", "--max-cost", "0.001", "--arms",
+            "claude:claude-opus-4-6,claude:claude-sonnet-4-6", cwd=project)
+    assert json.loads(r.stdout)["stop_reason"] == "--max-cost $0.0010 is spent ($0.0021)"  # not "$0.00 ... $0.00"
 
 
 def test_outside_git_explains_and_no_rollback_works(tmp_path, fakes_on_path, scenario):

@@ -6,6 +6,7 @@ import csv
 import io
 import math
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ def check_plot(path: str) -> None:
     if not path.lower().endswith((".png", ".svg")):
         raise AcrError(f"--plot {path}: use a .png or .svg file name")
     if importlib.util.find_spec("matplotlib") is None:
-        raise AcrError("--plot needs matplotlib", hint="pip install 'acr[plot]'  (or: pip install matplotlib)")
+        raise AcrError("--plot needs matplotlib", hint=f"{sys.executable} -m pip install matplotlib  (in a checkout: pip install -e '.[plot]')")
     target = Path(path).expanduser()
     if target.is_dir():
         raise AcrError(f"--plot {path} is a directory", hint="give a file name ending in .png or .svg")
@@ -170,7 +171,7 @@ def check_plot(path: str) -> None:
 
 
 def plot(curves: dict[str, list[float]], path: str, title: str) -> None:
-    """Cumulative regret along the stream, one line per policy (needs matplotlib: pip install 'acr[plot]')."""
+    """Cumulative regret along the stream, one line per policy (needs matplotlib)."""
     check_plot(path)
     import matplotlib
 

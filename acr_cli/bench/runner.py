@@ -113,13 +113,15 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
                                 "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
         title = spec.title
     arms = replay_mod.bench_arms(matrix, prof)
-    built = []
+    built, asked_as = [], {}
     for n in names:
         label, make = policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,
                                      seed=req.seed, k=req.k)
-        if any(label == seen for seen, _ in built):  # e.g. -P always:opus next to --baselines' always:claude-opus-4-6
-            warnings.append(f"--policy {n} is {label} again: replayed once")
+        if label in asked_as:  # e.g. -P always:Claude-Opus-4-6 beside --baselines' always:claude-opus-4-6
+            twice = f"{asked_as[label]} and {n}" if asked_as[label] != n else f"{n} twice"
+            warnings.append(f"{label} was asked for as {twice}: replayed once")
             continue
+        asked_as[label] = n
         built.append((label, make))
 
     group = f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"

@@ -26,15 +26,17 @@ def replay(
     baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_HELP),
     protocol: Optional[str] = typer.Option(None, "--protocol",
-                                           help="cascade (OOD), single (ID: one action) or verify (ID: retry where "
-                                                "execution-verified)."),
+                                           help="cascade (OOD176, its only one), single (ID2919's default: one "
+                                                "action per task) or verify (ID2919: retry where execution-verified)."),
     cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite, help="lambda in reward = score - lambda x USD."),
     orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
                                help="Replay N shuffled stream orders; report mean and sd."),
     seed: int = typer.Option(1, "--seed", help="Seed for shuffled orders and randomised policies."),
     k: int = typer.Option(2, "--k", min=0, help="acrouter: cheap attempts with apply_ok needed to escalate."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
-                                          help=PROFILE_HELP + " Priors for `learned` (default: coderouterbench)."),
+                                          help=PROFILE_HELP + " Priors for `learned` (default: the benchmark's own, "
+                                                               "coderouterbench-ood for OOD176, coderouterbench for "
+                                                               "ID2919; on memory, your configured profile)."),
     memory: Optional[Path] = typer.Option(None, "--memory",
                                           help="Record the replay's attempts and its summary in this file "
                                                "(default: attempts in a throw-away in-memory database, the "
@@ -43,7 +45,7 @@ def replay(
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
     md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Draw cumulative regret to FILE.png or FILE.svg "
-                                                            "(needs matplotlib: `pip install 'acr\\[plot]'`)."),
+                                                            "(needs matplotlib in acr's environment: `pip install matplotlib`)."),
 ) -> None:
     """Replay routing policies on a benchmark and report regret, performance and cost.
 

@@ -112,7 +112,7 @@ def run(
     prompt: Optional[str] = typer.Argument(None, help="The coding request, in plain words.", show_default=False),
     verify: Optional[str] = typer.Option(None, "--verify", "-v",
                                          help="Command that checks the result (exit 0 = pass), e.g. \"pytest -q\". "
-                                              "Default: .acr.toml, then the profile."),
+                                              "Default: .acr.toml, then config.toml, then the profile."),
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
