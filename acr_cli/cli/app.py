@@ -59,9 +59,10 @@ class AcrGroup(TyperGroup):
 
 
 def _label_option_values(command) -> None:
-    """Help shows ``--orders ORDERS`` / ``--data-dir DATA_DIR`` and nothing after a flag, whatever Typer's version.
+    """Help shows ``--orders ORDERS``, and no type after a flag or an argument, whatever Typer's version.
 
-    (Recent Typer prints Python annotations instead: ``<list[str]>``, and ``<bool>`` after every flag.)
+    (Recent Typer prints Python annotations instead: ``benchmark <str>``, ``<list[str]>``, and ``<bool>``
+    after every flag.)
     Duck-typed on the attributes click and Typer's vendored click share; an option with a metavar keeps it.
     """
     get_params = command.get_params  # what help and parsing read: includes --help and --install-completion
@@ -69,7 +70,11 @@ def _label_option_values(command) -> None:
     def labelled(ctx, get_params=get_params):
         params = get_params(ctx)
         for param in params:
-            if param.param_type_name == "option" and param.metavar is None:
+            if param.metavar is not None:
+                continue
+            if param.param_type_name == "argument":  # its name and help say what it is; no <str> beside it
+                param.display_type_rich = lambda ctx: None  # (a metavar would drop Typer's [ARG]... in the usage)
+            else:
                 flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
                 param.metavar = "" if flag else (param.name or "value").upper()
         return params

@@ -40,7 +40,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
             value = DEFAULT_PROFILE
         if k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
             path, source = p.memory_choice()
-            value = str(path)
+            value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
         rows[k] = {"value": value, "source": f"profile {prof.name}" if source == "profile" else source}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
