@@ -40,6 +40,7 @@ def test_help_and_version():
     (["run", "", "--no-rollback"], "the request is empty"),
     (["run", "x", "--arms", "justamodel", "--no-rollback"], "is not AGENT:MODEL"),
     (["memory", "log", "--since", "yesterday"], "--since 'yesterday'"),
+    (["memory", "log", "--since", "2026-02-30"], "--since '2026-02-30': not a real date"),
     (["memory", "forget"], "say what to forget"),
     (["route", "x", "--profile", "nosuch"], "no profile named 'nosuch'"),
     (["config", "set", "colour", "red"], "unknown setting 'colour'"),
@@ -102,6 +103,7 @@ def test_memory_log_and_show_json_shapes(acr_home):
     assert {"id", "created_at", "kind", "prompt", "passed", "cost_usd", "attempts"} <= set(task)
     assert task["id"] == tid and task["passed"] is True and task["attempts"][0]["verdict"] == "passed"
     assert json.loads(invoke("memory", "log", "--json", "--kind", "docs").output) == {"tasks": []}
+    assert len(json.loads(invoke("memory", "log", "--json", "--since", "99999999999999d").output)["tasks"]) == 1
     assert json.loads(invoke("memory", "log", "--json", "--agent", "codex", "--since", "1h").output)["tasks"]
     show = json.loads(invoke("memory", "show", "--json").output)
     row = next(k for k in show["kinds"] if k["agent"] == "codex" and k["model"] == "gpt-5.4")

@@ -125,7 +125,17 @@ def parse_since(text: str | None) -> str | None:
     m = re.fullmatch(r"(\d+)\s*([smhdw])", text.strip())
     if m:
         secs = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - secs))
+        try:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - secs))
+        except (OverflowError, OSError, ValueError):  # before year 1: everything
+            return "0000"
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?Z?)?", text.strip()):
-        return text.strip().replace(" ", "T")
+        from datetime import datetime
+
+        stamp = text.strip().replace(" ", "T")
+        try:
+            datetime.fromisoformat(stamp.rstrip("Z"))
+        except ValueError as e:  # 2026-13-45 or 2026-02-30 would compare as text and mislead
+            raise AcrError(f"--since {text!r}: not a real date ({e})") from None
+        return stamp
     raise AcrError(f"--since {text!r}: expected a duration like 7d, 24h, 30m or a date like 2026-11-01")
