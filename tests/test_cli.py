@@ -41,6 +41,7 @@ def test_help_and_version():
     (["run", "x", "--arms", "justamodel", "--no-rollback"], "is not AGENT:MODEL"),
     (["memory", "log", "--since", "yesterday"], "--since 'yesterday'"),
     (["memory", "log", "--since", "2026-02-30"], "--since '2026-02-30': not a real date"),
+    (["config", "set", "max_cost", "-1"], "max_cost: expected 0 or more"),  # a value, not an unknown option
     (["memory", "forget"], "say what to forget"),
     (["route", "x", "--profile", "nosuch"], "no profile named 'nosuch'"),
     (["config", "set", "colour", "red"], "unknown setting 'colour'"),

@@ -55,7 +55,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
         typer.echo(f"(the profile could not be loaded: {problem})", err=True)
 
 
-@app.command("set")
+@app.command("set", context_settings={"ignore_unknown_options": True})  # `max_cost -1` is a value, not an option
 def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
          value: str = typer.Argument(..., help="New value.")) -> None:
     """Set a user setting.
