@@ -155,23 +155,29 @@ def import_(
 
     Example: acr memory import backup.jsonl
     """
-    from acr_cli.cli.common import open_memory
+    from acr_cli.cli.common import open_memory, paths
     from acr_cli.errors import AcrError
 
     if not source.is_file():
         raise AcrError(f"{source} is a directory" if source.is_dir() else f"{source} does not exist",
                        hint="give a file written by `acr memory export`")
+    target = paths().memory_path(memory)
+    new_file = not target.exists()
     mem = open_memory(memory)
     try:
         with open(source, encoding="utf-8") as f:
             added, skipped = mem.import_(f)
-    except UnicodeDecodeError:
-        raise AcrError(f"{source} is not a text file written by `acr memory export`") from None
-    except AcrError as e:
-        e.message = f"{source}: {e.message}"
-        raise
-    finally:
+    except BaseException as e:
         mem.close()
+        if new_file:  # nothing was imported (one transaction): leave no empty memory behind either
+            for leftover in (target, target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+        if isinstance(e, UnicodeDecodeError):
+            raise AcrError(f"{source} is not a text file written by `acr memory export`") from None
+        if isinstance(e, AcrError):
+            e.message = f"{source}: {e.message}"
+        raise
+    mem.close()
     typer.echo(f"imported {added} records, skipped {skipped} already present")
 
 
