@@ -256,3 +256,13 @@ def test_verifier_preflight_checks_only_the_program_a_command_starts_with(tmp_pa
     assert "not valid shell syntax" in preflight("pytest -q |", tmp_path)  # would fail every attempt
     assert "not valid shell syntax" in preflight("if true; then pytest", tmp_path)
     assert preflight("PATH=.venv/bin:$PATH only-in-the-venv -q", tmp_path) is None  # found on its own PATH
+
+
+def test_profiles_show_text_has_what_json_has(tmp_path):
+    prof = tmp_path / "mine.yaml"
+    prof.write_text("description: mine\narms:\n  - agent: aider\n    model: m1\n    price: {input: 1, output: 2}\n"
+                    "    prior: {bug_fix: 0.6}\n    prior_weight: 4\n"
+                    "agents:\n  aider:\n    command: [aider, --model, '{model}', --message, '{prompt}']\n")
+    out = invoke("profiles", "show", str(prof)).output
+    assert "bug_fix 0.60 (worth 4 attempts)" in " ".join(out.split())  # the arm's own prior weight
+    assert "agent aider: command=['aider'" in out  # the generic CLI the arm runs

@@ -76,11 +76,15 @@ def show(
     for c in ("in $/1M", "out $/1M", "priors", "args"):
         t.add_column(c)
     for a in prof.arms:
-        t.add_row(a.id, fmt_money(a.price_in), fmt_money(a.price_out),
-                  ", ".join(f"{k} {v:.2f}" for k, v in a.prior) or "-", " ".join(a.args) or "-")
+        priors = ", ".join(f"{k} {v:.2f}" for k, v in a.prior) or "-"
+        if a.prior_weight is not None:
+            priors += f" (worth {a.prior_weight:g} attempts)"
+        t.add_row(a.id, fmt_money(a.price_in), fmt_money(a.price_out), priors, " ".join(a.args) or "-")
     con.print(t)
     for kind, ids in prof.order.items():
         con.print(f"order[{kind}]: {' → '.join(ids)}")
+    for agent, spec in prof.agents.items():  # generic CLIs the profile describes
+        con.print(f"agent {agent}: " + ", ".join(f"{k}={v}" for k, v in spec.items()))
 
 
 @app.command()
