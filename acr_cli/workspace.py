@@ -92,6 +92,7 @@ class Workspace:
         self.git_dir = git_dir
         self._lock_fd: int | None = None
         self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
+        self._sparse_flag: list[str] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -160,12 +161,14 @@ class Workspace:
         idx = self._temp_index(seed=True)
         try:
             env = {"GIT_INDEX_FILE": idx}
+            self._unhide(env)
             # A nested repository without a commit cannot be added (git stops at the first one): such a
             # directory is left out of every snapshot, so a rollback never touches it either.
             skip: list[str] = []
             while True:
                 try:
-                    self._git("add", "-A", "--", ".", *(f":(exclude,literal){p}" for p in skip), env=env)
+                    self._git("add", "-A", *self._sparse(), "--", ".", *(f":(exclude,literal){p}" for p in skip),
+                              env=env)
                     break
                 except WorkspaceError as e:
                     found = [p for p in _UNBORN_NESTED.findall(e.message) if p not in skip]
@@ -175,6 +178,26 @@ class Workspace:
             return self._git("write-tree", env=env).decode().strip()
         finally:
             _unlink_index(idx)
+
+    def _sparse(self) -> list[str]:
+        """``--sparse`` in a sparse checkout: git add refuses files outside the cone without it (and a
+        file there, the user's or the agent's, would then stop the snapshot)."""
+        if self._sparse_flag is None:
+            on = self._git("config", "--bool", "--get", "core.sparseCheckout", check=False).strip() == b"true"
+            self._sparse_flag = ["--sparse"] if on else []
+        return self._sparse_flag
+
+    def _unhide(self, env: dict) -> None:
+        """Clear, in the snapshot's own index, the bits that make ``git add`` skip a file on disk.
+
+        ``skip-worktree`` and ``assume-unchanged`` (a local config edited on purpose) tell git not to
+        read the file, so a snapshot would hold the committed version and a rollback would lose the
+        user's. A sparse checkout's files that are not on disk keep their bit: they are not deleted."""
+        listed = self._git("ls-files", "-v", "-z", env=env).decode("utf-8", "surrogateescape").split("\0")
+        for hides, flag in ((lambda t: t in "Ss", "--no-skip-worktree"), (str.islower, "--no-assume-unchanged")):
+            hidden = [e[2:] for e in listed if len(e) > 2 and hides(e[0]) and os.path.lexists(self.root / e[2:])]
+            if hidden:  # one flag per call: git applies only the last of several to --stdin paths
+                self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(hidden))
 
     def _raw_copies(self) -> dict[str, str]:
         """Exact bytes of the files git converts on the way in and out, as blobs (path -> blob id).

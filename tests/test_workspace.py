@@ -316,3 +316,39 @@ def test_an_unreadable_ignored_file_does_not_stop_a_checkpoint(with_ignored):
         assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
     finally:
         secret.chmod(0o644)
+
+
+def test_files_git_is_told_not_to_read_are_rolled_back_to_the_users_version(project):
+    """skip-worktree / assume-unchanged: a local config the user edits on purpose, git is told to ignore."""
+    git(project, "update-index", "--skip-worktree", "calc.py")
+    git(project, "update-index", "--assume-unchanged", "test_calc.py")
+    (project / "calc.py").write_text("my local version\n")
+    (project / "test_calc.py").write_text("my local test\n")
+    before, index_before = snapshot(project), (project / ".git" / "index").read_bytes()
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").write_text("agent\n")
+    (project / "test_calc.py").write_text("agent\n")
+    assert {p for _, p in ws.changes(cp)} == {"calc.py", "test_calc.py"}  # the attempt's edits are seen
+    ws.restore(cp)
+    assert snapshot(project) == before
+    assert (project / ".git" / "index").read_bytes() == index_before  # the bits stay set
+
+
+def test_sparse_checkout_files_outside_the_cone(project):
+    (project / "out").mkdir()
+    (project / "out" / "o.txt").write_text("o\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "out")
+    git(project, "sparse-checkout", "set", "--no-cone", "/*.py")
+    assert not (project / "out").exists()
+    (project / "calc.py").write_text("user edit\n")
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").write_text("agent\n")
+    (project / "out").mkdir()
+    (project / "out" / "new.txt").write_text("agent made this outside the cone\n")
+    ws.restore(cp)
+    assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
+    assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
