@@ -84,6 +84,8 @@ class Checkpoint:
     # None (a checkpoint loaded by `acr recover`): directories are left alone.
     untracked_dirs: frozenset[str] | None = field(default=None, repr=False)
     opaque_dirs: tuple[str, ...] = field(default=(), repr=False)
+    exclude: bytes | None = field(default=None, repr=False)  # .git/info/exclude, ignore rules outside the tree
+    exclude_kept: bool = field(default=False, repr=False)  # False (`acr recover`): leave that file alone
 
 
 class Workspace:
@@ -289,6 +291,20 @@ class Workspace:
             branch = None
         return head, branch
 
+    def _read_exclude(self) -> bytes | None:
+        try:
+            return (self.git_dir / "info" / "exclude").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _write_exclude(self, data: bytes | None) -> None:
+        path = self.git_dir / "info" / "exclude"
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(data)
+
     def _read_index(self) -> bytes | None:
         try:
             return (self.git_dir / "index").read_bytes()
@@ -298,6 +314,7 @@ class Workspace:
     # ------------------------------------------------------------------ public API
 
     def checkpoint(self, keep_as: str | None = None) -> Checkpoint:
+        exclude = self._read_exclude()
         tree = self._snapshot_tree()
         head, branch = self._head()
         ref = None
@@ -326,7 +343,7 @@ class Workspace:
             self._git("update-ref", ref + "-ignored", commit)
         untracked_dirs, opaque = self._untracked_dirs(over)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          self._raw_copies(), untracked_dirs, opaque)
+                          self._raw_copies(), untracked_dirs, opaque, exclude, exclude_kept=True)
 
     def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
         """Every directory inside the untracked (or ignored) directories git lists, and the listed
@@ -414,10 +431,15 @@ class Workspace:
                                env=_ident()).decode().strip()
             self._git("update-ref", f"{ATTEMPT_REFS}{keep_as}", commit)
         changed = self._diff(cp.tree, now)
-        rules = [c for c in changed if c[0] != "A" and os.path.basename(c[1]) == ".gitignore"]
-        if rules:  # first, so that files ignored before the attempt do not look added (and get removed)
+        # The ignore rules first (a .gitignore changed, deleted or added, and .git/info/exclude), so that
+        # files ignored before the attempt do not look added, and get removed, because a rule changed.
+        rules = [c for c in changed if os.path.basename(c[1]) == ".gitignore"]
+        exclude_changed = cp.exclude_kept and self._read_exclude() != cp.exclude
+        if exclude_changed:
+            self._write_exclude(cp.exclude)
+        if rules or exclude_changed:
             self._put_back(cp.tree, rules, cp.raw)
-            changed = rules + self.changes(cp)
+            changed = rules + [c for c in self.changes(cp) if c not in rules]
         self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw)
         self._restore_refs(cp)
         if self._read_index() != cp.index:

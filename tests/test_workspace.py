@@ -352,3 +352,29 @@ def test_sparse_checkout_files_outside_the_cone(project):
     ws.restore(cp)
     assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
+
+
+@pytest.mark.parametrize("rule_change", ["nested .gitignore added", ".git/info/exclude emptied"])
+def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monkeypatch, rule_change):
+    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 0)  # like a 70 MB model file: over the budget, not kept
+    if rule_change.startswith(".git"):
+        (project / ".git" / "info").mkdir(exist_ok=True)
+        (project / ".git" / "info" / "exclude").write_text("data/\n")
+    else:
+        (project / ".gitignore").write_text("*.bin\n")
+        git(project, "add", ".gitignore")
+        git(project, "commit", "-qm", "ignore")
+    (project / "data").mkdir()
+    (project / "data" / "model.bin").write_bytes(b"weights the user trained for days")
+    before = snapshot(project)
+    exclude = (project / ".git" / "info" / "exclude").read_bytes()
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").write_text("agent\n")
+    if rule_change.startswith(".git"):
+        (project / ".git" / "info" / "exclude").write_text("")
+    else:
+        (project / "data" / ".gitignore").write_text("!*.bin\n")
+    ws.restore(cp)
+    assert snapshot(project) == before  # model.bin is still there, and the new rule is gone
+    assert (project / ".git" / "info" / "exclude").read_bytes() == exclude
