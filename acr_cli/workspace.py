@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -86,6 +87,7 @@ class Checkpoint:
     opaque_dirs: tuple[str, ...] = field(default=(), repr=False)
     exclude: bytes | None = field(default=None, repr=False)  # .git/info/exclude, ignore rules outside the tree
     exclude_kept: bool = field(default=False, repr=False)  # False (`acr recover`): leave that file alone
+    modes: dict[str, int] | None = field(default=None, repr=False)  # see Workspace._modes; None: not known
 
 
 class Workspace:
@@ -201,15 +203,35 @@ class Workspace:
             if hidden:  # one flag per call: git applies only the last of several to --stdin paths
                 self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(hidden))
 
-    def _raw_copies(self) -> dict[str, str]:
+    def _files(self) -> list[str]:
+        """Every file a snapshot holds (tracked and untracked, not ignored)."""
+        raw = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        return sorted({f for f in raw.decode("utf-8", "surrogateescape").split("\0") if f})
+
+    def _modes(self, files: list[str]) -> dict[str, int]:
+        """Permission bits git would not write back: a file is checked out 0666 or 0777 less the umask, so
+        a ``chmod 600 .env`` (or any mode, with core.fileMode off) is kept here (path -> mode)."""
+        umask = os.umask(0)
+        os.umask(umask)
+        plain = 0o666 & ~umask
+        out = {}
+        for f in files:
+            try:
+                st = os.lstat(self.root / f)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != plain:
+                out[f] = stat.S_IMODE(st.st_mode)
+        return out
+
+    def _raw_copies(self, files: list[str]) -> dict[str, str]:
         """Exact bytes of the files git converts on the way in and out, as blobs (path -> blob id).
 
         A checkpoint tree holds what ``git add`` makes of a file: with a clean filter (nbstripout drops a
         notebook's outputs) or an ``eol`` attribute that is not the user's bytes, and writing it back
         would lose them. LFS files are left to LFS, whose round trip is exact; so are line endings under
         a plain ``text`` attribute (git's normalisation)."""
-        raw = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        files = sorted({f for f in raw.decode("utf-8", "surrogateescape").split("\0") if f and "\n" not in f})
+        files = [f for f in files if "\n" not in f]
         if not files or not (any(f.rsplit("/", 1)[-1] == ".gitattributes" for f in files)
                              or (self.git_dir / "info" / "attributes").exists() or self._global_attributes()):
             return {}
@@ -342,8 +364,14 @@ class Workspace:
                                env=_ident()).decode().strip()
             self._git("update-ref", ref + "-ignored", commit)
         untracked_dirs, opaque = self._untracked_dirs(over)
+        files = self._files()
+        kept_files: list[str] = []
+        if ignored_tree:
+            listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
+            kept_files = [e for e in listed.split("\0") if e]
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          self._raw_copies(), untracked_dirs, opaque, exclude, exclude_kept=True)
+                          self._raw_copies(files), untracked_dirs, opaque, exclude, exclude_kept=True,
+                          modes=self._modes(files + kept_files))
 
     def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
         """Every directory inside the untracked (or ignored) directories git lists, and the listed
@@ -438,9 +466,9 @@ class Workspace:
         if exclude_changed:
             self._write_exclude(cp.exclude)
         if rules or exclude_changed:
-            self._put_back(cp.tree, rules, cp.raw)
+            self._put_back(cp.tree, rules, cp.raw, cp.modes)
             changed = rules + [c for c in self.changes(cp) if c not in rules]
-        self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw)
+        self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes)
         self._restore_refs(cp)
         if self._read_index() != cp.index:
             self._write_index(cp.index)
@@ -448,7 +476,7 @@ class Workspace:
         if cp.ignored_tree:
             now, seed = self._ignored_snapshot(cp.ignored, cp.ignored_index)
             ignored_changed = self._diff(cp.ignored_tree, now)
-            self._put_back(cp.ignored_tree, ignored_changed)
+            self._put_back(cp.ignored_tree, ignored_changed, modes=cp.modes)
         where = f" (saved as {cp.ref})" if cp.ref else ""
         if self._diff(cp.tree, self._snapshot_tree()):
             raise WorkspaceError(
@@ -504,9 +532,11 @@ class Workspace:
         alone, since their history and files are not in the checkpoint."""
         return [path for _, path, nested in self._raw_diff(cp.tree, self._snapshot_tree()) if nested]
 
-    def _put_back(self, tree: str, changed: list[tuple[str, str]], raw: dict[str, str] | None = None) -> None:
+    def _put_back(self, tree: str, changed: list[tuple[str, str]], raw: dict[str, str] | None = None,
+                  modes: dict[str, int] | None = None) -> None:
         """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten
-        (with their exact bytes from ``raw`` where git would convert them)."""
+        (with their exact bytes from ``raw`` where git would convert them, and their permission bits
+        from ``modes`` where git would not write those)."""
         to_write: list[str] = []
         for status, path in changed:
             target = self.root / path
@@ -532,6 +562,8 @@ class Workspace:
         for path in to_write:
             if raw and path in raw and (self.root / path).is_file():
                 (self.root / path).write_bytes(self._git("cat-file", "blob", raw[path]))
+            if modes is not None and path in modes:
+                os.chmod(self.root / path, modes[path])
 
     def drop(self, cp: Checkpoint) -> None:
         for ref in ([cp.ref, cp.ref + "-ignored", cp.ref + "-index"] if cp.ref else []):

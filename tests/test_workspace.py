@@ -378,3 +378,20 @@ def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monk
     ws.restore(cp)
     assert snapshot(project) == before  # model.bin is still there, and the new rule is gone
     assert (project / ".git" / "info" / "exclude").read_bytes() == exclude
+
+
+def test_permission_bits_come_back_as_the_user_set_them(project):
+    (project / ".gitignore").write_text(".env\n")
+    (project / ".env").write_text("TOKEN=secret\n")
+    (project / ".env").chmod(0o600)  # a secret must not come back world-readable
+    (project / "calc.py").chmod(0o640)
+    (project / "key").write_text("private\n")
+    (project / "key").chmod(0o400)
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / ".env").write_text("TOKEN=leaked\n")
+    (project / "calc.py").write_text("agent\n")
+    (project / "key").unlink()
+    ws.restore(cp)
+    assert snapshot(project) == before
