@@ -97,6 +97,7 @@ class Workspace:
         self._lock_fd: int | None = None
         self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
         self._sparse_flag: list[str] | None = None
+        self._left: list[str] = []  # paths the current restore could not undo (see restore)
 
     # ------------------------------------------------------------------ opening
 
@@ -452,6 +453,7 @@ class Workspace:
         ``keep_as``: first keep the tree as it is (the failed attempt's work, and anything else that
         changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
         ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
+        self._left = []
         now = self._snapshot_tree()
         if keep_as and now != cp.tree:
             parents = ["-p", cp.head] if cp.head else []
@@ -478,6 +480,12 @@ class Workspace:
             ignored_changed = self._diff(cp.ignored_tree, now)
             self._put_back(cp.ignored_tree, ignored_changed, modes=cp.modes)
         where = f" (saved as {cp.ref})" if cp.ref else ""
+        if self._left:
+            raise WorkspaceError(
+                f"the rollback could not undo {len(self._left)} path(s), left as the attempt made them: "
+                + "; ".join(self._left) + "; every other path is back as it was",
+                hint="move those aside (or make them writable), then run `acr recover` to finish the rollback"
+                     if cp.ref else f"move those aside, then restore them with `git checkout {cp.tree} -- PATH`")
         if self._diff(cp.tree, self._snapshot_tree()):
             raise WorkspaceError(
                 f"could not restore the work tree to its checkpoint{where}",
@@ -540,22 +548,21 @@ class Workspace:
         to_write: list[str] = []
         for status, path in changed:
             target = self.root / path
-            if status == "A":
-                _remove(target)
-            else:
-                if status == "T" and (target.exists() or target.is_symlink()):
+            try:
+                if status == "A" or (status == "T" and (target.exists() or target.is_symlink())):
                     _remove(target)
-                to_write.append(path)
+                if status != "A":
+                    if target.is_dir() and not target.is_symlink():  # a directory stands where a file was
+                        _rmtree_unless_repository(target)
+                    to_write.append(path)
+            except (WorkspaceError, OSError) as e:  # the rest is still put back; restore() says what was not
+                self._left.append(f"{path} ({e.message if isinstance(e, WorkspaceError) else e.strerror or e})")
         if not to_write:
             return
         idx = self._temp_index(seed=False)
         try:
             env = {"GIT_INDEX_FILE": idx}
             self._git("read-tree", tree, env=env)
-            for path in to_write:  # a directory may stand where a file was
-                target = self.root / path
-                if target.is_dir() and not target.is_symlink():
-                    _rmtree_unless_repository(target)
             self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
         finally:
             _unlink_index(idx)
@@ -639,8 +646,7 @@ def _rmtree_unless_repository(target: Path) -> None:
     its history and unpushed work cannot come back from a checkpoint."""
     for top, dirs, names in os.walk(target):
         if ".git" in dirs or ".git" in names:
-            raise WorkspaceError(f"rollback would delete {target}, which holds a git repository; left as it is",
-                                 hint="move it aside yourself if the attempt created it")
+            raise WorkspaceError("a directory holding a git repository, which a rollback never deletes")
     shutil.rmtree(target)
 
 

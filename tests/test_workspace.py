@@ -395,3 +395,24 @@ def test_permission_bits_come_back_as_the_user_set_them(project):
     (project / "key").unlink()
     ws.restore(cp)
     assert snapshot(project) == before
+
+
+def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_path):
+    (project / "u").write_text("the user's untracked notes\n")
+    (project / "calc.py").write_text("user edit\n")
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint(keep_as="t-1")
+    (project / "calc.py").write_text("agent\n")
+    (project / "test_calc.py").unlink()
+    (project / "u").unlink()
+    (project / "u").mkdir()  # the agent's own clone where the user's file was: never deleted by acr
+    git(project / "u", "init", "-q")
+    (project / "u" / "x").write_text("x\n")
+    with pytest.raises(WorkspaceError) as e:
+        ws.restore(cp)
+    assert "u (a directory holding a git repository" in e.value.message and "acr recover" in e.value.hint
+    assert (project / "calc.py").read_text() == "user edit\n" and (project / "test_calc.py").exists()
+    shutil.move(project / "u", tmp_path / "aside")  # what the message says to do, then recover finishes
+    ws.restore(ws.load_checkpoint(cp.ref))
+    assert snapshot(project) == before
