@@ -40,6 +40,7 @@ One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,7 @@ _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "cor
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
 ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
 ATTEMPTS_KEPT = 50
+SIDE_REFS = ("-ignored", "-index", "-exact")  # beside a checkpoint ref: kept ignored files, the index, exact bytes
 _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
@@ -370,9 +372,27 @@ class Workspace:
         if ignored_tree:
             listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
             kept_files = [e for e in listed.split("\0") if e]
+        raw, modes = self._raw_copies(files), self._modes(files + kept_files)
+        if ref and (raw or modes):  # pinned (a gc cannot prune them) and there for `acr recover`
+            self._keep_exact(ref + "-exact", raw, modes)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          self._raw_copies(files), untracked_dirs, opaque, exclude, exclude_kept=True,
-                          modes=self._modes(files + kept_files))
+                          raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes)
+
+    def _keep_exact(self, ref: str, raw: dict[str, str], modes: dict[str, int]) -> None:
+        """A commit under ``ref``: the exact-bytes blobs as its tree, the permission bits in its message."""
+        idx = self._temp_index(seed=False)
+        try:
+            env = {"GIT_INDEX_FILE": idx}
+            if raw:
+                info = "".join(f"100644 {blob}\t{path}\0" for path, blob in raw.items())
+                self._git("update-index", "-z", "--index-info", env=env,
+                          input=info.encode("utf-8", "surrogateescape"))
+            tree = self._git("write-tree", env=env).decode().strip()
+        finally:
+            _unlink_index(idx)
+        message = "acr exact bytes and modes\n\n" + json.dumps(modes, ensure_ascii=True) + "\n"
+        commit = self._git("commit-tree", tree, "-m", message, env=_ident()).decode().strip()
+        self._git("update-ref", ref, commit)
 
     def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
         """Every directory inside the untracked (or ignored) directories git lists, and the listed
@@ -422,7 +442,7 @@ class Workspace:
     def interrupted_checkpoints(self) -> list[str]:
         """Checkpoints an ``acr run`` that died left behind (call while holding :meth:`lock`): oldest first."""
         raw = self._git("for-each-ref", "--sort=committerdate", "--format=%(refname)", CHECKPOINT_REFS).decode()
-        return [r for r in raw.split() if not r.endswith(("-ignored", "-index"))]
+        return [r for r in raw.split() if not r.endswith(SIDE_REFS)]
 
     def load_checkpoint(self, ref: str) -> Checkpoint:
         """The checkpoint kept under ``ref``, as :meth:`checkpoint` returned it (enough to :meth:`restore`)."""
@@ -440,8 +460,18 @@ class Workspace:
         if ignored_tree:  # every kept file (files the attempt added inside kept directories stay)
             listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
             ignored = tuple(e for e in listed.split("\0") if e)
+        raw: dict[str, str] = {}
+        modes: dict[str, int] | None = None
+        exact = self._git("rev-parse", "--verify", "-q", ref + "-exact^{commit}", check=False).decode().strip()
+        if exact:  # checkpoints of acr before this file existed have none: default bytes and modes then
+            listed = self._git("ls-tree", "-r", "-z", exact).decode("utf-8", "surrogateescape")
+            for entry in filter(None, listed.split("\0")):  # "<mode> blob <sha>\t<path>"
+                meta_part, path = entry.split("\t", 1)
+                raw[path] = meta_part.split()[2]
+            body = self._git("log", "-1", "--format=%b", exact).decode().strip()
+            modes = {k: int(v) for k, v in json.loads(body or "{}").items()}
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
-                          ignored_tree or None, ignored)
+                          ignored_tree or None, ignored, raw=raw, modes=modes)
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
@@ -573,7 +603,7 @@ class Workspace:
                 os.chmod(self.root / path, modes[path])
 
     def drop(self, cp: Checkpoint) -> None:
-        for ref in ([cp.ref, cp.ref + "-ignored", cp.ref + "-index"] if cp.ref else []):
+        for ref in ([cp.ref] + [cp.ref + side for side in SIDE_REFS] if cp.ref else []):
             try:
                 self._git("update-ref", "-d", ref)
             except WorkspaceError:

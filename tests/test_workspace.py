@@ -416,3 +416,24 @@ def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_
     shutil.move(project / "u", tmp_path / "aside")  # what the message says to do, then recover finishes
     ws.restore(ws.load_checkpoint(cp.ref))
     assert snapshot(project) == before
+
+
+def test_recover_after_a_kill_keeps_exact_bytes_and_modes_even_after_a_gc(project):
+    (project / ".gitattributes").write_text("*.txt eol=crlf\n")
+    (project / "notes.txt").write_bytes(b"a\r\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "attrs")
+    (project / "notes.txt").write_bytes(b"user\r\nmixed lf\n")  # git would write these bytes back otherwise
+    (project / "calc.py").chmod(0o600)
+    before = snapshot(project)
+    cp = Workspace.open(project).checkpoint(keep_as="k-1")
+    (project / "notes.txt").write_text("agent\n")
+    (project / "calc.py").write_text("agent\n")
+    git(project, "gc", "-q", "--prune=now")  # an agent's git housekeeping
+    # acr was killed here; `acr recover` starts from the refs alone
+    ws = Workspace.open(project)
+    assert ws.interrupted_checkpoints() == [cp.ref]
+    ws.restore(ws.load_checkpoint(cp.ref))
+    assert snapshot(project) == before
+    ws.drop(cp)
+    assert not git(project, "for-each-ref", "refs/acr/checkpoints/")
