@@ -99,6 +99,7 @@ class Workspace:
         self._lock_fd: int | None = None
         self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
         self._sparse_flag: list[str] | None = None
+        self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
 
     # ------------------------------------------------------------------ opening
@@ -216,14 +217,16 @@ class Workspace:
         a ``chmod 600 .env`` (or any mode, with core.fileMode off) is kept here (path -> mode)."""
         umask = os.umask(0)
         os.umask(umask)
-        plain = 0o666 & ~umask
+        if self._file_mode is None:
+            self._file_mode = self._git("config", "--bool", "--get", "core.fileMode", check=False).strip() != b"false"
+        plain = {0o666 & ~umask, 0o777 & ~umask} if self._file_mode else {0o666 & ~umask}  # git writes these
         out = {}
         for f in files:
             try:
                 st = os.lstat(self.root / f)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != plain:
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) not in plain:
                 out[f] = stat.S_IMODE(st.st_mode)
         return out
 

@@ -437,3 +437,17 @@ def test_recover_after_a_kill_keeps_exact_bytes_and_modes_even_after_a_gc(projec
     assert snapshot(project) == before
     ws.drop(cp)
     assert not git(project, "for-each-ref", "refs/acr/checkpoints/")
+
+
+def test_exec_bits_come_back_with_core_filemode_off(project):
+    git(project, "config", "core.fileMode", "false")  # as on some shared or Windows-mounted drives
+    (project / "run.sh").write_text("#!/bin/sh\n")
+    (project / "run.sh").chmod(0o755)
+    (project / "calc.py").chmod(0o755)
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "run.sh").unlink()
+    (project / "calc.py").write_text("agent\n")
+    ws.restore(cp)
+    assert snapshot(project) == before
