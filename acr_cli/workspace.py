@@ -31,9 +31,15 @@ How it stays safe for the user's own work:
   is opaque). A directory that did not exist then and that the rollback left
   empty is removed; the user's own directories, even empty ones, stay.
 
+* Also kept: the exact bytes of files git converts and permission bits git does
+  not record (``<ref>-exact``), and ``.git/info/exclude``. Files marked
+  skip-worktree or assume-unchanged are snapshotted from disk. A path a rollback
+  must not touch does not stop it: the others are put back, then it says which.
+
 Not covered: ignored entries over that budget and nested repositories
 (submodules, clones inside the tree): rollback never deletes or rewrites one,
-it leaves them as the attempt made them and the attempt's log names them. A
+it leaves them as the attempt made them and the attempt's log names them. Refs
+other than HEAD and its branch (stashes, other branches) are not checkpointed. A
 merge, rebase, cherry-pick or revert in progress is refused up front. Line-ending conversion is switched off for acr's own git calls.
 One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 """
