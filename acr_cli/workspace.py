@@ -105,6 +105,7 @@ class Workspace:
         self._lock_fd: int | None = None
         self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
         self._sparse_flag: list[str] | None = None
+        self._git_paths: dict[str, Path] = {}
         self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
 
@@ -245,7 +246,7 @@ class Workspace:
         a plain ``text`` attribute (git's normalisation)."""
         files = [f for f in files if "\n" not in f]
         if not files or not (any(f.rsplit("/", 1)[-1] == ".gitattributes" for f in files)
-                             or (self.git_dir / "info" / "attributes").exists() or self._global_attributes()):
+                             or self._git_path("info/attributes").exists() or self._global_attributes()):
             return {}
         out = self._git("check-attr", "-z", "--stdin", "filter", "eol", input=_nul_join(files))
         parts = out.decode("utf-8", "surrogateescape").split("\0")
@@ -325,14 +326,21 @@ class Workspace:
             branch = None
         return head, branch
 
+    def _git_path(self, name: str) -> Path:
+        """A file of the repository as git finds it (a linked worktree shares the main one's ``info/``)."""
+        found = self._git_paths.get(name)
+        if found is None:
+            found = self._git_paths[name] = self.root / self._git("rev-parse", "--git-path", name).decode().strip()
+        return found
+
     def _read_exclude(self) -> bytes | None:
         try:
-            return (self.git_dir / "info" / "exclude").read_bytes()
+            return self._git_path("info/exclude").read_bytes()
         except FileNotFoundError:
             return None
 
     def _write_exclude(self, data: bytes | None) -> None:
-        path = self.git_dir / "info" / "exclude"
+        path = self._git_path("info/exclude")
         if data is None:
             path.unlink(missing_ok=True)
         else:
@@ -382,13 +390,14 @@ class Workspace:
             listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
             kept_files = [e for e in listed.split("\0") if e]
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
-        if ref and (raw or modes):  # pinned (a gc cannot prune them) and there for `acr recover`
-            self._keep_exact(ref + "-exact", raw, modes)
+        if ref:  # pinned (a gc cannot prune the blobs) and there for `acr recover`
+            self._keep_exact(ref + "-exact", raw, modes, exclude)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
                           raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes)
 
-    def _keep_exact(self, ref: str, raw: dict[str, str], modes: dict[str, int]) -> None:
-        """A commit under ``ref``: the exact-bytes blobs as its tree, the permission bits in its message."""
+    def _keep_exact(self, ref: str, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None) -> None:
+        """A commit under ``ref``: the exact-bytes blobs as its tree; the permission bits and
+        ``info/exclude`` as JSON in its message (given on stdin: it can be larger than an argument may be)."""
         idx = self._temp_index(seed=False)
         try:
             env = {"GIT_INDEX_FILE": idx}
@@ -399,8 +408,9 @@ class Workspace:
             tree = self._git("write-tree", env=env).decode().strip()
         finally:
             _unlink_index(idx)
-        message = "acr exact bytes and modes\n\n" + json.dumps(modes, ensure_ascii=True) + "\n"
-        commit = self._git("commit-tree", tree, "-m", message, env=_ident()).decode().strip()
+        meta = {"modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1")}
+        message = "acr exact bytes, modes and info/exclude\n\n" + json.dumps(meta, ensure_ascii=True) + "\n"
+        commit = self._git("commit-tree", tree, "-F", "-", env=_ident(), input=message.encode()).decode().strip()
         self._git("update-ref", ref, commit)
 
     def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -471,16 +481,20 @@ class Workspace:
             ignored = tuple(e for e in listed.split("\0") if e)
         raw: dict[str, str] = {}
         modes: dict[str, int] | None = None
+        exclude, exclude_kept = None, False
         exact = self._git("rev-parse", "--verify", "-q", ref + "-exact^{commit}", check=False).decode().strip()
         if exact:  # checkpoints of acr before this file existed have none: default bytes and modes then
             listed = self._git("ls-tree", "-r", "-z", exact).decode("utf-8", "surrogateescape")
             for entry in filter(None, listed.split("\0")):  # "<mode> blob <sha>\t<path>"
                 meta_part, path = entry.split("\t", 1)
                 raw[path] = meta_part.split()[2]
-            body = self._git("log", "-1", "--format=%b", exact).decode().strip()
-            modes = {k: int(v) for k, v in json.loads(body or "{}").items()}
+            meta = json.loads(self._git("log", "-1", "--format=%b", exact).decode().strip() or "{}")
+            modes = {k: int(v) for k, v in meta.get("modes", {}).items()}
+            exclude = meta.get("exclude")
+            exclude_kept = "exclude" in meta
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
-                          ignored_tree or None, ignored, raw=raw, modes=modes)
+                          ignored_tree or None, ignored, raw=raw, modes=modes,
+                          exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept)
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""

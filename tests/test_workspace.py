@@ -354,12 +354,18 @@ def test_sparse_checkout_files_outside_the_cone(project):
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
 
 
-@pytest.mark.parametrize("rule_change", ["nested .gitignore added", ".git/info/exclude emptied"])
-def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monkeypatch, rule_change):
+@pytest.mark.parametrize("rule_change", ["nested .gitignore added", ".git/info/exclude emptied",
+                                         ".git/info/exclude emptied, then acr killed and recovered",
+                                         ".git/info/exclude emptied, in a linked worktree"])
+def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monkeypatch, rule_change, tmp_path):
     monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 0)  # like a 70 MB model file: over the budget, not kept
+    if "worktree" in rule_change:  # git reads the main repository's info/exclude there
+        git(project, "worktree", "add", "-q", str(tmp_path / "wt"))
+        main_git, project = project / ".git", tmp_path / "wt"
+    exclude_file = (main_git if "worktree" in rule_change else project / ".git") / "info" / "exclude"
     if rule_change.startswith(".git"):
-        (project / ".git" / "info").mkdir(exist_ok=True)
-        (project / ".git" / "info" / "exclude").write_text("data/\n")
+        exclude_file.parent.mkdir(exist_ok=True)
+        exclude_file.write_text("data/\n")
     else:
         (project / ".gitignore").write_text("*.bin\n")
         git(project, "add", ".gitignore")
@@ -367,17 +373,31 @@ def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monk
     (project / "data").mkdir()
     (project / "data" / "model.bin").write_bytes(b"weights the user trained for days")
     before = snapshot(project)
-    exclude = (project / ".git" / "info" / "exclude").read_bytes()
+    exclude = exclude_file.read_bytes()
     ws = Workspace.open(project)
-    cp = ws.checkpoint()
+    cp = ws.checkpoint(keep_as="t-1")
     (project / "calc.py").write_text("agent\n")
     if rule_change.startswith(".git"):
-        (project / ".git" / "info" / "exclude").write_text("")
+        exclude_file.write_text("")
     else:
         (project / "data" / ".gitignore").write_text("!*.bin\n")
+    if "recovered" in rule_change:
+        ws = Workspace.open(project)
+        cp = ws.load_checkpoint(cp.ref)
     ws.restore(cp)
     assert snapshot(project) == before  # model.bin is still there, and the new rule is gone
-    assert (project / ".git" / "info" / "exclude").read_bytes() == exclude
+    assert exclude_file.read_bytes() == exclude
+
+
+def test_many_recorded_modes_fit_in_a_checkpoint(project):
+    for i in range(3000):  # e.g. a checkout made under another umask: every file's mode is recorded
+        (project / f"a-file-with-a-long-enough-name-{i:04}.txt").write_text("x\n")
+        os.chmod(project / f"a-file-with-a-long-enough-name-{i:04}.txt", 0o600)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint(keep_as="t-1")  # the modes are more than one command-line argument may hold
+    assert len(ws.load_checkpoint(cp.ref).modes) >= 3000
+    ws.drop(cp)
+    assert not git(project, "for-each-ref", "refs/acr/")
 
 
 def test_permission_bits_come_back_as_the_user_set_them(project):
