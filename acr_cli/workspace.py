@@ -219,11 +219,22 @@ class Workspace:
         raw = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         return sorted({f for f in raw.decode("utf-8", "surrogateescape").split("\0") if f})
 
+    def _umask(self) -> int:
+        """The process's umask, read without setting it (``os.umask`` would, for a moment, for every thread)."""
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+        except OSError:
+            pass
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
     def _modes(self, files: list[str]) -> dict[str, int]:
         """Permission bits git would not write back: a file is checked out 0666 or 0777 less the umask, so
         a ``chmod 600 .env`` (or any mode, with core.fileMode off) is kept here (path -> mode)."""
-        umask = os.umask(0)
-        os.umask(umask)
+        umask = self._umask()
         if self._file_mode is None:
             self._file_mode = self._git("config", "--bool", "--get", "core.fileMode", check=False).strip() != b"false"
         plain = {0o666 & ~umask, 0o777 & ~umask} if self._file_mode else {0o666 & ~umask}  # git writes these
@@ -532,6 +543,13 @@ class Workspace:
             now, seed = self._ignored_snapshot(cp.ignored, cp.ignored_index)
             ignored_changed = self._diff(cp.ignored_tree, now)
             self._put_back(cp.ignored_tree, ignored_changed, modes=cp.modes)
+        for path, mode in (cp.modes or {}).items():  # a mode-only change (chmod 644 .env) is no diff to git
+            try:
+                st = os.lstat(self.root / path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                os.chmod(self.root / path, mode)
         where = f" (saved as {cp.ref})" if cp.ref else ""
         if self._left:
             raise WorkspaceError(
@@ -613,17 +631,31 @@ class Workspace:
         if not to_write:
             return
         idx = self._temp_index(seed=False)
+        umask = self._umask()
+        os.umask(0o077)  # a file written back is nobody else's to read until its own mode is set below
         try:
             env = {"GIT_INDEX_FILE": idx}
             self._git("read-tree", tree, env=env)
-            self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
+            try:
+                self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join(to_write))
+            except WorkspaceError:  # a path git cannot write (a read-only directory): the others one by one
+                for path in list(to_write):
+                    try:
+                        self._git("checkout-index", "-f", "-z", "--stdin", env=env, input=_nul_join([path]))
+                    except WorkspaceError as e:
+                        self._left.append(f"{path} ({e.message.splitlines()[-1]})")
+                        to_write.remove(path)
+            for path in to_write:
+                if raw and path in raw and (self.root / path).is_file():
+                    (self.root / path).write_bytes(self._git("cat-file", "blob", raw[path]))
         finally:
+            os.umask(umask)
             _unlink_index(idx)
         for path in to_write:
-            if raw and path in raw and (self.root / path).is_file():
-                (self.root / path).write_bytes(self._git("cat-file", "blob", raw[path]))
-            if modes is not None and path in modes:
-                os.chmod(self.root / path, modes[path])
+            st = os.lstat(self.root / path)
+            if stat.S_ISREG(st.st_mode):  # a symlink's mode is its target's: never chmod through one
+                default = (0o777 if st.st_mode & stat.S_IXUSR else 0o666) & ~umask  # what git would have written
+                os.chmod(self.root / path, modes.get(path, default) if modes else default)
 
     def drop(self, cp: Checkpoint) -> None:
         for ref in ([cp.ref] + [cp.ref + side for side in SIDE_REFS] if cp.ref else []):

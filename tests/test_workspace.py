@@ -411,10 +411,32 @@ def test_permission_bits_come_back_as_the_user_set_them(project):
     ws = Workspace.open(project)
     cp = ws.checkpoint()
     (project / ".env").write_text("TOKEN=leaked\n")
-    (project / "calc.py").write_text("agent\n")
+    (project / "calc.py").chmod(0o644)  # a mode-only change: no diff to git
     (project / "key").unlink()
     ws.restore(cp)
     assert snapshot(project) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_directory_does_not_stop_the_rest_of_the_rollback(project):
+    (project / "d").mkdir()
+    (project / "d" / "f.txt").write_text("committed\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "d")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "d" / "f.txt").write_text("agent\n")
+    (project / "calc.py").write_text("agent\n")
+    git(project, "commit", "-qam", "agent")
+    (project / "d").chmod(0o555)
+    try:
+        with pytest.raises(WorkspaceError) as e:
+            ws.restore(cp)
+    finally:
+        (project / "d").chmod(0o755)
+    assert "d/f.txt" in e.value.message
+    assert (project / "calc.py").read_text() != "agent\n"  # every other path, HEAD and the index are back
+    assert git(project, "log", "-1", "--format=%s").strip() != "agent"
 
 
 def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_path):
