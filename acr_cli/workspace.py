@@ -452,6 +452,9 @@ class Workspace:
                 budget -= len(inside)
         return frozenset(found), tuple(opaque)
 
+    def has_ref(self, ref: str) -> bool:
+        return bool(self._git("rev-parse", "--verify", "-q", ref, check=False).strip())
+
     def save_current(self, ref: str) -> str:
         """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
         head, _ = self._head()

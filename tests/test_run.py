@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -291,6 +292,27 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     assert git(project, "show", f"{out['saved_as']}:agent_new.py") == "x = 1\n"  # nothing is lost either way
     assert git(project, "for-each-ref", "refs/acr/checkpoints/") == ""
     assert "nothing to recover" in acr("recover", cwd=project).stdout
+
+
+def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_state(project, tmp_path):
+    from acr_cli.workspace import Workspace
+
+    Workspace.open(project).checkpoint(keep_as="20260101-000000-abcdef-1")  # then acr was killed
+    (project / "calc.py").write_text("the agent's edit\n")
+    (project / "notes.txt").write_text("saved by the user while the agent ran\n")
+    (project / "test_calc.py").unlink()
+    (project / "test_calc.py").mkdir()  # a repository where a file must go back: a rollback never deletes one
+    (project / "test_calc.py" / ".git").mkdir()
+    r = acr("recover", cwd=project)
+    assert r.returncode == 2 and "test_calc.py (a directory holding a git repository" in r.stderr
+    assert "acr recover" in r.stderr
+    shutil.move(project / "test_calc.py", tmp_path / "aside")
+    r = acr("recover", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["saved_as"] == "refs/acr/recovered/20260101-000000-abcdef-1-2"
+    first = git(project, "show", "refs/acr/recovered/20260101-000000-abcdef-1:notes.txt")
+    assert first == "saved by the user while the agent ran\n"  # the first save is not overwritten
+    assert (project / "test_calc.py").is_file() and "agent" not in (project / "calc.py").read_text()
 
 
 def test_a_run_warns_about_a_checkpoint_a_killed_run_left(project, fakes_on_path, scenario):

@@ -61,7 +61,11 @@ def recover(
         else:
             cp = ws.load_checkpoint(chosen[0])
             name = chosen[0][len(CHECKPOINT_REFS):]
-            out["saved_as"] = ws.save_current(f"refs/acr/recovered/{name}")
+            saved, n = f"refs/acr/recovered/{name}", 1
+            while ws.has_ref(saved):  # a recover that stopped half way saved one already: keep both
+                n += 1
+                saved = f"refs/acr/recovered/{name}-{n}"
+            out["saved_as"] = ws.save_current(saved)
             ws.restore(cp)
             ws.drop(cp)
             out["restored"] = chosen[0]
