@@ -96,6 +96,7 @@ class Checkpoint:
     exclude: bytes | None = field(default=None, repr=False)  # .git/info/exclude, ignore rules outside the tree
     exclude_kept: bool = field(default=False, repr=False)  # False (`acr recover`): leave that file alone
     modes: dict[str, int] | None = field(default=None, repr=False)  # see Workspace._modes; None: not known
+    sparse_absent: frozenset[str] | None = field(default=None, repr=False)  # see Workspace._unhide
 
 
 class Workspace:
@@ -108,6 +109,7 @@ class Workspace:
         self._git_paths: dict[str, Path] = {}
         self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
+        self._sparse_absent: frozenset[str] = frozenset()  # set by each checkpoint's snapshot
 
     # ------------------------------------------------------------------ opening
 
@@ -172,11 +174,13 @@ class Workspace:
             shutil.copy2(real, path)  # reuse its stat cache: only changed files are re-hashed
         return path
 
-    def _snapshot_tree(self) -> str:
+    def _snapshot_tree(self, sparse_absent: frozenset[str] | None = None) -> str:
+        """The work tree as a tree. ``sparse_absent``: the checkpoint's files a sparse checkout left off disk
+        (only those stay "as committed" while absent; see :meth:`_unhide`)."""
         idx = self._temp_index(seed=True)
         try:
             env = {"GIT_INDEX_FILE": idx}
-            self._unhide(env)
+            self._unhide(env, sparse_absent)
             # A nested repository without a commit cannot be added (git stops at the first one): such a
             # directory is left out of every snapshot, so a rollback never touches it either.
             skip: list[str] = []
@@ -202,17 +206,34 @@ class Workspace:
             self._sparse_flag = ["--sparse"] if on else []
         return self._sparse_flag
 
-    def _unhide(self, env: dict) -> None:
-        """Clear, in the snapshot's own index, the bits that make ``git add`` skip a file on disk.
+    def _unhide(self, env: dict, sparse_absent: frozenset[str] | None) -> None:
+        """Make the snapshot's own index read every file on disk, whatever bits the user's index has.
 
         ``skip-worktree`` and ``assume-unchanged`` (a local config edited on purpose) tell git not to
-        read the file, so a snapshot would hold the committed version and a rollback would lose the
-        user's. A sparse checkout's files that are not on disk keep their bit: they are not deleted."""
+        read a file, so a snapshot would hold the committed version and a rollback would lose the
+        user's: those bits are cleared. A skip-worktree file missing from disk is a sparse checkout's:
+        at the checkpoint (``sparse_absent`` None) it stays as committed and is listed in
+        ``self._sparse_absent``; later, only those listed stay, any other missing one was deleted."""
         listed = self._git("ls-files", "-v", "-z", env=env).decode("utf-8", "surrogateescape").split("\0")
-        for hides, flag in ((lambda t: t in "Ss", "--no-skip-worktree"), (str.islower, "--no-assume-unchanged")):
-            hidden = [e[2:] for e in listed if len(e) > 2 and hides(e[0]) and os.path.lexists(self.root / e[2:])]
-            if hidden:  # one flag per call: git applies only the last of several to --stdin paths
-                self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(hidden))
+        skip_here, skip_gone, assumed = [], [], []
+        for e in listed:
+            if len(e) < 3:
+                continue
+            tag, path = e[0], e[2:]
+            if tag in "Ss":
+                (skip_here if os.path.lexists(self.root / path) else skip_gone).append(path)
+            elif tag.islower():
+                assumed.append(path)
+        if sparse_absent is None:
+            self._sparse_absent = frozenset(skip_gone)
+            deleted = []
+        else:
+            deleted = [p for p in skip_gone if p not in sparse_absent]
+        # one flag per call: git applies only the last of several to --stdin paths
+        for paths, flag in ((skip_here, "--no-skip-worktree"), (assumed, "--no-assume-unchanged"),
+                            (deleted, "--force-remove")):
+            if paths:
+                self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(paths))
 
     def _files(self) -> list[str]:
         """Every file a snapshot holds (tracked and untracked, not ignored)."""
@@ -369,6 +390,7 @@ class Workspace:
     def checkpoint(self, keep_as: str | None = None) -> Checkpoint:
         exclude = self._read_exclude()
         tree = self._snapshot_tree()
+        sparse_absent = self._sparse_absent
         head, branch = self._head()
         ref = None
         index = self._read_index()
@@ -404,7 +426,8 @@ class Workspace:
         if ref:  # pinned (a gc cannot prune the blobs) and there for `acr recover`
             self._keep_exact(ref + "-exact", raw, modes, exclude)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes)
+                          raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes,
+                          sparse_absent=sparse_absent)
 
     def _keep_exact(self, ref: str, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None) -> None:
         """A commit under ``ref``: the exact-bytes blobs as its tree; the permission bits and
@@ -512,7 +535,7 @@ class Workspace:
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
-        return self._diff(cp.tree, self._snapshot_tree())
+        return self._diff(cp.tree, self._snapshot_tree(cp.sparse_absent))
 
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> int:
         """Undo everything since ``cp``; returns how many paths were put back.
@@ -521,13 +544,13 @@ class Workspace:
         changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
         ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
         self._left = []
-        now = self._snapshot_tree()
+        now = self._snapshot_tree(cp.sparse_absent)
         if keep_as and now != cp.tree:
             parents = ["-p", cp.head] if cp.head else []
             commit = self._git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
                                env=_ident()).decode().strip()
             self._git("update-ref", f"{ATTEMPT_REFS}{keep_as}", commit)
-        changed = self._diff(cp.tree, now)
+        changed = self._undo_list(cp, now)
         # The ignore rules first (a .gitignore changed, deleted or added, and .git/info/exclude), so that
         # files ignored before the attempt do not look added, and get removed, because a rule changed.
         rules = [c for c in changed if os.path.basename(c[1]) == ".gitignore"]
@@ -536,7 +559,7 @@ class Workspace:
             self._write_exclude(cp.exclude)
         if rules or exclude_changed:
             self._put_back(cp.tree, rules, cp.raw, cp.modes)
-            changed = rules + [c for c in self.changes(cp) if c not in rules]
+            changed = rules + [c for c in self._undo_list(cp, self._snapshot_tree(cp.sparse_absent)) if c not in rules]
         self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes)
         self._restore_refs(cp)
         if self._read_index() != cp.index:
@@ -560,7 +583,7 @@ class Workspace:
                 + "; ".join(self._left) + "; every other path is back as it was",
                 hint="move those aside (or make them writable), then run `acr recover` to finish the rollback"
                      if cp.ref else f"move those aside, then restore them with `git checkout {cp.tree} -- PATH`")
-        if self._diff(cp.tree, self._snapshot_tree()):
+        if self._diff(cp.tree, self._snapshot_tree(cp.sparse_absent)):
             raise WorkspaceError(
                 f"could not restore the work tree to its checkpoint{where}",
                 hint=f"inspect with `git diff {cp.tree}`; restore by hand with `git checkout {cp.ref or cp.tree} -- .`",
@@ -574,6 +597,12 @@ class Workspace:
             )
         self._remove_created_dirs(cp, [p for st, p in changed + ignored_changed if st == "A"])
         return len(changed) + len(ignored_changed)
+
+    def _undo_list(self, cp: Checkpoint, now: str) -> list[tuple[str, str]]:
+        """What differs from the checkpoint; a file the attempt created where a sparse checkout had none
+        counts as added (it goes, rather than be replaced by the committed version)."""
+        sparse = cp.sparse_absent or frozenset()
+        return [("A" if path in sparse else status, path) for status, path in self._diff(cp.tree, now)]
 
     def _remove_created_dirs(self, cp: Checkpoint, removed: list[str]) -> None:
         """Remove the directories left empty by removing ``removed`` (files the attempt added) that
@@ -612,7 +641,8 @@ class Workspace:
     def nested_changes(self, cp: Checkpoint) -> list[str]:
         """Nested repositories (submodules, clones inside the tree) the attempt changed: rollback leaves them
         alone, since their history and files are not in the checkpoint."""
-        return [path for _, path, nested in self._raw_diff(cp.tree, self._snapshot_tree()) if nested]
+        return [path for _, path, nested in self._raw_diff(cp.tree, self._snapshot_tree(cp.sparse_absent))
+                if nested]
 
     def _put_back(self, tree: str, changed: list[tuple[str, str]], raw: dict[str, str] | None = None,
                   modes: dict[str, int] | None = None) -> None:

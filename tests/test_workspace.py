@@ -349,9 +349,23 @@ def test_sparse_checkout_files_outside_the_cone(project):
     (project / "calc.py").write_text("agent\n")
     (project / "out").mkdir()
     (project / "out" / "new.txt").write_text("agent made this outside the cone\n")
+    (project / "out" / "o.txt").write_text("and this where the sparse checkout has the committed file\n")
     ws.restore(cp)
     assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
+    assert git(project, "ls-files", "-v", "out/o.txt").startswith("S ")  # still outside the sparse checkout
+
+
+def test_a_hidden_file_the_agent_deletes_comes_back(project):
+    git(project, "update-index", "--skip-worktree", "calc.py")  # unchanged on disk, marked by the user
+    git(project, "update-index", "--assume-unchanged", "test_calc.py")
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").unlink()
+    (project / "test_calc.py").unlink()
+    ws.restore(cp)
+    assert snapshot(project) == before
 
 
 @pytest.mark.parametrize("rule_change", ["nested .gitignore added", ".git/info/exclude emptied",
