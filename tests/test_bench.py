@@ -265,6 +265,7 @@ def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr
     # task 1: best observed arm is b alone (1 - 0.1) vs actual (1 - 0.11); others: no regret
     assert actual["cum_regret"] == pytest.approx(0.1 * 0.1)
     assert always["unscorable"] == 1 and always["n"] == 2
+    assert always["apply_ok"] is None  # these attempts did not record whether they changed the tree
     assert orc["cum_regret"] == pytest.approx(0.0)
     assert doc["missing_cells"] == 2
     r = acr("bench", "replay", "memory", "--policy", "linucb")

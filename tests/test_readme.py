@@ -21,7 +21,7 @@ def test_the_quickstart_runs_as_written(tmp_path):
     script = quickstart_block()
     if not (ROOT / ".venv" / "bin" / "activate").is_file():  # tests run from another environment
         script = script.replace("source .venv/bin/activate", f'export PATH="{Path(sys.executable).parent}:$PATH"')
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACR_", "FAKE_AGENT"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACR_", "FAKE_AGENT", "XDG_"))}
     env.update(HOME=str(tmp_path), TMPDIR=str(tmp_path))
     r = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=300, stdin=subprocess.DEVNULL)

@@ -183,7 +183,8 @@ def test_missing_cli_is_skipped_with_a_note(project, fakes_on_path, scenario):
 
 
 def test_no_installed_agent_is_a_setup_error_not_a_failed_task(project, acr_home):
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "fakes" not in p)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)  # none of them, fake or real
+                           if not any(os.path.exists(os.path.join(p, cli)) for cli in ("claude", "codex")))
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "claude:claude-opus-4-6,codex:gpt-5.4", cwd=project,
             env={"PATH": path})
     assert r.returncode == 2 and "`claude` is not installed" in r.stderr and "`codex` is not installed" in r.stderr

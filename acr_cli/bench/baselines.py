@@ -160,6 +160,14 @@ class Decisions(Policy):
         self.name = f"decisions:{path.name}"
         self.missing: set[str] = set()
 
+    def fresh(self) -> "Decisions":
+        """The same decisions with no tasks counted as missing yet (one per replayed order)."""
+        import copy
+
+        again = copy.copy(self)
+        again.missing = set()
+        return again
+
     def next(self, ctx, state):
         chain = self.by_task.get(ctx.ref)
         if chain is None:

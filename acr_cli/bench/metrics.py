@@ -7,8 +7,8 @@ with the task). Over a run:
 * ``avg_perf`` = mean score x 100; ``cost_usd`` = total; ``perf_per_dollar`` = avg_perf / cost_usd
 * ``cum_regret`` = sum of (oracle - reward)
 * ``racc`` = share of tasks whose final model (the last attempt's) is the oracle's model
-* ``apply_ok`` = share of tasks whose final attempt changed the repository (OOD), x 100;
-  None where no attempt records it (ID2919's files have no such column)
+* ``apply_ok`` = share of tasks whose final attempt changed the repository (OOD), x 100, among the
+  tasks where that is recorded; None where none is (ID2919's files have no such column)
 * ``avg_steps`` = attempts per task; ``escalations`` = tasks where the most expensive
   arm was tried after a failed attempt (the paper's "escalate to the premium model")
 """
@@ -62,7 +62,7 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
         "cost_usd": total_cost,
         "perf_per_dollar": avg_perf / total_cost if total_cost else None,
         "racc": racc / n,
-        "apply_ok": 100.0 * applied / n if known_apply else None,  # None: no attempt could tell (ID scores)
+        "apply_ok": 100.0 * applied / known_apply if known_apply else None,  # of the tasks it is known for
         "avg_steps": steps / n,
         "escalations": escalations,
         "tokens_in": int(tin),

@@ -115,12 +115,12 @@ def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Pro
         return f"map:{path.name}", lambda mem, src: pol
     if name == "decisions":
         path = _file(arg, data_dir)
-        matched = bl.Decisions(path, arms, norm).by_task.keys() & {t.ref for t in matrix.tasks}
-        if not matched:
+        read = bl.Decisions(path, arms, norm)
+        if matrix.tasks and not read.by_task.keys() & {t.ref for t in matrix.tasks}:
             raise AcrError(f"decisions:{path}: none of its task ids is a task of {matrix.name}",
                            hint=f"is it the file for the other benchmark? {matrix.name}'s ids look like "
                                 f"{matrix.tasks[0].ref!r}")
-        return f"decisions:{path.name}", lambda mem, src: bl.Decisions(path, arms, norm)
+        return f"decisions:{path.name}", lambda mem, src: read.fresh()
     if name == "dimension-best":
         pol = _fit_dimension_best(matrix, arms, data_dir, profile)
         return spec, lambda mem, src: pol
