@@ -235,6 +235,10 @@ class Workspace:
             if paths:
                 self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(paths))
 
+    def _tree_files(self, tree: str) -> list[str]:
+        listed = self._git("ls-tree", "-r", "-z", "--name-only", tree).decode("utf-8", "surrogateescape")
+        return [e for e in listed.split("\0") if e]
+
     def _files(self) -> list[str]:
         """Every file a snapshot holds (tracked and untracked, not ignored)."""
         raw = self._git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
@@ -418,10 +422,7 @@ class Workspace:
             self._git("update-ref", ref + "-ignored", commit)
         untracked_dirs, opaque = self._untracked_dirs(over)
         files = self._files()
-        kept_files: list[str] = []
-        if ignored_tree:
-            listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
-            kept_files = [e for e in listed.split("\0") if e]
+        kept_files = self._tree_files(ignored_tree) if ignored_tree else []
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
         if ref:  # pinned (a gc cannot prune the blobs) and there for `acr recover`
             self._keep_exact(ref + "-exact", raw, modes, exclude)
@@ -514,8 +515,7 @@ class Workspace:
         ignored_tree = self._git("rev-parse", "--verify", "-q", ref + "-ignored^{tree}", check=False).decode().strip()
         ignored: tuple[str, ...] = ()
         if ignored_tree:  # every kept file (files the attempt added inside kept directories stay)
-            listed = self._git("ls-tree", "-r", "-z", "--name-only", ignored_tree).decode("utf-8", "surrogateescape")
-            ignored = tuple(e for e in listed.split("\0") if e)
+            ignored = tuple(self._tree_files(ignored_tree))
         raw: dict[str, str] = {}
         modes: dict[str, int] | None = None
         exclude, exclude_kept = None, False
