@@ -31,8 +31,9 @@ How it stays safe for the user's own work:
   is opaque). A directory that did not exist then and that the rollback left
   empty is removed; the user's own directories, even empty ones, stay.
 
-* Also kept: the exact bytes of files git converts and permission bits git does
-  not record (``<ref>-exact``), and ``.git/info/exclude``. Files marked
+* Also kept: the exact bytes of files git converts (``<ref>-exact``), and
+  permission bits git does not record and ``.git/info/exclude`` (in the
+  checkpoint commit's message). Files marked
   skip-worktree or assume-unchanged are snapshotted from disk. A path a rollback
   must not touch does not stop it: the others are put back, then it says which.
 
@@ -396,57 +397,56 @@ class Workspace:
         tree = self._snapshot_tree()
         sparse_absent = self._sparse_absent
         head, branch = self._head()
-        ref = None
         index = self._read_index()
-        if keep_as:
-            # Everything a rollback needs is kept in git, so `acr recover` can finish it if acr dies:
-            # the tree (the commit), HEAD (its parent), the branch (the message), the index (a blob).
-            parents = ["-p", head] if head else []
-            ref = f"{CHECKPOINT_REFS}{keep_as}"
-            message = f"acr checkpoint {keep_as}\n\nbranch: {branch or '-'}\n"
-            if index is not None:
-                blob = self._git("hash-object", "-w", "--stdin", input=index).decode().strip()
-                self._git("update-ref", ref + "-index", blob)
-                message += f"index: {blob}\n"
-            commit = self._git("commit-tree", tree, *parents, "-m", message, env=_ident()).decode().strip()
-            self._git("update-ref", ref, commit)
         kept, over = self._ignored_entries()
         ignored_tree = ignored_index = None
         if kept:
             last = self._ignored_seed
             ignored_tree, ignored_index = self._ignored_snapshot(kept, last[1] if last and last[0] == kept else None)
             self._ignored_seed = (kept, ignored_index)
-        if ignored_tree and ref:  # recoverable by hand too: git restore --source=<ref>-ignored -- PATH
-            commit = self._git("commit-tree", ignored_tree, "-m", f"acr ignored files {keep_as}",
-                               env=_ident()).decode().strip()
-            self._git("update-ref", ref + "-ignored", commit)
         untracked_dirs, opaque = self._untracked_dirs(over)
         files = self._files()
         kept_files = self._tree_files(ignored_tree) if ignored_tree else []
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
-        if ref:  # pinned (a gc cannot prune the blobs) and there for `acr recover`
-            self._keep_exact(ref + "-exact", raw, modes, exclude)
+        ref = f"{CHECKPOINT_REFS}{keep_as}" if keep_as else None
+        if ref:
+            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
                           raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes,
                           sparse_absent=sparse_absent)
 
-    def _keep_exact(self, ref: str, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None) -> None:
-        """A commit under ``ref``: the exact-bytes blobs as its tree; the permission bits and
-        ``info/exclude`` as JSON in its message (given on stdin: it can be larger than an argument may be)."""
-        idx = self._temp_index(seed=False)
-        try:
-            env = {"GIT_INDEX_FILE": idx}
-            if raw:
-                info = "".join(f"100644 {blob}\t{path}\0" for path, blob in raw.items())
-                self._git("update-index", "-z", "--index-info", env=env,
-                          input=info.encode("utf-8", "surrogateescape"))
-            tree = self._git("write-tree", env=env).decode().strip()
-        finally:
-            _unlink_index(idx)
+    def _keep(self, ref: str, tree: str, head: str | None, branch: str | None, index: bytes | None,
+              ignored_tree: str | None, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None) -> None:
+        """Keep everything a rollback needs in git, so `acr recover` can finish it if acr dies: the tree
+        (a commit under ``ref``), HEAD (its parent), the branch, the permission bits and ``info/exclude``
+        (its message), the index (a blob under ``ref-index``), the kept ignored files (``ref-ignored``,
+        restorable by hand too: ``git restore --source=<ref>-ignored -- PATH``) and the exact-bytes blobs
+        (the tree of ``ref-exact``, so that a gc cannot prune them)."""
+        updates = {}
         meta = {"modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1")}
-        message = "acr exact bytes, modes and info/exclude\n\n" + json.dumps(meta, ensure_ascii=True) + "\n"
-        commit = self._git("commit-tree", tree, "-F", "-", env=_ident(), input=message.encode()).decode().strip()
-        self._git("update-ref", ref, commit)
+        message = (f"acr checkpoint {ref[len(CHECKPOINT_REFS):]}\n\nbranch: {branch or '-'}\n"
+                   f"meta: {json.dumps(meta, ensure_ascii=True)}\n")  # on stdin: larger than an argument may be
+        if index is not None:
+            updates[ref + "-index"] = self._git("hash-object", "-w", "--stdin", input=index).decode().strip()
+            message += f"index: {updates[ref + '-index']}\n"
+        parents = ["-p", head] if head else []
+        updates[ref] = self._git("commit-tree", tree, *parents, "-F", "-", env=_ident(),
+                                 input=message.encode()).decode().strip()
+        if ignored_tree:
+            updates[ref + "-ignored"] = self._git("commit-tree", ignored_tree, "-m", "acr ignored files",
+                                                  env=_ident()).decode().strip()
+        if raw:
+            idx = self._temp_index(seed=False)
+            try:
+                env = {"GIT_INDEX_FILE": idx}
+                info = "".join(f"100644 {blob}\t{path}\0" for path, blob in raw.items())
+                self._git("update-index", "-z", "--index-info", env=env, input=info.encode("utf-8", "surrogateescape"))
+                exact_tree = self._git("write-tree", env=env).decode().strip()
+            finally:
+                _unlink_index(idx)
+            updates[ref + "-exact"] = self._git("commit-tree", exact_tree, "-m", "acr exact bytes",
+                                                env=_ident()).decode().strip()
+        self._git("update-ref", "--stdin", input="".join(f"update {r} {v}\n" for r, v in updates.items()).encode())
 
     def _untracked_dirs(self, over: tuple[str, ...] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
         """Every directory inside the untracked (or ignored) directories git lists, and the listed
@@ -517,18 +517,15 @@ class Workspace:
         if ignored_tree:  # every kept file (files the attempt added inside kept directories stay)
             ignored = tuple(self._tree_files(ignored_tree))
         raw: dict[str, str] = {}
-        modes: dict[str, int] | None = None
-        exclude, exclude_kept = None, False
         exact = self._git("rev-parse", "--verify", "-q", ref + "-exact^{commit}", check=False).decode().strip()
-        if exact:  # checkpoints of acr before this file existed have none: default bytes and modes then
+        if exact:
             listed = self._git("ls-tree", "-r", "-z", exact).decode("utf-8", "surrogateescape")
             for entry in filter(None, listed.split("\0")):  # "<mode> blob <sha>\t<path>"
-                meta_part, path = entry.split("\t", 1)
-                raw[path] = meta_part.split()[2]
-            meta = json.loads(self._git("log", "-1", "--format=%b", exact).decode().strip() or "{}")
-            modes = {k: int(v) for k, v in meta.get("modes", {}).items()}
-            exclude = meta.get("exclude")
-            exclude_kept = "exclude" in meta
+                info, path = entry.split("\t", 1)
+                raw[path] = info.split()[2]
+        extra = json.loads(meta["meta"]) if "meta" in meta else {}  # older checkpoints: none, leave those be
+        modes = {k: int(v) for k, v in extra["modes"].items()} if "modes" in extra else None
+        exclude, exclude_kept = extra.get("exclude"), "exclude" in extra
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
                           ignored_tree or None, ignored, raw=raw, modes=modes,
                           exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept)
@@ -691,11 +688,9 @@ class Workspace:
                 os.chmod(self.root / path, modes.get(path, default) if modes else default)
 
     def drop(self, cp: Checkpoint) -> None:
-        for ref in ([cp.ref] + [cp.ref + side for side in SIDE_REFS] if cp.ref else []):
-            try:
-                self._git("update-ref", "-d", ref)
-            except WorkspaceError:
-                pass
+        if cp.ref:  # one call: deleting a ref that is not there is no error
+            self._git("update-ref", "--stdin", check=False,
+                      input="".join(f"delete {r}\n" for r in [cp.ref, *(cp.ref + side for side in SIDE_REFS)]).encode())
 
     def _restore_refs(self, cp: Checkpoint) -> None:
         head, branch = self._head()
