@@ -110,7 +110,6 @@ class Workspace:
         self._git_paths: dict[str, Path] = {}
         self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
-        self._sparse_absent: frozenset[str] = frozenset()  # set by each checkpoint's snapshot
 
     # ------------------------------------------------------------------ opening
 
@@ -178,10 +177,14 @@ class Workspace:
     def _snapshot_tree(self, sparse_absent: frozenset[str] | None = None) -> str:
         """The work tree as a tree. ``sparse_absent``: the checkpoint's files a sparse checkout left off disk
         (only those stay "as committed" while absent; see :meth:`_unhide`)."""
+        return self._snapshot(sparse_absent)[0]
+
+    def _snapshot(self, sparse_absent: frozenset[str] | None = None) -> tuple[str, frozenset[str]]:
+        """(tree, the files a sparse checkout leaves off disk now): see :meth:`_snapshot_tree`."""
         idx = self._temp_index(seed=True)
         try:
             env = {"GIT_INDEX_FILE": idx}
-            self._unhide(env, sparse_absent)
+            absent = self._unhide(env, sparse_absent)
             # A nested repository without a commit cannot be added (git stops at the first one): such a
             # directory is left out of every snapshot, so a rollback never touches it either.
             skip: list[str] = []
@@ -195,7 +198,7 @@ class Workspace:
                     if not found:
                         raise
                     skip += found
-            return self._git("write-tree", env=env).decode().strip()
+            return self._git("write-tree", env=env).decode().strip(), absent
         finally:
             _unlink_index(idx)
 
@@ -207,14 +210,14 @@ class Workspace:
             self._sparse_flag = ["--sparse"] if on else []
         return self._sparse_flag
 
-    def _unhide(self, env: dict, sparse_absent: frozenset[str] | None) -> None:
+    def _unhide(self, env: dict, sparse_absent: frozenset[str] | None) -> frozenset[str]:
         """Make the snapshot's own index read every file on disk, whatever bits the user's index has.
 
         ``skip-worktree`` and ``assume-unchanged`` (a local config edited on purpose) tell git not to
         read a file, so a snapshot would hold the committed version and a rollback would lose the
         user's: those bits are cleared. A skip-worktree file missing from disk is a sparse checkout's:
-        at the checkpoint (``sparse_absent`` None) it stays as committed and is listed in
-        ``self._sparse_absent``; later, only those listed stay, any other missing one was deleted."""
+        at the checkpoint (``sparse_absent`` None) it stays as committed, and all such files are
+        returned; later, only those listed stay, any other missing one was deleted."""
         listed = self._git("ls-files", "-v", "-z", env=env).decode("utf-8", "surrogateescape").split("\0")
         skip_here, skip_gone, assumed = [], [], []
         for e in listed:
@@ -225,16 +228,13 @@ class Workspace:
                 (skip_here if os.path.lexists(self.root / path) else skip_gone).append(path)
             elif tag.islower():
                 assumed.append(path)
-        if sparse_absent is None:
-            self._sparse_absent = frozenset(skip_gone)
-            deleted = []
-        else:
-            deleted = [p for p in skip_gone if p not in sparse_absent]
+        deleted = [] if sparse_absent is None else [p for p in skip_gone if p not in sparse_absent]
         # one flag per call: git applies only the last of several to --stdin paths
         for paths, flag in ((skip_here, "--no-skip-worktree"), (assumed, "--no-assume-unchanged"),
                             (deleted, "--force-remove")):
             if paths:
                 self._git("update-index", "-z", flag, "--stdin", env=env, input=_nul_join(paths))
+        return frozenset(skip_gone)
 
     def _tree_files(self, tree: str) -> list[str]:
         listed = self._git("ls-tree", "-r", "-z", "--name-only", tree).decode("utf-8", "surrogateescape")
@@ -394,8 +394,7 @@ class Workspace:
 
     def checkpoint(self, keep_as: str | None = None) -> Checkpoint:
         exclude = self._read_exclude()
-        tree = self._snapshot_tree()
-        sparse_absent = self._sparse_absent
+        tree, sparse_absent = self._snapshot()
         head, branch = self._head()
         index = self._read_index()
         kept, over = self._ignored_entries()
