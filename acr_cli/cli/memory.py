@@ -170,7 +170,9 @@ def import_(
     except BaseException as e:
         mem.close()
         if new_file:  # nothing was imported (one transaction): leave no empty memory behind either
-            for leftover in (target, target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
+            from acr_cli.memory.db import sqlite_files
+
+            for leftover in sqlite_files(target):
                 leftover.unlink(missing_ok=True)
         if isinstance(e, UnicodeDecodeError):
             raise AcrError(f"{source} is not a text file written by `acr memory export`") from None

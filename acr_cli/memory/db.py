@@ -153,13 +153,18 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
             db.close()
         return _connect_immutable(Path(path), err)
     if not in_memory:
-        for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
+        for p in sqlite_files(path):
             try:
                 if p.exists() and (p.stat().st_mode & 0o777) != 0o600:
                     os.chmod(p, 0o600)
             except OSError:
                 pass
     return db
+
+
+def sqlite_files(path: str | os.PathLike) -> tuple[Path, Path, Path]:
+    """The files a memory at ``path`` is made of: the database, its write-ahead log and shared memory."""
+    return Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")
 
 
 def _connect_immutable(path: Path, why: MemoryFileError) -> sqlite3.Connection:
