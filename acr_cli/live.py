@@ -137,6 +137,8 @@ class LiveEnvironment:
                 log.write(f"; the tree before the rollback is kept as refs/acr/attempts/{name} "
                           f"(`git diff {cp.tree} refs/acr/attempts/{name}` shows the attempt's changes)")
             log.write("\n")
+            if self.workspace.refs_put_back:
+                log.write(f"--- put back what the attempt deleted: {', '.join(self.workspace.refs_put_back)}\n")
             self.workspace.prune_attempts()
             nested = self.workspace.nested_changes(cp)
             if nested:

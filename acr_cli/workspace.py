@@ -37,10 +37,15 @@ How it stays safe for the user's own work:
   skip-worktree or assume-unchanged are snapshotted from disk. A path a rollback
   must not touch does not stop it: the others are put back, then it says which.
 
+* Branches and tags the attempt deleted are recreated, and stash entries it
+  dropped (``git stash pop``, ``drop``, ``clear``) are stored again, on top of
+  any it added. Nothing else about refs other than HEAD's is undone: a branch
+  the attempt created or moved stays (the old tip is in its reflog), since
+  another work tree of the same repository may have done it.
+
 Not covered: ignored entries over that budget and nested repositories
 (submodules, clones inside the tree): rollback never deletes or rewrites one,
-it leaves them as the attempt made them and the attempt's log names them. Refs
-other than HEAD and its branch (stashes, other branches) are not checkpointed. A
+it leaves them as the attempt made them and the attempt's log names them. A
 merge, rebase, cherry-pick or revert in progress is refused up front. Line-ending conversion is switched off for acr's own git calls.
 One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 """
@@ -68,7 +73,9 @@ _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "cor
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
 ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
 ATTEMPTS_KEPT = 50
-SIDE_REFS = ("-ignored", "-index", "-exact")  # beside a checkpoint ref: kept ignored files, the index, exact bytes
+# beside a checkpoint ref: kept ignored files, the index, exact bytes, stash entries (kept reachable)
+SIDE_REFS = ("-ignored", "-index", "-exact", "-stash")
+KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")  # what a checkpoint lists (see Workspace._refs)
 _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
@@ -98,6 +105,8 @@ class Checkpoint:
     exclude_kept: bool = field(default=False, repr=False)  # False (`acr recover`): leave that file alone
     modes: dict[str, int] | None = field(default=None, repr=False)  # see Workspace._modes; None: not known
     sparse_absent: frozenset[str] | None = field(default=None, repr=False)  # see Workspace._unhide
+    refs: dict[str, str] | None = field(default=None, repr=False)  # branches and tags (name -> object); None: not known
+    stash: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # stash entries, newest first: (commit, message)
 
 
 class Workspace:
@@ -110,6 +119,7 @@ class Workspace:
         self._git_paths: dict[str, Path] = {}
         self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
+        self.refs_put_back: list[str] = []  # what the last restore recreated: refs, "stash: <message>"
 
     # ------------------------------------------------------------------ opening
 
@@ -363,6 +373,18 @@ class Workspace:
             branch = None
         return head, branch
 
+    def _refs(self) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+        """(branches and tags: name -> object, stash entries newest first: (commit, message))."""
+        listed = self._git("for-each-ref", "--format=%(objectname) %(refname)", *KEPT_REFS).decode(
+            "utf-8", "surrogateescape")
+        refs = dict(reversed(line.split(" ", 1)) for line in listed.splitlines() if " " in line)
+        stash: tuple[tuple[str, str], ...] = ()
+        if refs.pop("refs/stash", None):
+            log = self._git("log", "-g", "-z", "--format=%H%x00%gs", "refs/stash", "--", check=False)
+            parts = log.decode("utf-8", "surrogateescape").split("\0")
+            stash = tuple((parts[i].strip(), parts[i + 1]) for i in range(0, len(parts) - 1, 2))
+        return refs, stash
+
     def _git_path(self, name: str) -> Path:
         """A file of the repository as git finds it (a linked worktree shares the main one's ``info/``)."""
         found = self._git_paths.get(name)
@@ -396,6 +418,7 @@ class Workspace:
         exclude = self._read_exclude()
         tree, sparse_absent = self._snapshot()
         head, branch = self._head()
+        refs, stash = self._refs()
         index = self._read_index()
         kept, over = self._ignored_entries()
         ignored_tree = ignored_index = None
@@ -409,20 +432,23 @@ class Workspace:
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
         ref = f"{CHECKPOINT_REFS}{keep_as}" if keep_as else None
         if ref:
-            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude)
+            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude, refs, stash)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
                           raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes,
-                          sparse_absent=sparse_absent)
+                          sparse_absent=sparse_absent, refs=refs, stash=stash)
 
     def _keep(self, ref: str, tree: str, head: str | None, branch: str | None, index: bytes | None,
-              ignored_tree: str | None, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None) -> None:
+              ignored_tree: str | None, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None,
+              refs: dict[str, str], stash: tuple[tuple[str, str], ...]) -> None:
         """Keep everything a rollback needs in git, so `acr recover` can finish it if acr dies: the tree
-        (a commit under ``ref``), HEAD (its parent), the branch, the permission bits and ``info/exclude``
-        (its message), the index (a blob under ``ref-index``), the kept ignored files (``ref-ignored``,
-        restorable by hand too: ``git restore --source=<ref>-ignored -- PATH``) and the exact-bytes blobs
-        (the tree of ``ref-exact``, so that a gc cannot prune them)."""
+        (a commit under ``ref``), HEAD (its parent), the branch, the permission bits, ``info/exclude``,
+        branches, tags and stash entries (its message), the index (a blob under ``ref-index``), the kept
+        ignored files (``ref-ignored``, restorable by hand too: ``git restore --source=<ref>-ignored --
+        PATH``), the exact-bytes blobs (the tree of ``ref-exact``) and the stash entries' commits (the
+        parents of ``ref-stash``): kept reachable, so that a gc cannot prune them once dropped."""
         updates = {}
-        meta = {"modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1")}
+        meta = {"modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1"),
+                "refs": refs, "stash": [list(e) for e in stash]}
         message = (f"acr checkpoint {ref[len(CHECKPOINT_REFS):]}\n\nbranch: {branch or '-'}\n"
                    f"meta: {json.dumps(meta, ensure_ascii=True)}\n")  # on stdin: larger than an argument may be
         if index is not None:
@@ -444,6 +470,10 @@ class Workspace:
             finally:
                 _unlink_index(idx)
             updates[ref + "-exact"] = self._git("commit-tree", exact_tree, "-m", "acr exact bytes",
+                                                env=_ident()).decode().strip()
+        if stash:
+            parents = [x for sha in dict.fromkeys(sha for sha, _ in stash) for x in ("-p", sha)]
+            updates[ref + "-stash"] = self._git("commit-tree", tree, *parents, "-m", "acr stash entries",
                                                 env=_ident()).decode().strip()
         self._git("update-ref", "--stdin", input="".join(f"update {r} {v}\n" for r, v in updates.items()).encode())
 
@@ -527,7 +557,8 @@ class Workspace:
         exclude, exclude_kept = extra.get("exclude"), "exclude" in extra
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
                           ignored_tree or None, ignored, raw=raw, modes=modes,
-                          exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept)
+                          exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept,
+                          refs=extra.get("refs"), stash=tuple(tuple(e) for e in extra.get("stash", ())))
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
@@ -539,7 +570,7 @@ class Workspace:
         ``keep_as``: first keep the tree as it is (the failed attempt's work, and anything else that
         changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
         ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
-        self._left = []
+        self._left, self.refs_put_back = [], []
         now = self._snapshot_tree(cp.sparse_absent)
         if keep_as and now != cp.tree:
             parents = ["-p", cp.head] if cp.head else []
@@ -557,6 +588,7 @@ class Workspace:
             self._put_back(cp.tree, rules, cp.raw, cp.modes)
             changed = rules + [c for c in self._undo_list(cp, self._snapshot_tree(cp.sparse_absent)) if c not in rules]
         self._put_back(cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes)
+        self._restore_deleted_refs(cp)
         self._restore_refs(cp)
         if self._read_index() != cp.index:
             self._write_index(cp.index)
@@ -575,7 +607,7 @@ class Workspace:
         where = f" (saved as {cp.ref})" if cp.ref else ""
         if self._left:
             raise WorkspaceError(
-                f"the rollback could not undo {len(self._left)} path(s), left as the attempt made them: "
+                f"the rollback could not undo {len(self._left)} change(s), left as the attempt made them: "
                 + "; ".join(self._left) + "; every other path is back as it was",
                 hint="move those aside (or make them writable), then run `acr recover` to finish the rollback"
                      if cp.ref else f"move those aside, then restore them with `git checkout {cp.tree} -- PATH`")
@@ -702,6 +734,38 @@ class Workspace:
                 self._git("update-ref", "--no-deref", "HEAD", cp.head)
         if cp.head and self._head()[0] != cp.head:
             self._git("update-ref", cp.branch or "HEAD", cp.head)
+
+    def _restore_deleted_refs(self, cp: Checkpoint) -> None:
+        """Recreate the branches and tags the attempt deleted and store again the stash entries it dropped.
+
+        Only what went missing comes back: a ref that now points elsewhere, or one that is new, may be
+        another work tree's doing (they share refs), and it loses nothing where it is. Dropped stash
+        entries are stored on top of the list as it is now, oldest first, so a ``git stash pop`` or
+        ``clear`` leaves the list exactly as it was."""
+        if cp.refs is None:
+            return
+        refs, stash = self._refs()
+        missing = {r: v for r, v in cp.refs.items() if r not in refs and r != cp.branch}
+        if missing:
+            lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
+            try:
+                self._git("update-ref", "--stdin", input=lines)
+                self.refs_put_back += list(missing)
+            except WorkspaceError:  # one at a time: a name now taken (a/b where a was) must not stop the rest
+                for r, v in missing.items():
+                    try:
+                        self._git("update-ref", r, v, "")  # "": only if it does not exist
+                        self.refs_put_back.append(r)
+                    except WorkspaceError as e:
+                        self._left.append(f"{r} ({e.message.splitlines()[-1]})")
+        present = {sha for sha, _ in stash}
+        dropped = [(sha, msg) for sha, msg in cp.stash if sha not in present]
+        for sha, msg in reversed(dropped):
+            try:
+                self._git("stash", "store", "-q", "-m", msg, sha, env=_ident())
+                self.refs_put_back.append(f"stash: {msg}")
+            except WorkspaceError as e:
+                self._left.append(f"stash entry {sha[:12]} {msg!r} ({e.message.splitlines()[-1]})")
 
     def _write_index(self, data: bytes | None) -> None:
         real = self.git_dir / "index"

@@ -79,6 +79,23 @@ def test_users_uncommitted_work_survives_a_failed_run(project, fakes_on_path, sc
     assert git(project, "diff", "--cached", "--name-only").split() == ["staged.txt"]
 
 
+def test_an_agent_that_drops_the_users_stash_and_a_branch_is_undone(project, fakes_on_path, scenario):
+    (project / "calc.py").write_text("stashed work\n")
+    git(project, "stash", "push", "-q", "-m", "my experiment")
+    git(project, "branch", "feature")
+    stashes, branches = git(project, "stash", "list", "--format=%H %gs"), git(project, "branch", "--list")
+    before = dirty_user_work(project)
+    scenario({"commands": [["git", "stash", "push", "-u", "-q"], ["git", "stash", "drop", "-q"],
+                           ["git", "stash", "drop", "-q"], ["git", "branch", "-D", "-q", "feature"]],
+              "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", TWO_ARMS, cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert git(project, "stash", "list", "--format=%H %gs") == stashes
+    assert git(project, "branch", "--list") == branches
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+
+
 def test_users_uncommitted_work_survives_a_timeout(project, fakes_on_path, scenario, tmp_path, monkeypatch):
     before = dirty_user_work(project)
     pidfile = tmp_path / "pids"

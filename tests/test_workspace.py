@@ -507,3 +507,79 @@ def test_exec_bits_come_back_with_core_filemode_off(project):
     (project / "calc.py").write_text("agent\n")
     ws.restore(cp)
     assert snapshot(project) == before
+
+
+def stash_list(root: Path) -> list[str]:
+    return git(root, "stash", "list", "--format=%H %gs").splitlines()
+
+
+@pytest.fixture
+def with_stashes(project: Path) -> Path:
+    """Three stash entries of the user's own uncommitted work, a feature branch and a tag."""
+    for n in range(3):
+        (project / "calc.py").write_text(f"user work {n}\n")
+        git(project, "stash", "push", "-q", "-m", f"user work {n}")
+    git(project, "branch", "feature")
+    git(project, "tag", "-a", "v1", "-m", "release")
+    return project
+
+
+def test_stash_entries_branches_and_tags_the_attempt_removes_come_back(with_stashes):
+    root = with_stashes
+    stashes, refs = stash_list(root), git(root, "for-each-ref")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    git(root, "stash", "pop", "-q")  # the agent takes the user's newest stash for its own...
+    git(root, "stash", "drop", "-q", "stash@{1}")  # ...drops another,
+    git(root, "branch", "-D", "-q", "feature")  # deletes a branch and a tag
+    git(root, "tag", "-d", "v1")
+    ws.restore(cp)
+    assert git(root, "for-each-ref") == refs
+    # every entry is back, the dropped ones stored again on top in their order: 2, 0, then 1 that stayed
+    assert stash_list(root) == [stashes[0], stashes[2], stashes[1]]
+    git(root, "stash", "apply", "-q", "stash@{1}")  # and each still holds the user's work
+    assert (root / "calc.py").read_text() == "user work 0\n"
+    branch = git(root, "branch", "--show-current").strip()
+    assert ws.refs_put_back == ["refs/heads/feature", "refs/tags/v1", f"stash: On {branch}: user work 0",
+                                f"stash: On {branch}: user work 2"]
+
+
+def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
+    root = with_stashes
+    stashes = stash_list(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    git(root, "stash", "clear")
+    ws.restore(cp)
+    assert stash_list(root) == stashes
+
+
+def test_refs_another_work_tree_moves_or_adds_during_the_attempt_stay(with_stashes, tmp_path):
+    root = with_stashes
+    other = tmp_path / "other"
+    git(root, "worktree", "add", "-q", str(other), "feature")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    (other / "calc.py").write_text("the user's commit in the other work tree\n")
+    git(other, "commit", "-qam", "other work")
+    git(other, "branch", "new-idea")
+    git(other, "stash", "push", "-q", "-m", "pushed meanwhile")  # nothing to stash: a no-op
+    tip = git(root, "rev-parse", "feature")
+    ws.restore(cp)
+    assert git(root, "rev-parse", "feature") == tip and git(root, "rev-parse", "--verify", "-q", "new-idea")
+    assert not ws.refs_put_back
+
+
+def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes):
+    root = with_stashes
+    stashes = stash_list(root)
+    cp = Workspace.open(root).checkpoint(keep_as="k-1")
+    git(root, "stash", "clear")
+    git(root, "branch", "-D", "-q", "feature")
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")  # unreachable now but for acr's own refs
+    ws = Workspace.open(root)  # acr was killed; `acr recover` starts from the refs alone
+    ws.restore(ws.load_checkpoint(cp.ref))
+    assert stash_list(root) == stashes and git(root, "rev-parse", "--verify", "-q", "feature")
+    ws.drop(cp)
+    assert not git(root, "for-each-ref", "refs/acr/")

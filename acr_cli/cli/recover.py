@@ -22,8 +22,8 @@ def recover(
     While an attempt runs, acr keeps its checkpoint under refs/acr/checkpoints/. A run that ends in
     any normal way (pass, fail, timeout, Ctrl-C, SIGTERM) rolls back and deletes it; one that is killed
     leaves it, and `acr run` warns about it. `acr recover` restores files, index, HEAD and branch from
-    it. What the work tree holds just before is saved first as refs/acr/recovered/<name>, so nothing
-    is lost either way.
+    it, and the stash entries, branches and tags the attempt deleted. What the work tree holds just
+    before is saved first as refs/acr/recovered/<name>, so nothing is lost either way.
 
     Examples: acr recover --list; acr recover; acr recover --discard
     """

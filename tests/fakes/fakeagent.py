@@ -14,6 +14,7 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
         {"match": {"agent": "codex", "model": "gpt-5.4"},
          "write": {"calc.py": "def add(a, b):\\n    return a + b\\n"},
          "append": {}, "delete": [],
+         "commands": [["git", "stash", "pop"]],   # run in the project before the files above, as its shell tool would
          "tokens": [12000, 800], "cost": 0.05,      # cost null: not reported
          "text": "Fixed add()",
          "error": null,        # "500" | "401" | "rate_limit": an API error in the CLI's format, exit 1
@@ -122,6 +123,9 @@ def pick_rule(scenario: dict, agent: str, model: str | None) -> dict:
 
 def apply_files(rule: dict, root: Path) -> list[str]:
     touched = []
+    for argv in rule.get("commands") or []:
+        subprocess.run(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
     for rel, content in (rule.get("write") or {}).items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
