@@ -46,7 +46,7 @@ How it stays safe for the user's own work:
 Not covered: ignored entries over that budget and nested repositories
 (submodules, clones inside the tree): rollback never deletes or rewrites one,
 it leaves them as the attempt made them and the attempt's log names them. A
-merge, rebase, cherry-pick or revert in progress is refused up front. Line-ending conversion is switched off for acr's own git calls.
+merge, rebase, cherry-pick, revert or bisect in progress is refused up front. Line-ending conversion is switched off for acr's own git calls.
 One ``acr run`` per work tree at a time (a lock file in ``.git`` enforces it).
 """
 
@@ -80,7 +80,8 @@ _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
-               "rebase-merge": "a rebase", "rebase-apply": "a rebase or `git am`"}
+               "rebase-merge": "a rebase", "rebase-apply": "a rebase or `git am`",
+               "sequencer": "a cherry-pick or revert of several commits", "BISECT_LOG": "a bisect"}
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,8 @@ class Workspace:
         self._lock_fd = fd
 
     def ensure_no_operation_in_progress(self) -> None:
-        """Refuse to start while a merge, rebase, cherry-pick or revert is under way: an attempt that
-        commits or aborts it would end git's operation state, and a rollback cannot restore that."""
+        """Refuse to start while a merge, rebase, cherry-pick, revert or bisect is under way: an attempt that
+        commits, aborts or resets it would end git's operation state, and a rollback cannot restore that."""
         for name, what in IN_PROGRESS.items():
             if (self.git_dir / name).exists():
                 raise WorkspaceError(f"{what} is in progress in {self.root}",
@@ -562,7 +563,19 @@ class Workspace:
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
+        self._require_repository()
         return self._diff(cp.tree, self._snapshot_tree(cp.sparse_absent))
+
+    def _require_repository(self) -> None:
+        """After an attempt: stop with what to do if it removed the repository (``rm -rf .git``), whose
+        objects held the checkpoint too."""
+        if (self.git_dir / "HEAD").is_file() and os.path.lexists(self.root / ".git"):
+            return
+        raise WorkspaceError(
+            f"the attempt removed the git repository of {self.root} (its .git), and the checkpoint with it: "
+            "nothing could be rolled back, the files are as the attempt left them",
+            hint="put .git back from a backup or a fresh `git clone` of your remote, then review the "
+                 "changes with `git status`; acr stopped this task")
 
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> int:
         """Undo everything since ``cp``; returns how many paths were put back.
@@ -571,6 +584,7 @@ class Workspace:
         changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
         ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
         self._left, self.refs_put_back = [], []
+        self._require_repository()
         now = self._snapshot_tree(cp.sparse_absent)
         if keep_as and now != cp.tree:
             parents = ["-p", cp.head] if cp.head else []

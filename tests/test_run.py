@@ -96,6 +96,14 @@ def test_an_agent_that_drops_the_users_stash_and_a_branch_is_undone(project, fak
         assert (project / p).read_bytes() == data, p
 
 
+def test_an_agent_that_removes_dot_git_stops_the_task_with_what_to_do(project, fakes_on_path, scenario, acr_home):
+    scenario({"commands": [["rm", "-rf", ".git"]], "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", TWO_ARMS, cwd=project)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "removed the git repository" in r.stderr and "git clone" in r.stderr
+    assert [a["verdict"] for a in attempts_in_memory(acr_home)] == ["failed"]  # recorded; no second attempt on a bare tree
+
+
 def test_users_uncommitted_work_survives_a_timeout(project, fakes_on_path, scenario, tmp_path, monkeypatch):
     before = dirty_user_work(project)
     pidfile = tmp_path / "pids"

@@ -173,6 +173,16 @@ def test_a_merge_in_progress_is_refused_up_front(project):
     assert "--no-rollback" in e.value.hint
 
 
+def test_a_bisect_in_progress_is_refused_up_front(project):
+    (project / "calc.py").write_text("second\n")
+    git(project, "commit", "-qam", "second")
+    git(project, "bisect", "start", "HEAD", "HEAD~1")
+    with pytest.raises(WorkspaceError, match="a bisect is in progress"):
+        Workspace.open(project).ensure_no_operation_in_progress()
+    git(project, "bisect", "reset")
+    Workspace.open(project).ensure_no_operation_in_progress()
+
+
 def test_files_git_converts_come_back_byte_for_byte(project):
     git(project, "config", "filter.strip.clean", "tr a-z A-Z")  # lossy on the way in, like nbstripout
     git(project, "config", "filter.strip.smudge", "cat")
