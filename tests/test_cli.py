@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -266,3 +267,13 @@ def test_profiles_show_text_has_what_json_has(tmp_path):
     out = invoke("profiles", "show", str(prof)).output
     assert "bug_fix 0.60 (worth 4 attempts)" in " ".join(out.split())  # the arm's own prior weight
     assert "agent aider: command=['aider'" in out  # the generic CLI the arm runs
+
+
+@pytest.mark.parametrize("args", [["--help"], ["profiles", "list"], ["profiles", "show", "balanced", "--json"]])
+def test_a_reader_that_stops_reading_ends_acr_quietly(args):
+    """`acr ... | head`: no traceback, no "Exception ignored" from Python's exit flush, exit 1."""
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before acr writes a byte
+    proc = subprocess.run([sys.executable, "-m", "acr_cli", *args], stdout=w, stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    assert proc.returncode == 1 and proc.stderr == ""
