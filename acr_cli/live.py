@@ -139,6 +139,8 @@ class LiveEnvironment:
             log.write("\n")
             if self.workspace.refs_put_back:
                 log.write(f"--- put back what the attempt deleted: {', '.join(self.workspace.refs_put_back)}\n")
+            for what in self.workspace.refs_put_aside:
+                log.write(f"--- {what}\n")
             self.workspace.prune_attempts()
             nested = self.workspace.nested_changes(cp)
             if nested:

@@ -39,9 +39,10 @@ How it stays safe for the user's own work:
 
 * Branches and tags the attempt deleted are recreated, and stash entries it
   dropped (``git stash pop``, ``drop``, ``clear``) are stored again, on top of
-  any it added. Nothing else about refs other than HEAD's is undone: a branch
-  the attempt created or moved stays (the old tip is in its reflog), since
-  another work tree of the same repository may have done it.
+  any it added; one that cannot come back (its name is taken now) is put aside
+  under ``refs/acr/put-aside/``. Nothing else about refs other than HEAD's is
+  undone: a branch the attempt created or moved stays (the old tip is in its
+  reflog), since another work tree of the same repository may have done it.
 
 Not covered: ignored entries over that budget and nested repositories
 (submodules, clones inside the tree): rollback never deletes or rewrites one,
@@ -73,9 +74,11 @@ _GIT_CFG = ["-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "cor
 CHECKPOINT_REFS = "refs/acr/checkpoints/"
 ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
 ATTEMPTS_KEPT = 50
-# beside a checkpoint ref: kept ignored files, the index, exact bytes, stash entries (kept reachable)
-SIDE_REFS = ("-ignored", "-index", "-exact", "-stash")
+# beside a checkpoint ref: kept ignored files, the index, exact bytes, branches, tags and stash entries
+SIDE_REFS = ("-ignored", "-index", "-exact", "-refs")
 KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")  # what a checkpoint lists (see Workspace._refs)
+PUT_ASIDE_REFS = "refs/acr/put-aside/"  # refs and stash entries a rollback could not put back where they were
+KEEP_ALIVE_MAX = 5000  # commits of branches, tags and stash entries a checkpoint keeps from a gc (its parents)
 _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$", re.M)
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 # git's own state files of an operation in progress: a rollback could not bring them back
@@ -121,6 +124,7 @@ class Workspace:
         self._file_mode: bool | None = None  # core.fileMode (git records the exec bit)
         self._left: list[str] = []  # paths the current restore could not undo (see restore)
         self.refs_put_back: list[str] = []  # what the last restore recreated: refs, "stash: <message>"
+        self.refs_put_aside: list[str] = []  # ... and what it could not, and where that went instead
 
     # ------------------------------------------------------------------ opening
 
@@ -374,17 +378,25 @@ class Workspace:
             branch = None
         return head, branch
 
-    def _refs(self) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-        """(branches and tags: name -> object, stash entries newest first: (commit, message))."""
-        listed = self._git("for-each-ref", "--format=%(objectname) %(refname)", *KEPT_REFS).decode(
-            "utf-8", "surrogateescape")
-        refs = dict(reversed(line.split(" ", 1)) for line in listed.splitlines() if " " in line)
+    def _refs(self) -> tuple[dict[str, str], tuple[tuple[str, str], ...], list[str]]:
+        """(branches and tags: name -> object, stash entries newest first: (commit, message), the
+        commits all of them point to). Symbolic refs are left out: they follow their target."""
+        fmt = "%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(symref)"
+        listed = self._git("for-each-ref", f"--format={fmt}", *KEPT_REFS).decode("utf-8", "surrogateescape")
+        refs, commits = {}, []
+        for line in listed.splitlines():
+            name, obj, kind, peeled, peeled_kind, symref = line.split("\0")
+            if symref:
+                continue
+            refs[name] = obj
+            if kind == "commit" or peeled_kind == "commit":
+                commits.append(obj if kind == "commit" else peeled)
         stash: tuple[tuple[str, str], ...] = ()
         if refs.pop("refs/stash", None):
             log = self._git("log", "-g", "-z", "--format=%H%x00%gs", "refs/stash", "--", check=False)
             parts = log.decode("utf-8", "surrogateescape").split("\0")
-            stash = tuple((parts[i].strip(), parts[i + 1]) for i in range(0, len(parts) - 1, 2))
-        return refs, stash
+            stash = tuple((parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2))
+        return refs, stash, [sha for sha, _ in stash] + commits
 
     def _git_path(self, name: str) -> Path:
         """A file of the repository as git finds it (a linked worktree shares the main one's ``info/``)."""
@@ -419,7 +431,7 @@ class Workspace:
         exclude = self._read_exclude()
         tree, sparse_absent = self._snapshot()
         head, branch = self._head()
-        refs, stash = self._refs()
+        refs, stash, commits = self._refs()
         index = self._read_index()
         kept, over = self._ignored_entries()
         ignored_tree = ignored_index = None
@@ -433,29 +445,33 @@ class Workspace:
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
         ref = f"{CHECKPOINT_REFS}{keep_as}" if keep_as else None
         if ref:
-            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude, refs, stash)
+            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude, refs, stash, commits)
         return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
                           raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes,
                           sparse_absent=sparse_absent, refs=refs, stash=stash)
 
     def _keep(self, ref: str, tree: str, head: str | None, branch: str | None, index: bytes | None,
               ignored_tree: str | None, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None,
-              refs: dict[str, str], stash: tuple[tuple[str, str], ...]) -> None:
+              refs: dict[str, str], stash: tuple[tuple[str, str], ...], commits: list[str]) -> None:
         """Keep everything a rollback needs in git, so `acr recover` can finish it if acr dies: the tree
-        (a commit under ``ref``), HEAD (its parent), the branch, the permission bits, ``info/exclude``,
-        branches, tags and stash entries (its message), the index (a blob under ``ref-index``), the kept
-        ignored files (``ref-ignored``, restorable by hand too: ``git restore --source=<ref>-ignored --
-        PATH``), the exact-bytes blobs (the tree of ``ref-exact``) and the stash entries' commits (the
-        parents of ``ref-stash``): kept reachable, so that a gc cannot prune them once dropped."""
+        (a commit under ``ref``), HEAD (its first parent), the branch, the permission bits and
+        ``info/exclude`` (its message), the index (a blob under ``ref-index``), the kept ignored files
+        (``ref-ignored``, restorable by hand too: ``git restore --source=<ref>-ignored -- PATH``), the
+        exact-bytes blobs (the tree of ``ref-exact``), and the branches, tags and stash list (a blob under
+        ``ref-refs``) with the commits they point to (its other parents, up to ``KEEP_ALIVE_MAX``): so a
+        gc during the attempt cannot prune a branch or stash entry it deleted."""
         updates = {}
-        meta = {"modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1"),
-                "refs": refs, "stash": [list(e) for e in stash]}
+        meta = {"head": head, "modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1")}
         message = (f"acr checkpoint {ref[len(CHECKPOINT_REFS):]}\n\nbranch: {branch or '-'}\n"
                    f"meta: {json.dumps(meta, ensure_ascii=True)}\n")  # on stdin: larger than an argument may be
         if index is not None:
             updates[ref + "-index"] = self._git("hash-object", "-w", "--stdin", input=index).decode().strip()
             message += f"index: {updates[ref + '-index']}\n"
-        parents = ["-p", head] if head else []
+        if refs or stash:
+            listing = json.dumps({"refs": refs, "stash": [list(e) for e in stash]}, ensure_ascii=True)
+            updates[ref + "-refs"] = self._git("hash-object", "-w", "--stdin", input=listing.encode()).decode().strip()
+        alive = [c for c in dict.fromkeys(commits) if c != head][:KEEP_ALIVE_MAX]
+        parents = [x for c in ([head] if head else []) + alive for x in ("-p", c)]
         updates[ref] = self._git("commit-tree", tree, *parents, "-F", "-", env=_ident(),
                                  input=message.encode()).decode().strip()
         if ignored_tree:
@@ -471,10 +487,6 @@ class Workspace:
             finally:
                 _unlink_index(idx)
             updates[ref + "-exact"] = self._git("commit-tree", exact_tree, "-m", "acr exact bytes",
-                                                env=_ident()).decode().strip()
-        if stash:
-            parents = [x for sha in dict.fromkeys(sha for sha, _ in stash) for x in ("-p", sha)]
-            updates[ref + "-stash"] = self._git("commit-tree", tree, *parents, "-m", "acr stash entries",
                                                 env=_ident()).decode().strip()
         self._git("update-ref", "--stdin", input="".join(f"update {r} {v}\n" for r, v in updates.items()).encode())
 
@@ -556,10 +568,17 @@ class Workspace:
         extra = json.loads(meta["meta"]) if "meta" in meta else {}  # older checkpoints: none, leave those be
         modes = {k: int(v) for k, v in extra["modes"].items()} if "modes" in extra else None
         exclude, exclude_kept = extra.get("exclude"), "exclude" in extra
+        parent = extra.get("head", parent)  # its other parents keep branches and stash entries alive
+        listing: dict = {"refs": None, "stash": ()}
+        if "head" in extra:  # written by a version that kept refs: none at all is an empty list
+            listing["refs"] = {}
+            listed = self._git("cat-file", "blob", ref + "-refs", check=False)
+            if listed:
+                listing = json.loads(listed)
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
                           ignored_tree or None, ignored, raw=raw, modes=modes,
                           exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept,
-                          refs=extra.get("refs"), stash=tuple(tuple(e) for e in extra.get("stash", ())))
+                          refs=listing["refs"], stash=tuple(tuple(e) for e in listing["stash"]))
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
@@ -583,7 +602,7 @@ class Workspace:
         ``keep_as``: first keep the tree as it is (the failed attempt's work, and anything else that
         changed meanwhile, e.g. a file the user saved during the attempt) as a commit under
         ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
-        self._left, self.refs_put_back = [], []
+        self._left, self.refs_put_back, self.refs_put_aside = [], [], []
         self._require_repository()
         now = self._snapshot_tree(cp.sparse_absent)
         if keep_as and now != cp.tree:
@@ -755,31 +774,43 @@ class Workspace:
         Only what went missing comes back: a ref that now points elsewhere, or one that is new, may be
         another work tree's doing (they share refs), and it loses nothing where it is. Dropped stash
         entries are stored on top of the list as it is now, oldest first, so a ``git stash pop`` or
-        ``clear`` leaves the list exactly as it was."""
+        ``clear`` leaves the list exactly as it was. What cannot come back where it was (the attempt
+        made ``a/b`` where branch ``a`` was) is put aside under ``PUT_ASIDE_REFS``; none of it stops
+        the rollback."""
         if cp.refs is None:
             return
-        refs, stash = self._refs()
+        refs, stash, _ = self._refs()
         missing = {r: v for r, v in cp.refs.items() if r not in refs and r != cp.branch}
         if missing:
             lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
-            try:
-                self._git("update-ref", "--stdin", input=lines)
-                self.refs_put_back += list(missing)
-            except WorkspaceError:  # one at a time: a name now taken (a/b where a was) must not stop the rest
+            if self._git_ok("update-ref", "--stdin", input=lines):
+                self.refs_put_back += [_shown(r) for r in missing]
+            else:  # one at a time: a name taken now must not keep the others from coming back
                 for r, v in missing.items():
-                    try:
-                        self._git("update-ref", r, v, "")  # "": only if it does not exist
-                        self.refs_put_back.append(r)
-                    except WorkspaceError as e:
-                        self._left.append(f"{r} ({e.message.splitlines()[-1]})")
+                    if self._git_ok("update-ref", r, v, ""):  # "": only if it does not exist
+                        self.refs_put_back.append(_shown(r))
+                    else:
+                        self._put_aside(PUT_ASIDE_REFS + r[len("refs/"):], v, _shown(r))
         present = {sha for sha, _ in stash}
-        dropped = [(sha, msg) for sha, msg in cp.stash if sha not in present]
-        for sha, msg in reversed(dropped):
-            try:
-                self._git("stash", "store", "-q", "-m", msg, sha, env=_ident())
-                self.refs_put_back.append(f"stash: {msg}")
-            except WorkspaceError as e:
-                self._left.append(f"stash entry {sha[:12]} {msg!r} ({e.message.splitlines()[-1]})")
+        for sha, msg in reversed([e for e in cp.stash if e[0] not in present]):
+            if self._git_ok("stash", "store", "-m", msg, sha, env=_ident()):
+                self.refs_put_back.append(f"stash: {_shown(msg)}")
+            else:
+                self._put_aside(f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {_shown(msg)}")
+
+    def _put_aside(self, ref: str, obj: str, what: str) -> None:
+        if self._git_ok("update-ref", ref, obj):
+            self.refs_put_aside.append(f"{what} (could not come back where it was; kept as {_shown(ref)})")
+        else:
+            self.refs_put_aside.append(f"{what} (could not come back: its objects are gone, pruned meanwhile)")
+
+    def _git_ok(self, *args: str, env: dict | None = None, input: bytes | None = None) -> bool:
+        """Run git; False where it refuses (or cannot even start, e.g. an argument over the kernel's limit)."""
+        try:
+            self._git(*args, env=env, input=input)
+            return True
+        except (WorkspaceError, OSError):
+            return False
 
     def _write_index(self, data: bytes | None) -> None:
         real = self.git_dir / "index"
@@ -811,6 +842,11 @@ def _measure(path: Path, max_files: int, max_bytes: int) -> tuple[int | None, in
             if files > max_files or size > max_bytes:
                 return None, size
     return files, size
+
+
+def _shown(name: str) -> str:
+    """A name read from git, printable: bytes that are not UTF-8 as \\x escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _nul_join(paths: list[str]) -> bytes:

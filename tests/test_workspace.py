@@ -593,3 +593,62 @@ def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes)
     assert stash_list(root) == stashes and git(root, "rev-parse", "--verify", "-q", "feature")
     ws.drop(cp)
     assert not git(root, "for-each-ref", "refs/acr/")
+
+
+def test_a_branch_deleted_and_pruned_during_the_attempt_comes_back(with_stashes):
+    root = with_stashes
+    git(root, "checkout", "-q", "-b", "only-here")
+    (root / "calc.py").write_text("work that lives on this branch alone\n")
+    git(root, "commit", "-qam", "branch work")
+    git(root, "checkout", "-q", "-")
+    tip = git(root, "rev-parse", "only-here")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint(keep_as="k-1")
+    git(root, "branch", "-D", "-q", "only-here")
+    git(root, "tag", "-d", "v1")
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    ws.restore(cp)
+    assert git(root, "rev-parse", "only-here") == tip and git(root, "cat-file", "-t", "only-here") == "commit\n"
+    # an annotated tag's own object is not kept (only the commit it names): it is reported, not re-made
+    assert ws.refs_put_aside == ["refs/tags/v1 (could not come back: its objects are gone, pruned meanwhile)"]
+
+
+def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback(with_stashes):
+    root = with_stashes
+    tip = git(root, "rev-parse", "feature")
+    git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/feature")  # e.g. master -> main
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    (root / "calc.py").write_text("agent\n")
+    git(root, "update-ref", "-d", "refs/heads/alias", "--no-deref")
+    git(root, "branch", "-D", "-q", "feature")
+    git(root, "branch", "feature/new")  # the old name is a directory of refs now
+    ws.restore(cp)  # no error: the files, HEAD and the other refs are back
+    assert (root / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
+    assert git(root, "rev-parse", "refs/acr/put-aside/heads/feature") == tip
+    assert git(root, "rev-parse", "--verify", "-q", "feature/new")
+    assert len(ws.refs_put_aside) == 1 and "refs/acr/put-aside/heads/feature" in ws.refs_put_aside[0]
+    assert "refs/heads/alias" not in git(root, "for-each-ref")  # a symbolic ref is not made a branch
+
+
+def test_names_that_are_not_utf8_are_put_back_and_shown(project):
+    import subprocess
+
+    def stash_list(root):
+        return subprocess.run(["git", "stash", "list", "--format=%H %gs"], cwd=root, capture_output=True).stdout
+
+    (project / "calc.py").write_text("user work\n")
+    subprocess.run(["git", "stash", "push", "-q", "-m", b"caf\xe9"], cwd=project, check=True, capture_output=True)
+    subprocess.run(["git", "branch", b"br\xe9"], cwd=project, check=True)
+    user_refs = ["git", "for-each-ref", "refs/heads", "refs/tags", "refs/stash"]
+    stashes, refs = stash_list(project), subprocess.run(user_refs, cwd=project, capture_output=True).stdout
+    ws = Workspace.open(project)
+    cp = ws.checkpoint(keep_as="k-1")
+    git(project, "stash", "drop", "-q")
+    subprocess.run(["git", "branch", "-D", "-q", b"br\xe9"], cwd=project, check=True)
+    ws.restore(ws.load_checkpoint(cp.ref))
+    assert stash_list(project) == stashes
+    assert subprocess.run(user_refs, cwd=project, capture_output=True).stdout == refs
+    assert sorted(ws.refs_put_back) == ["refs/heads/br\\xe9", "stash: On master: caf\\xe9".replace(
+        "master", git(project, "branch", "--show-current").strip())]
