@@ -75,7 +75,7 @@ CHECKPOINT_REFS = "refs/acr/checkpoints/"
 ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
 ATTEMPTS_KEPT = 50
 # beside a checkpoint ref: kept ignored files, the index, exact bytes, branches, tags and stash entries
-SIDE_REFS = ("-ignored", "-index", "-exact", "-refs")
+SIDE_REFS = ("-ignored", "-index", "-exact", "-state")
 KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")  # what a checkpoint lists (see Workspace._refs)
 PUT_ASIDE_REFS = "refs/acr/put-aside/"  # refs and stash entries a rollback could not put back where they were
 KEEP_ALIVE_MAX = 5000  # commits of branches, tags and stash entries a checkpoint keeps from a gc (its parents)
@@ -443,39 +443,43 @@ class Workspace:
         files = self._files()
         kept_files = self._tree_files(ignored_tree) if ignored_tree else []
         raw, modes = self._raw_copies(files), self._modes(files + kept_files)
-        ref = f"{CHECKPOINT_REFS}{keep_as}" if keep_as else None
-        if ref:
-            self._keep(ref, tree, head, branch, index, ignored_tree, raw, modes, exclude, refs, stash, commits)
-        return Checkpoint(tree, head, branch, index, ref, ignored_tree, kept, over, ignored_index,
-                          raw, untracked_dirs, opaque, exclude, exclude_kept=True, modes=modes,
-                          sparse_absent=sparse_absent, refs=refs, stash=stash)
+        cp = Checkpoint(tree, head, branch, index, f"{CHECKPOINT_REFS}{keep_as}" if keep_as else None, ignored_tree,
+                        kept, over, ignored_index, raw, untracked_dirs, opaque, exclude, exclude_kept=True,
+                        modes=modes, sparse_absent=sparse_absent, refs=refs, stash=stash)
+        if cp.ref:
+            self._keep(cp, commits)
+        return cp
 
-    def _keep(self, ref: str, tree: str, head: str | None, branch: str | None, index: bytes | None,
-              ignored_tree: str | None, raw: dict[str, str], modes: dict[str, int], exclude: bytes | None,
-              refs: dict[str, str], stash: tuple[tuple[str, str], ...], commits: list[str]) -> None:
+    def _keep(self, cp: Checkpoint, commits: list[str]) -> None:
         """Keep everything a rollback needs in git, so `acr recover` can finish it if acr dies: the tree
-        (a commit under ``ref``), HEAD (its first parent), the branch, the permission bits and
-        ``info/exclude`` (its message), the index (a blob under ``ref-index``), the kept ignored files
-        (``ref-ignored``, restorable by hand too: ``git restore --source=<ref>-ignored -- PATH``), the
-        exact-bytes blobs (the tree of ``ref-exact``), and the branches, tags and stash list (a blob under
-        ``ref-refs``) with the commits they point to (its other parents, up to ``KEEP_ALIVE_MAX``): so a
-        gc during the attempt cannot prune a branch or stash entry it deleted."""
+        (a commit under ``cp.ref``), HEAD (its first parent), the branch, the permission bits and
+        ``info/exclude`` (its message), the index (a blob under ``<ref>-index``), the kept ignored files
+        (``<ref>-ignored``, restorable by hand too: ``git restore --source=<ref>-ignored -- PATH``), the
+        exact-bytes blobs (the tree of ``<ref>-exact``), and the lists: branches, tags, stash entries and
+        the files a sparse checkout leaves out (a blob under ``<ref>-state``). ``commits`` (what the
+        branches, tags and stash entries point to) are the commit's other parents, up to
+        ``KEEP_ALIVE_MAX``: so a gc during the attempt cannot prune a branch or stash entry it deleted."""
+        ref, tree, head, branch, index, raw = cp.ref, cp.tree, cp.head, cp.branch, cp.index, cp.raw
+        assert ref is not None
         updates = {}
-        meta = {"head": head, "modes": modes, "exclude": None if exclude is None else exclude.decode("latin-1")}
+        meta = {"head": head, "modes": cp.modes,
+                "exclude": None if cp.exclude is None else cp.exclude.decode("latin-1")}
         message = (f"acr checkpoint {ref[len(CHECKPOINT_REFS):]}\n\nbranch: {branch or '-'}\n"
                    f"meta: {json.dumps(meta, ensure_ascii=True)}\n")  # on stdin: larger than an argument may be
         if index is not None:
             updates[ref + "-index"] = self._git("hash-object", "-w", "--stdin", input=index).decode().strip()
             message += f"index: {updates[ref + '-index']}\n"
-        if refs or stash:
-            listing = json.dumps({"refs": refs, "stash": [list(e) for e in stash]}, ensure_ascii=True)
-            updates[ref + "-refs"] = self._git("hash-object", "-w", "--stdin", input=listing.encode()).decode().strip()
+        if cp.refs or cp.stash or cp.sparse_absent:  # a blob, not the message: the same lists are stored once
+            state = {"refs": cp.refs, "stash": [list(e) for e in cp.stash],
+                     "sparse_absent": sorted(cp.sparse_absent or ())}
+            updates[ref + "-state"] = self._git("hash-object", "-w", "--stdin",
+                                                input=json.dumps(state, ensure_ascii=True).encode()).decode().strip()
         alive = [c for c in dict.fromkeys(commits) if c != head][:KEEP_ALIVE_MAX]
         parents = [x for c in ([head] if head else []) + alive for x in ("-p", c)]
         updates[ref] = self._git("commit-tree", tree, *parents, "-F", "-", env=_ident(),
                                  input=message.encode()).decode().strip()
-        if ignored_tree:
-            updates[ref + "-ignored"] = self._git("commit-tree", ignored_tree, "-m", "acr ignored files",
+        if cp.ignored_tree:
+            updates[ref + "-ignored"] = self._git("commit-tree", cp.ignored_tree, "-m", "acr ignored files",
                                                   env=_ident()).decode().strip()
         if raw:
             idx = self._temp_index(seed=False)
@@ -569,16 +573,15 @@ class Workspace:
         modes = {k: int(v) for k, v in extra["modes"].items()} if "modes" in extra else None
         exclude, exclude_kept = extra.get("exclude"), "exclude" in extra
         parent = extra.get("head", parent)  # its other parents keep branches and stash entries alive
-        listing: dict = {"refs": None, "stash": ()}
-        if "head" in extra:  # written by a version that kept refs: none at all is an empty list
-            listing["refs"] = {}
-            listed = self._git("cat-file", "blob", ref + "-refs", check=False)
-            if listed:
-                listing = json.loads(listed)
+        state: dict = {"refs": None, "stash": (), "sparse_absent": None}
+        if "head" in extra:  # written by a version that keeps these lists: none stored means empty ones
+            state = {"refs": {}, "stash": (), "sparse_absent": ()}
+            state.update(json.loads(self._git("cat-file", "blob", ref + "-state", check=False) or b"{}"))
         return Checkpoint(tree, parent, None if branch in (None, "-") else branch, index, ref,
                           ignored_tree or None, ignored, raw=raw, modes=modes,
                           exclude=None if exclude is None else exclude.encode("latin-1"), exclude_kept=exclude_kept,
-                          refs=listing["refs"], stash=tuple(tuple(e) for e in listing["stash"]))
+                          refs=state["refs"], stash=tuple(tuple(e) for e in state["stash"]),
+                          sparse_absent=None if state["sparse_absent"] is None else frozenset(state["sparse_absent"]))
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""

@@ -345,7 +345,8 @@ def test_files_git_is_told_not_to_read_are_rolled_back_to_the_users_version(proj
     assert (project / ".git" / "index").read_bytes() == index_before  # the bits stay set
 
 
-def test_sparse_checkout_files_outside_the_cone(project):
+@pytest.mark.parametrize("via", ["rollback", "recover"])
+def test_sparse_checkout_files_outside_the_cone(project, via):
     (project / "out").mkdir()
     (project / "out" / "o.txt").write_text("o\n")
     git(project, "add", "-A")
@@ -355,11 +356,14 @@ def test_sparse_checkout_files_outside_the_cone(project):
     (project / "calc.py").write_text("user edit\n")
     before = snapshot(project)
     ws = Workspace.open(project)
-    cp = ws.checkpoint()
+    cp = ws.checkpoint(keep_as="k-1")
     (project / "calc.py").write_text("agent\n")
     (project / "out").mkdir()
     (project / "out" / "new.txt").write_text("agent made this outside the cone\n")
     (project / "out" / "o.txt").write_text("and this where the sparse checkout has the committed file\n")
+    if via == "recover":  # acr was killed: `acr recover` starts from the refs alone
+        ws = Workspace.open(project)
+        cp = ws.load_checkpoint(cp.ref)
     ws.restore(cp)
     assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
