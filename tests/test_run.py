@@ -467,3 +467,17 @@ def test_interactive_run_hands_over_the_terminal_then_verifies_and_records(proje
     assert (row["verdict"], row["tokens_in"], row["tokens_out"]) == ("passed", 3100, 420)
     assert row["cost_source"] == "priced"
     assert (project / "calc.py").read_text() == GOOD
+
+
+def test_interactive_refuses_a_request_too_long_for_an_argument(project, fakes_on_path, acr_home, tmp_path):
+    import pexpect
+
+    big = tmp_path / "request.txt"
+    big.write_text("fix add\n" + "context line\n" * 10_000)  # 130 KB: over what one argument may hold
+    child = pexpect.spawn(sys.executable, ["-m", "acr_cli", "run", "--interactive", "--arms", "codex:gpt-5.4",
+                                           "--prompt-file", str(big)], cwd=str(project),
+                          encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2 and "at most 100 KB; this one is 130 KB" in child.before
+    assert "without --interactive" in child.before and not (acr_home / "data" / "memory.sqlite").exists()

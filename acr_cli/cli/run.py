@@ -148,6 +148,7 @@ def run(
     from acr_cli.context import classify
     from acr_cli.domain import PERMISSIONS
     from acr_cli import interrupts
+    from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
     from acr_cli.errors import EXIT_NOT_PASSED, AcrError, ConfigError
     from acr_cli.live import LiveEnvironment
     from acr_cli.loop import run_task, summary
@@ -160,6 +161,10 @@ def run(
     if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
                        "agents' non-interactive mode")
+    if interactive and not prompt_fits_argv(text):  # its stdin is the terminal: the request must be an argument
+        raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
+                       f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
+                       hint="run without --interactive: a long request then goes to the agent's stdin")
     prof, settings = load_profile(profile, proj)
     arm_list = _arms(arms, prof)
     s = prof.settings
