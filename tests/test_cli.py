@@ -277,3 +277,67 @@ def test_a_reader_that_stops_reading_ends_acr_quietly(args):
     proc = subprocess.run([sys.executable, "-m", "acr_cli", *args], stdout=w, stderr=subprocess.PIPE, text=True)
     os.close(w)
     assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_an_export_never_overwrites_the_memory_itself(acr_home):
+    _seed(acr_home)
+    db = acr_home / "data" / "memory.sqlite"
+    for target in (db, db.parent / "memory.sqlite-wal", db.parent / ".." / "data" / "memory.sqlite"):
+        r = runner.invoke(app, ["memory", "export", str(target)])
+        assert r.exit_code == 2 and "is the memory itself" in r.output
+    assert "bug_fix" in invoke("memory", "show").output  # still readable, every record there
+
+
+def test_a_memory_made_read_only_stays_read_only(acr_home):
+    _seed(acr_home)
+    db = acr_home / "data" / "memory.sqlite"
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    db.chmod(0o444)
+    assert "bug_fix" in invoke("memory", "show").output
+    assert db.stat().st_mode & 0o777 == 0o400  # others lose access; the owner gains no write access
+
+
+def _damage(db, table: str) -> None:
+    """Overwrite the first page of ``table``'s B-tree: opening the memory still works, reading it does not."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\xde\xad" * (size // 2))
+
+
+def test_a_memory_damaged_past_its_first_pages_is_an_error_with_what_to_do(acr_home):
+    _seed(acr_home)
+    db = acr_home / "data" / "memory.sqlite"
+    _damage(db, "attempts")
+    for args in (["memory", "show"], ["memory", "log"], ["memory", "export", "-"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and "could not be read (database disk image is malformed)" in r.output, args
+        assert "move that file aside" in r.output
+    r = runner.invoke(app, ["doctor", "--json"])
+    assert r.exit_code == 1 and "is damaged" in json.loads(r.output)["memory"]["problem"]
+
+
+@pytest.mark.parametrize("args", [[b"run", b"\xff\xfe"], [b"memory", b"log", b"--agent", b"caf\xe9"],
+                                  [b"config", b"set", b"verify", b"echo \xff"]])
+def test_an_argument_that_is_not_utf8_is_a_usage_error(acr_home, args):
+    r = subprocess.run([sys.executable.encode(), b"-m", b"acr_cli", *args], capture_output=True)
+    assert r.returncode == 2 and b"is not valid UTF-8" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_memory_commands_refuse_what_they_cannot_honour(acr_home):
+    tid = _seed(acr_home)
+    r = runner.invoke(app, ["memory", "forget", tid, "--bench", "--yes"])
+    assert r.exit_code == 2 and "not several" in r.output
+    assert tid in invoke("memory", "log").output  # nothing was forgotten
+    r = runner.invoke(app, ["memory", "log", "-n", "99999999999999999999999"])
+    assert r.exit_code == 2 and "--limit" in r.output

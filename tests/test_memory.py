@@ -148,6 +148,32 @@ def test_import_rejects_garbage_with_the_line(tmp_path):
             mem.import_(io.StringIO(line + "\n"))
 
 
+def _task(**fields) -> str:
+    attempt = {"seq": 1, "agent": "codex", "model": "m", "started_at": "t", "verdict": "failed"}
+    attempt.update(fields.pop("attempt", {}))
+    return json.dumps({"type": "task", "id": "t1", "created_at": "t", "attempts": [attempt], **fields})
+
+
+@pytest.mark.parametrize("line, problem", [
+    (_task(attempt={"cost_usd": "cheap"}), "cost_usd is \"cheap\", should be a number >= 0"),
+    (_task(attempt={"verdict": "weird"}), "verdict is \"weird\", should be passed or failed"),
+    (_task(attempt={"score": 5}), "score is 5, should be a number from 0 to 1"),
+    (_task(attempt={"tokens_in": -3}), "tokens_in is -3, should be a whole number >= 0"),
+    (_task(passed="yes"), "passed is \"yes\", should be true, false, 0 or 1"),
+    (_task(id=""), "id is \"\", should be a non-empty string"),
+    (_task(id=5), "id is 5, should be a non-empty string"),
+    (json.dumps({"type": "task", "id": "t1", "created_at": "t", "attempts": [
+        {"seq": 1, "agent": "a", "model": "m", "started_at": "t", "verdict": "failed"}] * 2}), "two attempts numbered 1"),
+    ("[" * 100_000, "not an acr memory export record"),
+])
+def test_import_refuses_records_the_commands_reading_memory_would_choke_on(tmp_path, line, problem):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    with pytest.raises(MemoryFileError) as e:
+        mem.import_(io.StringIO(line + "\n"))
+    assert e.value.message.startswith("line 1: ") and problem in e.value.message
+    assert mem.db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
+
+
 def test_forget(tmp_path):
     mem = Memory.open(tmp_path / "m.sqlite")
     t1 = record(mem, ["all"], [(A, "passed", 0.1)])

@@ -3,10 +3,13 @@
 Errors: an :class:`~acr_cli.errors.AcrError` anywhere below becomes one
 message on stderr and its exit code (2 for usage/configuration); any other
 exception is a bug: a short message, the traceback in the crash log, exit 70 -- except an
-``OSError`` (the file system refused), which is reported like an AcrError.
+``OSError`` (the file system refused) and an SQLite error past opening the memory (a damaged page, a
+lock held too long), which are reported like an AcrError.
 """
 
 from __future__ import annotations
+
+import sys
 
 import typer
 from typer.core import TyperGroup
@@ -38,7 +41,6 @@ class AcrGroup(TyperGroup):
             raise
         except BrokenPipeError:  # `acr ... | head`: the reader left; stop quietly
             import os
-            import sys
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(1) from None
@@ -49,6 +51,11 @@ class AcrGroup(TyperGroup):
             report_error(AcrError(f"{where}{e.strerror or e}"))
             raise typer.Exit(AcrError.exit_code) from None
         except Exception as e:
+            sqlite3 = sys.modules.get("sqlite3")  # (imported only by commands that use the memory)
+            if sqlite3 is not None and isinstance(e, sqlite3.DatabaseError):
+                # damage deeper in the file than opening it reads, or a lock held for too long
+                report_error(_memory_failure(e))
+                raise typer.Exit(AcrError.exit_code) from None
             if type(e).__module__.split(".")[0] in ("typer", "click"):  # usage errors: Typer prints them
                 option = getattr(e, "option_name", "") or ""
                 if type(e).__name__ == "NoSuchOption" and not option.startswith("--") \
@@ -56,6 +63,19 @@ class AcrGroup(TyperGroup):
                     e.message += "; a request that starts with '-' goes after `--`, e.g. acr run -- \"-v is broken\""
                 raise
             raise typer.Exit(report_crash(e)) from None
+
+
+def _memory_failure(e: Exception):
+    from acr_cli.errors import MemoryFileError
+    from acr_cli.memory.db import BUSY_TIMEOUT_S
+
+    if "locked" in str(e) or "busy" in str(e):
+        return MemoryFileError(f"the memory stayed locked by another process for {BUSY_TIMEOUT_S:g} s ({e})",
+                               hint="wait for the other acr command (or whatever holds the file) to finish, then "
+                                    "run this again")
+    return MemoryFileError(f"the memory could not be read ({e})",
+                           hint="`acr doctor` says where it is; move that file aside (acr starts a new memory) and "
+                                "`acr memory import` an export, or try `sqlite3 FILE .recover` on it")
 
 
 def _label_option_values(command) -> None:

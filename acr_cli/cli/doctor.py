@@ -69,8 +69,17 @@ def doctor(
         except MemoryFileError as e:
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
         else:
-            try:
+            import sqlite3
+
+            try:  # quick_check reads every page: damage that opening the file does not reach shows here
+                problems = [r[0] for r in mem.db.execute("PRAGMA quick_check(5)")]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError("; ".join(problems))
                 mem_info.update(mem.counts(), size_bytes=mem.size_bytes())
+            except sqlite3.DatabaseError as e:
+                mem_info["problem"] = (f"{mem_path} is damaged ({' '.join(str(e).split())}): move it aside (`mv {mem_path} "
+                                       f"{mem_path}.broken`) and acr starts a new memory; `sqlite3 FILE .recover` "
+                                       "may save its records, `acr memory import` brings back an export")
             finally:
                 mem.close()
     report = {

@@ -78,7 +78,7 @@ def log(
     since: Optional[str] = typer.Option(None, "--since", help="Only tasks newer than this: 7d, 24h, 30m or a date."),
     kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind (bug_fix, feature, ...)."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Only tasks where this agent made an attempt."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many tasks."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, max=2**62, help="At most this many tasks."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
@@ -132,8 +132,15 @@ def export_(
     Example: acr memory export backup.jsonl
     """
     from acr_cli.atomic import atomic_write
-    from acr_cli.cli.common import open_memory
+    from acr_cli.cli.common import open_memory, paths
+    from acr_cli.errors import AcrError
+    from acr_cli.memory.db import sqlite_files
 
+    if output is not None and str(output) not in ("-", "/dev/stdout"):
+        own = {p.resolve() for p in sqlite_files(paths().memory_choice(memory)[0])}
+        if output.resolve() in own or any(output.exists() and p.exists() and output.samefile(p) for p in own):
+            raise AcrError(f"{output} is the memory itself (or its SQLite journal): an export there would destroy it",
+                           hint="write the export to another file, e.g. acr memory export backup.jsonl")
     mem = open_memory(memory, create=False, read_only=True)
     try:
         if output is None or str(output) in ("-", "/dev/stdout"):
@@ -200,6 +207,8 @@ def forget(
 
     if not task_ids and not all_ and not bench:
         raise AcrError("say what to forget: task ids, --bench or --all")
+    if sum(map(bool, (task_ids, all_, bench))) > 1:
+        raise AcrError("say one thing to forget: task ids, --bench or --all, not several")
     if all_ and not yes:
         if not sys.stdin.isatty():
             raise AcrError("--all needs confirmation; pass --yes when not at a terminal")

@@ -153,10 +153,11 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
             db.close()
         return _connect_immutable(Path(path), err)
     if not in_memory:
-        for p in sqlite_files(path):
+        for p in sqlite_files(path):  # yours alone; never more than you gave (a chmod 444 stays read-only)
             try:
-                if p.exists() and (p.stat().st_mode & 0o777) != 0o600:
-                    os.chmod(p, 0o600)
+                mode = p.stat().st_mode & 0o777 if p.exists() else 0o600
+                if mode & 0o600 != mode:
+                    os.chmod(p, mode & 0o600)
             except OSError:
                 pass
     return db

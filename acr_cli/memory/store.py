@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
-from acr_cli.domain import Decision, Feedback
+from acr_cli.domain import VERDICTS, Decision, Feedback
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import db as dbmod
 from acr_cli.redact import redact
@@ -344,7 +345,7 @@ class Memory:
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested deeper than any record is
                     obj = None
                 problem = _record_problem(obj)
                 if problem:
@@ -400,12 +401,62 @@ def _record_problem(obj: Any) -> str | None:
     attempts, groups = obj.get("attempts", []), obj.get("groups", [])
     if not isinstance(attempts, list) or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         return f"task {obj['id']}: attempts and groups must be lists"
+    wrong = _wrong_field(obj, kind)
+    if wrong:
+        return f"{kind} {obj['id']!r}: {wrong}"
+    seqs = set()
     for a in attempts:
         if not isinstance(a, dict):
             return f"task {obj['id']}: an attempt is not a JSON object"
         missing = [k for k in REQUIRED["attempt"] if a.get(k) is None]
         if missing:
             return f"task {obj['id']}: attempt without {', '.join(missing)}"
+        wrong = _wrong_field(a, "attempt")
+        if wrong:
+            return f"task {obj['id']}, attempt {a['seq']!r}: {wrong}"
+        if a["seq"] in seqs:
+            return f"task {obj['id']}: two attempts numbered {a['seq']}"
+        seqs.add(a["seq"])
+    return None
+
+
+def _number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
+
+
+def _whole(v: Any, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+# What each field of an export record may hold (None is always allowed but for REQUIRED fields):
+# anything else would be stored as it is and break the commands that read it later.
+_TEXT = (lambda v: isinstance(v, str), "a string")
+_NAME = (lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string")
+_SCORE = (lambda v: _number(v, 0.0, 1.0), "a number from 0 to 1")
+_MONEY = (lambda v: _number(v, 0.0), "a number >= 0")
+_COUNT = (lambda v: _whole(v, 0), "a whole number >= 0")
+_FLAG = (lambda v: v in (True, False, 0, 1) and not isinstance(v, float), "true, false, 0 or 1")
+FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _TEXT, "started_at": _TEXT,
+            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _TEXT},
+    "task": {"id": _NAME, "created_at": _TEXT, "source": _TEXT, "project": _TEXT, "prompt": _TEXT,
+             "prompt_sha256": _TEXT, "kind": _TEXT, "language": _TEXT, "size": _TEXT, "ref": _TEXT,
+             "policy": _TEXT, "passed": _FLAG, "score": _SCORE, "cost_usd": _MONEY, "final_arm": _TEXT,
+             "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT},
+    "attempt": {"seq": (lambda v: _whole(v, 1), "a whole number >= 1"), "agent": _NAME, "model": _NAME,
+                "policy": _TEXT, "reason": _TEXT, "started_at": _TEXT, "duration_s": _MONEY,
+                "exit_code": (lambda v: _whole(v, -2**31), "a whole number"), "tokens_in": _COUNT,
+                "tokens_out": _COUNT, "cost_usd": _MONEY, "cost_source": _TEXT,
+                "verdict": (lambda v: v in VERDICTS, " or ".join(VERDICTS)), "score": _SCORE, "apply_ok": _FLAG,
+                "detail": _TEXT, "verifier": _TEXT, "verifier_tail": _TEXT, "session_id": _TEXT, "log_path": _TEXT},
+}
+
+
+def _wrong_field(record: dict[str, Any], kind: str) -> str | None:
+    for name, (ok, what) in FIELD_TYPES[kind].items():
+        value = record.get(name)
+        if value is not None and not ok(value):
+            return f"{name} is {json.dumps(value)[:40]}, should be {what}"
     return None
 
 
