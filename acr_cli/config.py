@@ -95,6 +95,17 @@ def find_project_file(project: Path) -> Path | None:
     return None
 
 
+def _anchor_profile_path(data: dict[str, Any], file: Path | None) -> None:
+    """A relative profile path in a settings file is relative to that file (not to where acr runs)."""
+    from acr_cli import profiles
+
+    spec = data.get("profile")
+    if file is not None and isinstance(spec, str) and profiles.is_path(spec):
+        p = Path(spec).expanduser()
+        if not p.is_absolute():
+            data["profile"] = str(file.parent / p)
+
+
 class Settings:
     """Layered settings with provenance."""
 
@@ -103,6 +114,8 @@ class Settings:
         self.user = read_toml(user_file)
         self.project_file = find_project_file(project) if project else None
         self.project = read_toml(self.project_file) if self.project_file else {}
+        for data, where in ((self.user, user_file), (self.project, self.project_file)):
+            _anchor_profile_path(data, where)
         for key in USER_ONLY:
             if key in self.project:
                 raise ConfigError(f"{self.project_file}: setting {key!r} belongs in the user's config.toml "
@@ -137,6 +150,8 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
         from acr_cli.paths import Paths
 
         profiles.find(value, Paths.from_env().profiles_dir)  # a name that does not resolve is an error now
+        if profiles.is_path(value):  # stored as found from here: it must mean the same file from anywhere
+            value = str(Path(value).expanduser().resolve())
     data = read_toml(path)
     data[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)

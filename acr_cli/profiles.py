@@ -113,9 +113,17 @@ def available(user_dir: Path) -> list[tuple[str, Path, str]]:
     return sorted(seen.values())
 
 
+def is_path(spec: str) -> bool:
+    """A profile given as a file (``./mine.yaml``, ``~/p/x.yml``) rather than by name."""
+    return Path(spec).suffix in (".yaml", ".yml") or "/" in spec
+
+
 def find(spec: str, user_dir: Path) -> Path:
+    if not spec.strip():
+        names = ", ".join(n for n, _, _ in available(user_dir)) or "none"
+        raise ConfigError("empty profile name", hint=f"available profiles: {names}")
     p = Path(spec).expanduser()
-    if p.suffix in (".yaml", ".yml") or "/" in spec or p.exists():
+    if is_path(spec) or p.exists():
         if p.is_file():
             return p
         if p.is_dir():
@@ -222,6 +230,8 @@ def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:
         if agent not in known_agents:
             raise v.error(k + ("agent",), f"unknown agent {agent!r}; known: {', '.join(sorted(known_agents))}")
         model = v.string(item.get("model"), k + ("model",))
+        if not model.strip():
+            raise v.error(k + ("model",), "empty model name")
         price_in = price_out = None
         if "price" in item:
             v.mapping(item["price"], k + ("price",), {"input", "output"}, required={"input", "output"})

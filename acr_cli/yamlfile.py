@@ -47,9 +47,11 @@ def load(path: Path, text: str | None = None, cache_dir: Path | None = None) -> 
     if node is None:
         return None, lines
     try:
-        return _convert(node, (), lines, yaml.constructor.SafeConstructor()), lines
+        return _convert(node, (), lines, yaml.constructor.SafeConstructor(), _Budget()), lines
     except _DuplicateKey as e:
         raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
+    except _AliasProblem as e:
+        raise ProfileError(str(path), e.line, "yaml", e.problem) from None
 
 
 def text_line(raw: bytes, offset: int) -> int:
@@ -109,21 +111,47 @@ class _DuplicateKey(Exception):
         self.field, self.line = field, line
 
 
-def _convert(node: Any, key: Key, lines: dict[Key, int], ctor: Any) -> Any:
+class _AliasProblem(Exception):
+    def __init__(self, problem: str, line: int):
+        self.problem, self.line = problem, line
+
+
+class _Budget:
+    """Aliases (``*name``) share a node: a document can refer to itself, or expand to billions of values."""
+
+    MAX_VALUES = 100_000  # a profile holds a few hundred
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.open: set[int] = set()  # the collections being converted, outermost to innermost
+
+
+def _convert(node: Any, key: Key, lines: dict[Key, int], ctor: Any, budget: _Budget) -> Any:
     import yaml
 
-    lines[key] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for k_node, v_node in node.value:
-            k = ctor.construct_object(k_node, deep=True)
-            if k in out:
-                raise _DuplicateKey(dotted(key + (k,)), k_node.start_mark.line + 1)
-            out[k] = _convert(v_node, key + (k,), lines, ctor)
-            lines[key + (k,)] = k_node.start_mark.line + 1  # point at the key, not the value
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(v, key + (i,), lines, ctor) for i, v in enumerate(node.value)]
+    line = node.start_mark.line + 1
+    lines[key] = line
+    budget.values += 1
+    if budget.values > budget.MAX_VALUES:
+        raise _AliasProblem(f"aliases expand to over {budget.MAX_VALUES:,} values (a profile holds a few hundred)",
+                            line)
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        if id(node) in budget.open:
+            raise _AliasProblem("an alias refers to the collection that contains it", line)
+        budget.open.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [_convert(v, key + (i,), lines, ctor, budget) for i, v in enumerate(node.value)]
+            out: dict[Any, Any] = {}
+            for k_node, v_node in node.value:
+                k = ctor.construct_object(k_node, deep=True)
+                if k in out:
+                    raise _DuplicateKey(dotted(key + (k,)), k_node.start_mark.line + 1)
+                out[k] = _convert(v_node, key + (k,), lines, ctor, budget)
+                lines[key + (k,)] = k_node.start_mark.line + 1  # point at the key, not the value
+            return out
+        finally:
+            budget.open.discard(id(node))
     return ctor.construct_object(node, deep=True)
 
 

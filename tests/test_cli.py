@@ -341,3 +341,15 @@ def test_memory_commands_refuse_what_they_cannot_honour(acr_home):
     assert tid in invoke("memory", "log").output  # nothing was forgotten
     r = runner.invoke(app, ["memory", "log", "-n", "99999999999999999999999"])
     assert r.exit_code == 2 and "--limit" in r.output
+
+
+def test_an_arm_listed_twice_is_refused(acr_home):
+    for command in ("run", "route"):
+        r = runner.invoke(app, [command, "fix it", "--arms", "codex:gpt-5.4,opencode:x,codex:gpt-5.4"])
+        assert r.exit_code == 2 and "codex:gpt-5.4 listed twice" in r.output, command
+
+
+def test_doctor_fails_when_no_arm_of_the_profile_could_run(acr_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI anywhere
+    r = runner.invoke(app, ["doctor"])
+    assert r.exit_code == 1 and "no arm of this profile is usable" in " ".join(r.output.split())

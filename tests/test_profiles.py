@@ -62,6 +62,10 @@ def test_valid_profile_parses(tmp_path):
     (GOOD.replace("input: 2.5", "input: .inf"), 6, "arms[0].price.input"),
     ("description: t\nname: caf\xe9\n", 2, "file"),
     (GOOD.replace("  - agent: codex", "  - agent: codex\n   broken: [", 1), None, "yaml"),
+    (GOOD.replace("model: gpt-5.4", 'model: ""'), 5, "arms[0].model"),
+    (GOOD + "x: &x [*x]\n", 12, "yaml"),  # an alias inside what it names: no end to it
+    (GOOD + "".join(f"b{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10) if i else 'x'}]\n" for i in range(8)),
+     None, "yaml"),  # each line ten times the last: 10^7 values
 ])
 def test_errors_name_file_line_and_field(tmp_path, bad, line, field):
     path = write(tmp_path, bad)
@@ -140,3 +144,24 @@ def test_a_profile_can_extend_another(tmp_path):
     write(user, "extends: loop\n", "loop.yaml")
     with pytest.raises(ProfileError, match="extends itself"):
         profiles.load("loop", user)
+
+
+def test_a_relative_profile_path_in_a_settings_file_means_the_same_file_from_anywhere(tmp_path, acr_home):
+    from conftest import init_repo
+
+    proj = init_repo(tmp_path / "proj", {"a.py": "x = 1\n"})
+    write(proj, GOOD, "team.yaml")
+    (proj / ".acr.toml").write_text('profile = "./team.yaml"\n')
+    (proj / "sub" / "deeper").mkdir(parents=True)
+    r = acr("profiles", "show", "--json", cwd=proj / "sub" / "deeper")
+    assert r.returncode == 0, r.stderr
+    r = acr("config", "set", "profile", "./team.yaml", cwd=proj)
+    assert r.returncode == 0, r.stderr
+    stored = (acr_home / "config" / "config.toml").read_text()
+    assert f'profile = "{proj / "team.yaml"}"' in stored
+    assert acr("route", "fix add", "--json", cwd=tmp_path).returncode == 0  # from outside the project too
+
+
+def test_an_empty_profile_name_is_refused(tmp_path, acr_home):
+    r = acr("profiles", "show", "")
+    assert r.returncode == 2 and "empty profile name" in r.stderr and "available profiles" in r.stderr

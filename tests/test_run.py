@@ -481,3 +481,13 @@ def test_interactive_refuses_a_request_too_long_for_an_argument(project, fakes_o
     child.close()
     assert child.exitstatus == 2 and "at most 100 KB; this one is 130 KB" in child.before
     assert "without --interactive" in child.before and not (acr_home / "data" / "memory.sqlite").exists()
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_verifier_means_none_not_a_pass(project, fakes_on_path, scenario, acr_home, blank):
+    (project / ".acr.toml").write_text('verify = "exit 1"\n')  # overridden by the command line
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": BAD}, "exit": 1})
+    r = acr("run", "fix add", "--verify", blank, "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    out = json.loads(r.stdout)
+    assert r.returncode == 1 and out["attempts"][0]["verdict"] != "passed"  # the agent's own failure decides
+    assert "verify: none" in r.stderr

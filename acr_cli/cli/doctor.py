@@ -95,7 +95,7 @@ def doctor(
         report["checks"] = checks
     if json_out:
         print_json(report)
-        _exit_on_failed(checks, mem_info)
+        _exit_on_failed(checks, mem_info, arms)
         return
     con = console()
     con.print("[bold]agents[/]")
@@ -136,7 +136,7 @@ def doctor(
                     con.print(f"      - {p}")
         if not checks:
             con.print("  no agent CLI installed to check")
-    _exit_on_failed(checks, mem_info)
+    _exit_on_failed(checks, mem_info, arms)
 
 
 def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:
@@ -158,7 +158,7 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
     return out
 
 
-def _exit_on_failed(checks: Optional[list], mem_info: dict) -> None:
-    """Exit 1 when a check failed or the memory cannot be read."""
-    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem"):
+def _exit_on_failed(checks: Optional[list], mem_info: dict, arms: list[dict]) -> None:
+    """Exit 1 when a check failed, the memory cannot be read or no arm of the profile could run."""
+    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem") or not any(a["usable"] for a in arms):
         raise typer.Exit(1)

@@ -34,6 +34,9 @@ def _arms(text: Optional[str], profile) -> list[str] | None:
             agents.get(agent, profile.agents)
         except AcrError as e:
             raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
+    twice = sorted({x for x in items if items.count(x) > 1})
+    if twice:  # a task tries an arm once: a second mention would change nothing but the count shown
+        raise AcrError(f"--arms: {', '.join(twice)} listed twice", hint="list each AGENT:MODEL once")
     return items
 
 
@@ -112,7 +115,8 @@ def run(
     prompt: Optional[str] = typer.Argument(None, help="The coding request, in plain words.", show_default=False),
     verify: Optional[str] = typer.Option(None, "--verify", "-v",
                                          help="Command that checks the result (exit 0 = pass), e.g. \"pytest -q\". "
-                                              "Default: .acr.toml, then config.toml, then the profile."),
+                                              "Default: .acr.toml, then config.toml, then the profile; "
+                                              "--verify \"\" runs none."),
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
@@ -169,6 +173,8 @@ def run(
     arm_list = _arms(arms, prof)
     s = prof.settings
     verify_cmd, verify_from = settings.resolve("verify", verify, s.verify)
+    if verify_cmd is not None and not verify_cmd.strip():  # `--verify ""`: no verifier (blanks would "pass")
+        verify_cmd = None
     if verify_cmd:
         from acr_cli.verify import preflight
 
