@@ -199,6 +199,66 @@ def test_bad_input(tmp_path):
     assert r.returncode == 2 and "could not be downloaded" in r.stderr and "--data-dir" in r.stderr
 
 
+def test_a_suffix_a_policy_does_not_take_is_refused(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    for policy, hint in (("random:5", "random's seed is --seed N"), ("oracle:x", "map:FILE and decisions:FILE"),
+                         ("learned:zzz", "--profile"), ("knn:", "take one")):
+        r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", policy)
+        assert r.returncode == 2 and f"policy {policy.split(':')[0]} takes no argument" in r.stderr, policy
+        assert hint in r.stderr and r.stdout == "", policy
+
+
+def test_a_map_or_decisions_file_of_the_wrong_shape_is_named_not_a_crash(tmp_path):
+    cells = {"dim1_mbpp_1": {"cheap": (1.0, 0.01), "mid": (0.0, 0.1), "premium": (1.0, 1.0)}}
+    d = write_id(tmp_path / "data", cells, {"dim1_mbpp_1": "code_generation"})
+    gmap = tmp_path / "m.json"
+    for bad in ({"fallback_model": "mid", "levels": [{"mode": "first3", "mapping": None}]},
+                {"fallback_model": "mid", "levels": [{"mode": "source", "mapping": {"mbpp": 5}}]},
+                {"fallback_model": "mid", "levels": None}, {"levels": []}, []):
+        gmap.write_text(json.dumps(bad))
+        r = acr("bench", "replay", "id2919", "--data-dir", str(d), "--policy", f"map:{gmap}")
+        assert r.returncode == 2 and f"map:{gmap}: not a group map" in r.stderr, (bad, r.stderr)
+        assert "internal error" not in r.stderr
+    dec = tmp_path / "dec.jsonl"
+    dec.write_text(json.dumps({"task_id": "dim1_mbpp_1", "chosen_model": "cheap"}) + "\n"
+                   + json.dumps({"task_id": "dim1_mbpp_1", "chosen_model": "mid", "chain_run": "mid"}) + "\n")
+    r = acr("bench", "replay", "id2919", "--data-dir", str(d), "--policy", f"decisions:{dec}")
+    assert r.returncode == 2 and f"decisions:{dec}: line 2: chain_run must be a list of models" in r.stderr
+    assert "unknown model" not in r.stderr
+
+
+def test_a_replay_that_cannot_be_stored_still_prints_its_figures_and_says_so(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    not_a_db = tmp_path / "memory.txt"
+    not_a_db.write_text("not a database\n")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    for env in ({"ACR_MEMORY": str(not_a_db)}, {"ACR_HOME": str(blocked / "home")}):  # cannot be opened / created
+        r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle", env=env)
+        assert r.returncode == 0 and "oracle" in r.stdout, env
+        assert "stored as" not in r.stdout and "the replay was not stored" in r.stderr, env
+        r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle", "--json", env=env)
+        assert r.returncode == 0 and json.loads(r.stdout)["results"][0]["policy"] == "oracle"
+        assert "the replay was not stored" in r.stderr
+    assert "not a readable acr memory" in acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle",
+                                              env={"ACR_MEMORY": str(not_a_db)}).stderr  # and why
+    assert not_a_db.read_text() == "not a database\n"
+
+
+def test_report_and_download_refuse_arguments_they_cannot_use(tmp_path):
+    d = write_ood(tmp_path / "data", OOD)
+    doc = replay(d, "ood176", "oracle")
+    r = acr("bench", "report", "--list", doc["group"])
+    assert r.returncode == 2 and "takes no run id" in r.stderr and r.stdout == ""
+    for args in (["--memory", str(tmp_path / "nosuch.sqlite")], ["--list", "--memory", str(tmp_path / "nosuch.sqlite")]):
+        r = acr("bench", "report", *args)
+        assert r.returncode == 2 and f"no memory at {tmp_path / 'nosuch.sqlite'}" in r.stderr, args
+        assert not (tmp_path / "nosuch.sqlite").exists()
+    r = acr("bench", "download", "--revision", "", "--dest", str(tmp_path / "dl"),
+            env={"ACR_HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert r.returncode == 2 and "--revision is empty" in r.stderr and "resolve//" not in r.stderr
+
+
 def test_a_damaged_data_file_is_named_with_its_line_not_a_crash(tmp_path):
     d = write_ood(tmp_path / "data", OOD)
     good = {p.name: p.read_bytes() for p in d.iterdir()}

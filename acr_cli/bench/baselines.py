@@ -119,17 +119,24 @@ class GroupMap(SingleAction):
     """The paper's hierarchical group -> model map (``reference/acrouter_id_group_map.json``)."""
 
     def __init__(self, path: Path, arms: dict[str, Arm], normalize):
+        hint = 'expected {"levels": [{"mode": ..., "mapping": {GROUP: MODEL, ...}}, ...], "fallback_model": MODEL}'
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            self.levels = [(lv["mode"], {k: normalize(v) for k, v in lv["mapping"].items()})
-                           for lv in data["levels"]]
-            self.fallback = normalize(data["fallback_model"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise AcrError(f"map:{path}: not a group map ({e})",
-                           hint="expected {levels: [{mode, mapping}], fallback_model}") from None
-        for mode, _ in self.levels:
-            if mode not in ("first3", "source", "dimension"):
-                raise AcrError(f"map:{path}: unknown level mode {mode!r} (first3, source, dimension)")
+        except (OSError, ValueError) as e:
+            raise AcrError(f"map:{path}: not a group map ({e})", hint=hint) from None
+        levels = data.get("levels") if isinstance(data, dict) else None
+        if not isinstance(levels, list) or not isinstance(data.get("fallback_model"), str):
+            raise AcrError(f"map:{path}: not a group map (it needs a list of levels and a fallback_model)", hint=hint)
+        self.levels = []
+        for i, lv in enumerate(levels):
+            mapping = lv.get("mapping") if isinstance(lv, dict) else None
+            if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+                raise AcrError(f"map:{path}: not a group map (levels[{i}].mapping must map groups to model names)",
+                               hint=hint)
+            if lv.get("mode") not in ("first3", "source", "dimension"):
+                raise AcrError(f"map:{path}: unknown level mode {lv.get('mode')!r} (first3, source, dimension)")
+            self.levels.append((lv["mode"], {k: normalize(v) for k, v in mapping.items()}))
+        self.fallback = normalize(data["fallback_model"])
         self.arms = arms
         self.name = f"map:{path.name}"
 
@@ -152,7 +159,11 @@ class Decisions(Policy):
                     if not line.strip():
                         continue
                     d = json.loads(line)
-                    chain = d.get("chain_run") or [d["chosen_model"]]
+                    chain = d.get("chain_run")
+                    if chain is not None and not (isinstance(chain, list) and all(isinstance(m, str) for m in chain)):
+                        raise AcrError(f"decisions:{path}: line {n}: chain_run must be a list of models, got {chain!r}",
+                                       hint='e.g. "chain_run": ["kimi-k2.5", "glm-5"]')
+                    chain = chain or [d["chosen_model"]]
                     self.by_task[d["task_id"]] = [arms[normalize(m)] for m in chain]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise AcrError(f"decisions:{path}: cannot read line {locals().get('n', 0)} ({e})",

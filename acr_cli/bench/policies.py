@@ -18,6 +18,8 @@ from acr_cli.routing.fixed import FixedOrder
 
 SIMPLE = ("oracle", "random", "acrouter", "dimension-best", "linucb", "lints", "knn", "learned")
 WITH_ARG = ("always", "cascade", "map", "decisions")
+SET_BY = {"random": "seed is --seed N", "lints": "seed is --seed N", "acrouter": "k is --k N",
+          "learned": "priors come from --profile NAME"}  # what a suffix on these might have meant
 
 
 def baseline_set(benchmark: str, data_dir: Path) -> list[str]:
@@ -69,10 +71,14 @@ def _fit_dimension_best(matrix: Matrix, arms: dict, data_dir: Path, profile: Pro
 def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Profile | None, cost_weight: float,
           seed: int, k: int) -> tuple[str, Callable[[Memory, str], Policy]]:
     """(label, factory) for one ``--policy`` string; the factory gets the memory and the run's scope."""
-    name, _, arg = spec.partition(":")
+    name, colon, arg = spec.partition(":")
     if name not in SIMPLE + WITH_ARG or (name in WITH_ARG and not arg):
         raise AcrError(f"unknown policy {spec!r}", hint="policies: oracle, always:MODEL, random, acrouter, "
                        "cascade:M1,M2,..., map:FILE, decisions:FILE, dimension-best, linucb, lints, knn, learned")
+    if colon and name in SIMPLE:
+        raise AcrError(f"policy {name} takes no argument (got {spec!r})",
+                       hint="only always:MODEL, cascade:M1,M2,..., map:FILE and decisions:FILE take one"
+                            + (f"; {name}'s {SET_BY[name]}" if name in SET_BY else ""))
 
     if matrix.name == "memory" and name in PAPER_ONLY:
         raise AcrError(f"policy {name} is CodeRouterBench's own (its models, its files): it replays on ood176 "

@@ -169,9 +169,13 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         curves = {"actual": results[0].pop("curve"), **curves}
     doc = _document(matrix, spec, title, protocol, req, order_seeds, results, warnings, group, data_dir)
     doc["curves"] = curves
-    _store_summary(mem if store_path else None, user_memory_path, doc)
-    if store_path:
-        mem.close()
+    try:
+        _store_summary(mem if store_path else None, user_memory_path, doc)
+    except AcrError as e:  # a broken memory must not lose the replay's output: say so beside it
+        doc["not_stored"] = e.message
+    finally:
+        if store_path:
+            mem.close()
     return doc
 
 
@@ -216,10 +220,7 @@ def _document(matrix, spec, title, protocol, req, order_seeds, results, warnings
 
 def _store_summary(replay_memory: Memory | None, user_memory: Path, doc: dict[str, Any]) -> None:
     """Keep the rendered figures as runs in memory so `acr bench report` can show them again."""
-    try:
-        mem = replay_memory or Memory.open(user_memory)
-    except AcrError:
-        return  # a broken user memory must not lose the replay's output
+    mem = replay_memory or Memory.open(user_memory)
     try:
         for r in doc["results"]:
             stored = {k: v for k, v in doc.items() if k not in ("results", "curves")}
@@ -243,6 +244,8 @@ def _store_summary(replay_memory: Memory | None, user_memory: Path, doc: dict[st
 def list_groups(memory: Path | None) -> list[dict[str, Any]]:
     path = _paths().memory_path(memory)
     if not path.exists():
+        if memory is not None:
+            raise AcrError(f"no memory at {path}", hint="check the path given to --memory")
         return []
     mem = Memory.open(path)
     try:

@@ -90,9 +90,12 @@ def report(
     from acr_cli.cli.common import console, print_json
 
     if list_runs:
-        if csv_out or md_out or plot:
-            from acr_cli.errors import AcrError
+        from acr_cli.errors import AcrError
 
+        if run is not None:
+            raise AcrError(f"--list lists every stored replay; it takes no run id (got {run!r})",
+                           hint=f"`acr bench report {run}` shows that replay")
+        if csv_out or md_out or plot:
             raise AcrError("--list prints the stored replays; of the output options it takes only --json")
         groups = list_groups(memory)
         if json_out:
@@ -119,7 +122,10 @@ def download(
     """
     from acr_cli.bench import data, spec
     from acr_cli.cli.common import paths
+    from acr_cli.errors import AcrError
 
+    if not revision.strip():
+        raise AcrError("--revision is empty", hint="give a branch, tag or commit of the dataset (default: main)")
     target = dest or paths().bench_cache
     files = spec.all_files()
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn

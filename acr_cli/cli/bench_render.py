@@ -20,7 +20,7 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
     check_formats(json_out, csv_out, md_out)
 
     if json_out:
-        print_json({k: v for k, v in doc.items() if k != "curves"})
+        print_json({k: v for k, v in doc.items() if k not in ("curves", "not_stored")})
     elif csv_out:
         sys.stdout.write(report.to_csv(doc))
     elif md_out:
@@ -30,7 +30,7 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
         con.print(report.rich_table(doc, con.width))
         for note in report.notes(doc):
             con.print(f"[dim]{note}[/]")
-        if stored_note:
+        if stored_note and not doc.get("not_stored"):
             import shlex
 
             where = f" --memory {shlex.quote(stored_in)}" if stored_in else ""
@@ -38,6 +38,10 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
     if csv_out or md_out:  # the table and JSON carry the warnings; CSV and markdown have no place for them
         for w in doc.get("warnings") or []:
             print(f"acr: warning: {w}", file=sys.stderr)
+    if doc.get("not_stored"):
+        print(f"acr: warning: the replay was not stored, so `acr bench report` cannot show it again: "
+              f"{doc['not_stored']}\n  hint: replay with --memory FILE to keep it in a file of your choice",
+              file=sys.stderr)
     if plot:  # after the figures: a plot that fails must not lose them
         report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
         print(f"plot written to {plot}", file=sys.stderr)

@@ -171,6 +171,10 @@ def sqlite_files(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 def _connect_immutable(path: Path, why: MemoryFileError) -> sqlite3.Connection:
     from urllib.parse import quote
 
+    if not os.access(path, os.R_OK):  # not even readable: "cannot write" would send the user the wrong way
+        raise MemoryFileError(f"cannot read the memory {path} (permission denied)",
+                              hint="check the file's permissions (`ls -l`), or pass --memory PATH")
+
     try:
         db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?immutable=1", uri=True, isolation_level=None,
                              check_same_thread=False)
