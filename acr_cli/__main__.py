@@ -8,8 +8,9 @@ def main() -> None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:  # bytes the locale could not decode: acr's text, JSON and SQLite are UTF-8
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            sys.stderr.write(f"acr: error: argument {n} is not valid UTF-8: {shown}\n"
+            from acr_cli.errors import printable
+
+            sys.stderr.write(f"acr: error: argument {n} is not valid UTF-8: {printable(arg)}\n"
                              "  hint: convert it first, e.g. with iconv -f latin1 -t utf-8\n")
             raise SystemExit(2)
     try:

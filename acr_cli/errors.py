@@ -53,3 +53,8 @@ class MemoryFileError(AcrError):
 
 class WorkspaceError(AcrError):
     """The project cannot be checkpointed or restored."""
+
+
+def printable(text: str) -> str:
+    """Text read from the OS (argv, git's names), safe to print and log: bytes that are not UTF-8 as \\x escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -64,7 +64,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acr_cli.errors import WorkspaceError
+from acr_cli.errors import WorkspaceError, printable
 
 IGNORED_MAX_BYTES = 64 * 2**20  # hashing this much takes well under a second per checkpoint
 IGNORED_MAX_FILES = 5000  # a dependency tree is larger: it is reinstalled, not restored
@@ -787,23 +787,23 @@ class Workspace:
         if missing:
             lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
             if self._git_ok("update-ref", "--stdin", input=lines):
-                self.refs_put_back += [_shown(r) for r in missing]
+                self.refs_put_back += [printable(r) for r in missing]
             else:  # one at a time: a name taken now must not keep the others from coming back
                 for r, v in missing.items():
                     if self._git_ok("update-ref", r, v, ""):  # "": only if it does not exist
-                        self.refs_put_back.append(_shown(r))
+                        self.refs_put_back.append(printable(r))
                     else:
-                        self._put_aside(PUT_ASIDE_REFS + r[len("refs/"):], v, _shown(r))
+                        self._put_aside(PUT_ASIDE_REFS + r[len("refs/"):], v, printable(r))
         present = {sha for sha, _ in stash}
         for sha, msg in reversed([e for e in cp.stash if e[0] not in present]):
             if self._git_ok("stash", "store", "-m", msg, sha, env=_ident()):
-                self.refs_put_back.append(f"stash: {_shown(msg)}")
+                self.refs_put_back.append(f"stash: {printable(msg)}")
             else:
-                self._put_aside(f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {_shown(msg)}")
+                self._put_aside(f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {printable(msg)}")
 
     def _put_aside(self, ref: str, obj: str, what: str) -> None:
         if self._git_ok("update-ref", ref, obj):
-            self.refs_put_aside.append(f"{what} (could not come back where it was; kept as {_shown(ref)})")
+            self.refs_put_aside.append(f"{what} (could not come back where it was; kept as {printable(ref)})")
         else:
             self.refs_put_aside.append(f"{what} (could not come back: its objects are gone, pruned meanwhile)")
 
@@ -845,11 +845,6 @@ def _measure(path: Path, max_files: int, max_bytes: int) -> tuple[int | None, in
             if files > max_files or size > max_bytes:
                 return None, size
     return files, size
-
-
-def _shown(name: str) -> str:
-    """A name read from git, printable: bytes that are not UTF-8 as \\x escapes."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _nul_join(paths: list[str]) -> bytes:

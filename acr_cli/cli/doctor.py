@@ -52,7 +52,7 @@ def doctor(
 
     if agent and not check:
         raise AcrError("--agent chooses which agents --check runs", hint="acr doctor --check --agent codex")
-    from acr_cli.cli.common import console, load_profile, open_memory, paths, print_json
+    from acr_cli.cli.common import console, load_profile, paths, print_json
 
     p = paths()
     prof, settings = load_profile(profile, Path.cwd())
@@ -65,23 +65,9 @@ def doctor(
         from acr_cli.errors import MemoryFileError
 
         try:  # a broken memory is one more finding, not the end of the diagnosis
-            mem = open_memory(memory, create=False, read_only=True)
+            mem_info.update(_memory_figures(memory, mem_path))
         except MemoryFileError as e:
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
-        else:
-            import sqlite3
-
-            try:  # quick_check reads every page: damage that opening the file does not reach shows here
-                problems = [r[0] for r in mem.db.execute("PRAGMA quick_check(5)")]
-                if problems != ["ok"]:
-                    raise sqlite3.DatabaseError("; ".join(problems))
-                mem_info.update(mem.counts(), size_bytes=mem.size_bytes())
-            except sqlite3.DatabaseError as e:
-                mem_info["problem"] = (f"{mem_path} is damaged ({' '.join(str(e).split())}): move it aside (`mv {mem_path} "
-                                       f"{mem_path}.broken`) and acr starts a new memory; `sqlite3 FILE .recover` "
-                                       "may save its records, `acr memory import` brings back an export")
-            finally:
-                mem.close()
     report = {
         "agents": found,
         "profile": {"name": prof.name, "path": str(prof.path), "arms": arms},
@@ -137,6 +123,26 @@ def doctor(
         if not checks:
             con.print("  no agent CLI installed to check")
     _exit_on_failed(checks, mem_info, arms)
+
+
+def _memory_figures(memory: Optional[Path], mem_path: Path) -> dict:
+    """Counts and size of the memory, after ``PRAGMA quick_check``: it reads every page, so damage that
+    opening the file does not reach shows here too (raised as MemoryFileError)."""
+    import sqlite3
+
+    from acr_cli.cli.common import open_memory
+    from acr_cli.memory.db import damaged
+
+    mem = open_memory(memory, create=False, read_only=True)
+    try:
+        problems = [r[0] for r in mem.db.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            raise damaged(mem_path, "; ".join(problems), what="is damaged")
+        return {**mem.counts(), "size_bytes": mem.size_bytes()}
+    except sqlite3.DatabaseError as e:
+        raise damaged(mem_path, str(e), what="is damaged") from None
+    finally:
+        mem.close()
 
 
 def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:

@@ -136,14 +136,15 @@ def export_(
     from acr_cli.errors import AcrError
     from acr_cli.memory.db import sqlite_files
 
-    if output is not None and str(output) not in ("-", "/dev/stdout"):
+    to_stdout = output is None or str(output) in ("-", "/dev/stdout")
+    if not to_stdout:
         own = {p.resolve() for p in sqlite_files(paths().memory_choice(memory)[0])}
         if output.resolve() in own or any(output.exists() and p.exists() and output.samefile(p) for p in own):
             raise AcrError(f"{output} is the memory itself (or its SQLite journal): an export there would destroy it",
                            hint="write the export to another file, e.g. acr memory export backup.jsonl")
     mem = open_memory(memory, create=False, read_only=True)
     try:
-        if output is None or str(output) in ("-", "/dev/stdout"):
+        if to_stdout:
             mem.export(sys.stdout)
         else:
             with atomic_write(output) as f:

@@ -213,15 +213,19 @@ def _explain(e: sqlite3.DatabaseError, path: Path | str) -> MemoryFileError:
     text = str(e)
     # "table ... already exists": the record of applied migrations no longer matches the schema
     if "not a database" in text or "malformed" in text or "corrupt" in text or "already exists" in text:
-        return MemoryFileError(
-            f"{path} is not a readable acr memory ({text})",
-            hint=f"move it aside (`mv {path} {path}.broken`) and acr starts a new memory; "
-            "`acr memory import` can bring back an export",
-        )
+        return damaged(path, text)
     if "readonly" in text or "unable to open" in text or "disk I/O" in text:
         return MemoryFileError(f"cannot write the memory {path} ({text})",
                                hint="check the file's and directory's permissions, or pass --memory PATH")
     return MemoryFileError(f"memory {path}: {text}")
+
+
+def damaged(path: Path | str, detail: str, what: str = "is not a readable acr memory") -> MemoryFileError:
+    """The error for a memory file SQLite cannot read, with the way out."""
+    return MemoryFileError(f"{path} {what} ({' '.join(detail.split())})",
+                           hint=f"move it aside (`mv {path} {path}.broken`) and acr starts a new memory; "
+                                "`acr memory import` can bring back an export, `sqlite3 FILE .recover` may save "
+                                "its records")
 
 
 def migrate(db: sqlite3.Connection) -> list[str]:
