@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
@@ -23,7 +24,7 @@ from acr_cli.errors import AcrError, WorkspaceError
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import run_verifier
-from acr_cli.workspace import Checkpoint, Workspace
+from acr_cli.workspace import Guard, Workspace
 
 OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
 
@@ -80,74 +81,76 @@ class LiveEnvironment:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         prompt = build_prompt(ctx.prompt, state.tried, self.verify)
         started = time.monotonic()
-        cp: Checkpoint | None = None
         fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
+        name = f"{task_id}-{seq}"
+        marker = f"{self.workspace.store.key if self.workspace else '-'}/{name}"
         with open(log_path, "w", encoding="utf-8") as log:
             os.chmod(log_path, 0o600)  # an agent's output may quote the user's files
-            rolled_back = False
-            if self.workspace is not None:
-                try:
-                    with interrupts.deferred():  # a checkpoint is taken whole, or not at all
-                        # Kept under refs/acr/ while the attempt runs: recoverable by hand if acr dies.
-                        cp = self.workspace.checkpoint(keep_as=f"{task_id}-{seq}")
-                except KeyboardInterrupt:  # cancelled before the agent started: nothing to undo
-                    if cp is not None:
-                        self.workspace.drop(cp)
-                    raise
-                if cp.unprotected:
+            with self._guarded(name, marker) as guard:
+                if guard is not None and guard.cp.unprotected:
                     log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
-                              f"repository), left as the attempt makes them: {', '.join(cp.unprotected)}\n")
-            try:
-                fb = self._run(adapter, arm, prompt, log, fb, started)
-                if cp is not None:
-                    fb.apply_ok = bool(self.workspace.changes(cp))
-                if not fb.passed and cp is not None:
-                    rolled_back = True
-                    self._rollback(cp, log)
-            except (process.Cancelled, KeyboardInterrupt) as e:
-                # The attempt's own verdict stands if it had one (the signal came during its rollback).
-                if fb.verdict == ERROR and not fb.reason:
-                    fb.verdict = CANCELLED
-                    fb.reason = f"cancelled with {interrupts.describe()}; the agent's process group was killed"
-                    if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
-                        self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
-                if cp is not None and not rolled_back:
-                    rolled_back = True
-                    self._rollback(cp, log)
-            except WorkspaceError as e:  # the rollback itself failed: record the attempt, then stop the task
-                fb.abort = e
-                log.write(f"--- rollback failed: {e.message}\n")
-            except BaseException:
-                if cp is not None and not rolled_back:  # a bug in acr must not leave the attempt's changes
-                    self._rollback(cp, log)
-                    self.workspace.drop(cp)  # restored: nothing is left for `acr recover`
-                raise
-            if cp is not None and fb.abort is None:
-                self.workspace.drop(cp)
+                              f"repository), left as the attempt makes them: {', '.join(guard.cp.unprotected)}\n")
+                try:
+                    fb = self._run(adapter, arm, prompt, log, fb, started, marker)
+                    if guard is not None:
+                        fb.apply_ok = bool(guard.changes())
+                        guard.passed = fb.passed
+                except (process.Cancelled, KeyboardInterrupt) as e:
+                    # The attempt's own verdict stands if it had one (the signal came during its rollback).
+                    if fb.verdict == ERROR and not fb.reason:
+                        fb.verdict = CANCELLED
+                        fb.reason = f"cancelled with {interrupts.describe()}; the agent's process group was killed"
+                        if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
+                            self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
+                            self._log_leftovers(e.result, log)
+                except WorkspaceError as e:  # e.g. the attempt deleted .git: record the attempt, then stop
+                    fb.abort = e
+                    if guard is not None:
+                        guard.done = True  # nothing can be rolled back; keep the checkpoint for `acr recover`
+                if guard is not None:
+                    guard.finish()
+                    self._log_guard(guard, fb, log)
             fb.duration_s = time.monotonic() - started
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
         return fb
 
-    def _rollback(self, cp: Checkpoint, log) -> None:
-        with interrupts.deferred():  # a signal must not cut a restore in half
-            name = cp.ref.rsplit("/", 1)[-1] if cp.ref else None
-            n = self.workspace.restore(cp, keep_as=name)
-            log.write(f"--- rolled back {n} changed path(s)")
-            if n and name:
-                log.write(f"; the tree before the rollback is kept as refs/acr/attempts/{name} "
-                          f"(`git diff {cp.tree} refs/acr/attempts/{name}` shows the attempt's changes)")
-            log.write("\n")
-            if self.workspace.refs_put_back:
-                log.write(f"--- put back what the attempt deleted: {', '.join(self.workspace.refs_put_back)}\n")
-            for what in self.workspace.refs_put_aside:
-                log.write(f"--- {what}\n")
-            self.workspace.prune_attempts()
-            nested = self.workspace.nested_changes(cp)
-            if nested:
-                log.write("--- nested repositories the attempt changed, left as they are (a rollback never "
-                          f"rewrites one): {', '.join(nested)}\n")
+    @contextmanager
+    def _guarded(self, name: str, marker: str) -> Iterator[Guard | None]:
+        if self.workspace is None:
+            yield None
+            return
+        with self.workspace.attempt(name, marker) as guard:
+            yield guard
 
-    def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float) -> Feedback:
+    @staticmethod
+    def _log_leftovers(res, log) -> None:
+        for line in getattr(res, "leftovers", None) or []:
+            log.write(f"--- a process of the attempt outlived the agent and was ended: {line}\n")
+        if getattr(res, "log_problem", None):
+            log.write(f"--- {res.log_problem}\n")
+
+    def _log_guard(self, guard: Guard, fb: Feedback, log) -> None:
+        if guard.error is not None:
+            fb.abort = fb.abort or guard.error
+            log.write(f"--- rollback failed: {guard.error.message}\n")
+            return
+        if guard.report is not None:
+            r = guard.report
+            log.write(f"--- rolled back {r.paths} changed path(s)")
+            if r.saved_as:
+                log.write(f"; the tree before the rollback is kept as {r.saved_as} "
+                          f"(`git diff {guard.cp.tree} {r.saved_as}` shows the attempt's changes)")
+            log.write("\n")
+            for line in r.lines():
+                log.write(f"--- {line}\n")
+            fb.git_state = list(r.git_state) + [f"removed a stale lock file {p}" for p in r.stale_locks]
+        elif guard.kept_git_state:
+            fb.git_state = list(guard.kept_git_state)
+            log.write("--- the attempt changed the repository's own files, kept with its work: "
+                      f"{', '.join(guard.kept_git_state)}\n")
+
+    def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float,
+             marker: str) -> Feedback:
         if self.interactive:
             inv = adapter.interactive(prompt, arm, self.project, self.permissions)
         else:
@@ -166,7 +169,8 @@ class LiveEnvironment:
         else:
             on_line = (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None
             res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
-                              stdin_text=inv.stdin)
+                              stdin_text=inv.stdin, marker=marker)
+            self._log_leftovers(res, log)
             fb.exit_code = res.exit_code
             if res.timed_out:
                 self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)

@@ -166,6 +166,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "reason": d.reason,
                 "detail": fb.reason,
                 "log": fb.log_path,
+                "git_state": fb.git_state,
             }
             for d, fb in result.steps
         ],

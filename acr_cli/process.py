@@ -4,39 +4,84 @@
   caller gives ``stdin_text``, a pipe that receives that text and is closed;
 * the child gets its own session, so a timeout or Ctrl-C can kill the whole
   process group (the agent and everything it started);
-* stdout/stderr are read line by line on threads, written (redacted) to the
-  attempt's log file and handed to a callback for the live view;
+* every process the run started ends with the run, whatever session or group
+  it moved to (``setsid``, a double fork, ``set -m; cmd & disown``): see
+  :func:`run` and "What holds where" below; the ones still running when the
+  agent ended are named in :attr:`ProcessResult.leftovers`;
+* stdout/stderr are read on threads in bounded pieces: a line longer than
+  :data:`LINE_MAX_BYTES` is cut (its start is kept, the rest is read and
+  dropped), so memory stays bounded whatever the output; lines are written
+  (redacted) to the attempt's log file and handed to a callback for the live
+  view;
+* a log that cannot be written (a full disk...) stops being written for the
+  rest of the run, the pipes keep being drained so the agent never blocks, and
+  :attr:`ProcessResult.log_problem` says so;
 * ``PWD`` is set to the working directory (opencode trusts ``PWD`` over the
   real cwd).
 
 Ctrl-C while a child runs kills the group and raises :class:`Cancelled`
 carrying the partial :class:`ProcessResult`.
+
+What holds where
+----------------
+Linux: while a run lasts, acr is a child subreaper (``PR_SET_CHILD_SUBREAPER``),
+so a descendant orphaned by a double fork or by its parent's death is
+reparented to acr, not to init; when the agent has ended, acr ends every
+process in its group, in its session, descended from it or from a process
+orphaned to acr during the run, and (given a ``marker``) every process of the
+same user whose environment carries ``ACR_ATTEMPT=<marker>``: SIGTERM, a grace,
+then rounds of SIGSTOP + SIGKILL until none is left, reaping the ones
+reparented to acr. The agent itself gets ``PR_SET_PDEATHSIG=SIGKILL``: if acr
+is SIGKILLed, the agent dies with it; what the agent had started survives
+then, and :func:`find_marked` finds it by its marker (``acr recover``).
+Processes of another user (a setuid program) cannot be signalled and are
+named as such. A process that scrubs its environment and reparents to
+another subreaper (a container runtime, ``systemd-run``) is out of reach.
+
+macOS (and any system without ``/proc``): no subreaper, no parent-death
+signal, no readable environment of other processes. What holds there is the
+process group: the agent's group is killed on timeout, Ctrl-C and exit, but a
+process that left the group (``setsid``, ``set -m``) survives the run, the
+agent survives a SIGKILLed acr, :func:`find_marked` finds nothing and
+``leftovers`` is always empty.
 """
 
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Mapping, Sequence
+from typing import IO, Callable, Iterable, Mapping, Sequence
 
 from acr_cli.redact import redact
 
 LineCallback = Callable[[str, str], None]  # (stream name "out"|"err", line without newline)
 
-KILL_GRACE_S = 3.0
+KILL_GRACE_S = 3.0  # SIGTERM to SIGKILL, on timeout or Ctrl-C
+LEFTOVER_GRACE_S = 1.0  # the same for what an agent that exited left running
+KILL_ROUNDS = 20  # SIGKILL rounds for processes that keep forking while being killed
 LOG_MAX_BYTES = 64 * 2**20  # per stream and attempt: a runaway agent must not fill the disk
 KEEP_HEAD_BYTES = 2 * 2**20  # of a stream, kept in memory for parsing: its start (session, model)...
 KEEP_TAIL_BYTES = 16 * 2**20  # ...and its end (the result, the usage)
+LINE_MAX_BYTES = 2**20  # a longer line is cut: its first LINE_MAX_BYTES bytes are kept
+MARKER_VAR = "ACR_ATTEMPT"
 
 
 class _Capture:
-    """A stream's lines for the output parsers, bounded: the first and the last few MiB of it."""
+    """A stream's lines for the output parsers, bounded: the first and the last few MiB of it.
+
+    Sizes are counted as the memory a line takes (``sys.getsizeof`` plus the list slot), so a flood
+    of tiny lines is bounded as well as a few long ones. With lines cut at :data:`LINE_MAX_BYTES`,
+    the head holds at most ``KEEP_HEAD_BYTES`` plus one line and the tail at most
+    ``KEEP_TAIL_BYTES`` or one line; a line's str takes at most 4 bytes a character.
+    """
 
     def __init__(self) -> None:
         self.head: list[str] = []
@@ -44,14 +89,15 @@ class _Capture:
         self.head_bytes = self.tail_bytes = 0
 
     def append(self, line: str) -> None:
+        size = sys.getsizeof(line) + 8
         if self.head_bytes < KEEP_HEAD_BYTES:
             self.head.append(line)
-            self.head_bytes += len(line) + 1
+            self.head_bytes += size
             return
         self.tail.append(line)
-        self.tail_bytes += len(line) + 1
+        self.tail_bytes += size
         while self.tail_bytes > KEEP_TAIL_BYTES and len(self.tail) > 1:
-            self.tail_bytes -= len(self.tail.popleft()) + 1
+            self.tail_bytes -= sys.getsizeof(self.tail.popleft()) + 8
 
     def text(self) -> str:
         return "\n".join([*self.head, *self.tail])
@@ -67,6 +113,11 @@ class ProcessResult:
     timed_out: bool = False
     cancelled: bool = False
     not_started: bool = False  # could not be started (not found, not executable, arguments too long)
+    # Processes other than the agent that acr had to end when the agent ended (Linux; see the module
+    # docstring), e.g. "pid 1234 (python3 -m http.server): terminated (SIGTERM)", for the caller's log.
+    leftovers: list[str] = field(default_factory=list)
+    # Set when writing the log failed and logging stopped, e.g. "logging stopped: No space left on device".
+    log_problem: str | None = None
 
 
 class Cancelled(Exception):
@@ -95,19 +146,46 @@ def run(
     on_line: LineCallback | None = None,
     log: IO[str] | None = None,
     stdin_text: str | None = None,
+    marker: str | None = None,
 ) -> ProcessResult:
-    """Run ``argv`` (never through a shell) and wait, bounded by ``timeout`` seconds."""
+    """Run ``argv`` (never through a shell) and wait, bounded by ``timeout`` seconds.
+
+    ``marker``: put ``ACR_ATTEMPT=<marker>`` in the child's environment; every descendant inherits it
+    (unless it scrubs its environment), which is how the run's processes are found again, by this
+    run and, after acr itself was killed, by :func:`find_marked`. It should be unique to the run.
+
+    When the child has ended (it exited, the timeout came, or Ctrl-C), every process of the run is
+    ended too and named in ``leftovers`` (see the module docstring for what holds on Linux and on
+    macOS). The parent-death signal the child gets on Linux is tied to the thread that calls run():
+    call it from a thread that outlives the run (run() itself waits, so any caller does).
+    """
     argv = [str(a) for a in argv]
     start = time.monotonic()
+    child_environment = dict(env) if env is not None else child_env(cwd)
+    if marker is not None:
+        child_environment[MARKER_VAR] = marker
+    watch = _Watch(marker)  # before the child starts: acr's own children from before are not the run's
+    watch.reaper = _subreaper_enter()
+    try:
+        return _run(argv, cwd, child_environment, timeout, on_line, log, stdin_text, watch, start)
+    finally:
+        if watch.reaper:
+            _subreaper_exit()
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
+         log: IO[str] | None, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
+    prctl = _load_prctl()
     try:
         proc = subprocess.Popen(
             argv,
             cwd=str(cwd),
-            env=dict(env) if env is not None else child_env(cwd),
+            env=env,
             stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl),
         )
     except FileNotFoundError:
         return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_started=True)
@@ -116,30 +194,64 @@ def run(
     except (OSError, ValueError) as e:  # E2BIG (arguments too long), a NUL byte in an argument...
         return ProcessResult(argv, None, "", f"{argv[0]}: could not start: {getattr(e, 'strerror', None) or e}",
                              0.0, not_started=True)
+    watch.session = proc.pid  # start_new_session=True: the child leads its own session and group
 
     out_lines = _Capture()
     err_lines = _Capture()
     lock = threading.Lock()
     logged = {"out": 0, "err": 0}
+    log_problem: list[str] = []  # set once, by the first failed write
+    done = threading.Event()  # run() has returned: keep draining, keep nothing
+
+    def write_log(name: str, line: str, size: int) -> None:
+        if log is None or log_problem or logged[name] > LOG_MAX_BYTES:
+            return
+        try:
+            logged[name] += size
+            if logged[name] > LOG_MAX_BYTES:
+                log.write(f"[{name}] ... (acr logs the first {LOG_MAX_BYTES >> 20} MiB of a stream; "
+                          "the rest is not logged)\n")
+            else:
+                log.write(f"[{name}] {redact(line)}\n")
+        except Exception as e:  # a full disk, an I/O error, a closed file: stop logging, keep draining
+            why = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or type(e).__name__)
+            log_problem.append(f"logging stopped: {why}")
 
     def pump(stream: IO[bytes], name: str, sink: _Capture) -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            sink.append(line)
-            with lock:
-                if log is not None and logged[name] <= LOG_MAX_BYTES:
-                    logged[name] += len(raw)
-                    if logged[name] > LOG_MAX_BYTES:
-                        log.write(f"[{name}] ... (acr logs the first {LOG_MAX_BYTES >> 20} MiB of a stream; "
-                                  "the rest is not logged)\n")
-                    else:
-                        log.write(f"[{name}] {redact(line)}\n")
-                if on_line is not None:
-                    try:
-                        on_line(name, line)
-                    except Exception:  # a broken live view must not break the run
-                        pass
-        stream.close()
+        try:
+            while True:
+                raw = stream.readline(LINE_MAX_BYTES)
+                if not raw:
+                    break
+                cut = 0
+                if len(raw) >= LINE_MAX_BYTES and not raw.endswith(b"\n"):
+                    cut = _drop_rest_of_line(stream)
+                if done.is_set():
+                    continue
+                try:
+                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                    size = len(raw)
+                    if cut:
+                        note = f" [... line cut: {cut} bytes dropped]"
+                        line += note
+                        size += len(note)
+                    sink.append(line)
+                    with lock:
+                        write_log(name, line, size)
+                        if on_line is not None:
+                            try:
+                                on_line(name, line)
+                            except Exception:  # a broken live view must not break the run
+                                pass
+                except Exception:  # pragma: no cover - whatever happens to one line, keep draining
+                    pass
+        except (OSError, ValueError):  # the pipe broke or was closed under us: nothing more to read
+            pass
+        finally:
+            try:
+                stream.close()
+            except OSError:
+                pass
 
     def feed(text: str) -> None:
         try:
@@ -162,7 +274,7 @@ def run(
         t.start()
 
     deadline = None if timeout is None else start + timeout
-    timed_out = False
+    timed_out = cancelled = False
     try:
         while True:
             try:
@@ -171,42 +283,46 @@ def run(
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() >= deadline:
                     timed_out = True
-                    kill_group(proc)
                     break
     except KeyboardInterrupt:
-        kill_group(proc)
+        cancelled = True
+    # The direct child is gone (or is to go now); everything the run started goes too.
+    leftovers, interrupted = _end_run(proc, watch, KILL_GRACE_S if timed_out or cancelled else LEFTOVER_GRACE_S)
+    try:
         _join(threads)
-        raise Cancelled(
-            ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(),
-                          time.monotonic() - start, cancelled=True)
-        ) from None
-    # The direct child is gone; anything it left in its group goes too.
-    kill_group(proc, grace=0.0)
-    _join(threads)
-    return ProcessResult(
-        argv,
-        proc.returncode,
-        out_lines.text(),
-        err_lines.text(),
-        time.monotonic() - start,
-        timed_out=timed_out,
-    )
+    except KeyboardInterrupt:
+        interrupted = True
+    done.set()
+    with lock:
+        problem = log_problem[0] if log_problem else None
+    result = ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(), time.monotonic() - start,
+                           timed_out=timed_out, leftovers=leftovers, log_problem=problem)
+    if cancelled or interrupted:
+        result.cancelled = True
+        raise Cancelled(result) from None
+    return result
+
+
+def _drop_rest_of_line(stream: IO[bytes]) -> int:
+    """Read and drop the rest of an over-long line, a piece at a time; how many bytes were dropped."""
+    dropped = 0
+    while True:
+        more = stream.readline(LINE_MAX_BYTES)
+        if not more:
+            return dropped
+        if more.endswith(b"\n"):
+            return dropped + len(more.rstrip(b"\r\n"))
+        dropped += len(more)
 
 
 def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
     """SIGTERM the child's process group, then SIGKILL what is left after ``grace`` seconds."""
     pgid = proc.pid  # start_new_session=True: the child leads its own group
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _killpg(pgid, signal.SIGTERM)
     end = time.monotonic() + grace
     while time.monotonic() < end and proc.poll() is None:
         time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _killpg(pgid, signal.SIGKILL)
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover - unkillable child
@@ -216,6 +332,413 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
 def _join(threads: list[threading.Thread]) -> None:
     for t in threads:
         t.join(timeout=5)
+
+
+# --- Ending every process of a run (Linux: /proc, prctl; elsewhere: the process group only) ---------------
+
+_LINUX = sys.platform.startswith("linux")
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+_WALL = 0x40000000  # Linux __WALL: wait for any kind of child
+_SIGKILL = int(signal.SIGKILL)
+
+_prctl_fn: Callable[..., int] | None = None
+_prctl_loaded = False
+_reaper_lock = threading.Lock()
+_reaper_users = 0
+_reaper_ours = False  # acr turned the subreaper flag on (and turns it off when no run needs it)
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl() on Linux (loaded once), None elsewhere or when it cannot be had."""
+    global _prctl_fn, _prctl_loaded
+    if not _prctl_loaded:
+        _prctl_loaded = True
+        if _LINUX:
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL(None, use_errno=True).prctl
+                fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+                fn.restype = ctypes.c_int
+                _prctl_fn = fn
+            except (ImportError, OSError, AttributeError):
+                _prctl_fn = None
+    return _prctl_fn
+
+
+def _subreaper_enter() -> bool:
+    """Make acr a child subreaper while a run lasts: orphaned descendants are reparented to acr.
+
+    Only while a run lasts, so that what acr's other commands (git) leave behind is not made acr's
+    children. False where it cannot be done (not Linux, prctl refused).
+    """
+    global _reaper_users, _reaper_ours
+    prctl = _load_prctl()
+    if prctl is None:
+        return False
+    with _reaper_lock:
+        if _reaper_users == 0:
+            import ctypes
+
+            flag = ctypes.c_int(0)
+            if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag), 0, 0, 0) == 0 and flag.value:
+                _reaper_ours = False  # someone made acr a subreaper already: leave it so
+            elif prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+                _reaper_ours = True
+            else:
+                return False
+        _reaper_users += 1
+        return True
+
+
+def _subreaper_exit() -> None:
+    global _reaper_users
+    with _reaper_lock:
+        _reaper_users -= 1
+        if _reaper_users == 0 and _reaper_ours and _prctl_fn is not None:
+            _prctl_fn(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def _die_with(parent: int, prctl: Callable[..., int]) -> Callable[[], None]:
+    """A preexec_fn: the child gets SIGKILL when the thread that started it ends (acr is killed)."""
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # acr died before the prctl took effect: follow it now
+            os._exit(137)
+
+    return preexec
+
+
+def _has_children() -> bool:
+    """Whether acr has any child process, running or not yet reaped (reaps nothing)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    except (OSError, AttributeError):  # cannot tell
+        return True
+    return True
+
+
+@dataclass
+class _Proc:
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    start: int  # clock ticks after boot: with the pid, names a process even if the pid is reused
+    comm: str
+
+
+def _stat(pid: int) -> _Proc | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        right = data.rindex(b")")
+        fields = data[right + 2:].split()
+        return _Proc(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode("ascii", "replace"),
+                     int(fields[19]), data[data.index(b"(") + 1:right].decode("utf-8", "replace"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _all_procs() -> dict[int, _Proc]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {}
+    procs = {}
+    for name in names:
+        if name.isdigit():
+            p = _stat(int(name))
+            if p is not None:
+                procs[p.pid] = p
+    return procs
+
+
+def _marker(pid: int, uid: int) -> bytes | None:
+    """The ACR_ATTEMPT value in the environment ``pid`` started with, if it is ``uid``'s and has one."""
+    key = MARKER_VAR.encode() + b"="
+    try:
+        if uid != 0 and os.stat(f"/proc/{pid}").st_uid != uid:
+            return None
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if data.startswith(key):
+        at = len(key)
+    else:
+        at = data.find(b"\0" + key)
+        if at < 0:
+            return None
+        at += 1 + len(key)
+    end = data.find(b"\0", at)
+    return data[at:] if end < 0 else data[at:end]
+
+
+def _cmdline(pid: int, comm: str = "") -> str:
+    """A short, redacted command line for messages."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            text = f.read(4096).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    text = redact(text or comm or "?")
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _running(pid: int, me: int) -> bool:
+    """Whether ``pid`` still runs; a zombie is not running (and is reaped if it is acr's child)."""
+    p = _stat(pid)
+    if p is None:
+        return False
+    if p.state in ("Z", "X"):
+        if p.ppid == me:
+            _reap(pid)
+        return False
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect one zombie child that acr inherited; never waitpid(-1), which would steal Popen's child."""
+    try:
+        os.waitpid(pid, os.WNOHANG | _WALL)
+    except (ChildProcessError, OSError):
+        pass
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Watch:
+    """Finds the processes of one run in /proc (Linux); finds nothing elsewhere."""
+
+    def __init__(self, marker: str | None) -> None:
+        self.me = os.getpid()
+        self.uid = os.getuid()
+        self.marker = None if marker is None else os.fsencode(marker)
+        self.proc = _LINUX and os.path.isdir("/proc/self/task")
+        self.reaper = False  # acr is a subreaper during the run
+        self.session: int | None = None  # the agent's session (and group) id = its pid
+        self._marked: dict[tuple[int, int], bool] = {}
+        # acr's own children from before the run (a server a test started...) are never the run's
+        self.before: dict[int, int] = {}
+        if self.proc and _has_children():
+            self.before = {p.pid: p.start for p in _all_procs().values() if p.ppid == self.me}
+
+    def find(self) -> dict[int, _Proc]:
+        """The run's processes now (zombies included): in the agent's session or group, descended from
+        the agent or from a process orphaned to acr during the run, or carrying the run's marker."""
+        if not self.proc:
+            return {}
+        if self.marker is None and self.reaper and not _has_children():
+            return {}  # every orphan came to acr, and acr has no child left: nothing of the run is left
+        procs = _all_procs()
+        kids: dict[int, list[int]] = collections.defaultdict(list)
+        for p in procs.values():
+            kids[p.ppid].append(p.pid)
+        todo = []
+        for p in procs.values():
+            if p.pid == self.me or self._before(p):
+                continue
+            if (p.ppid == self.me or p.sid == self.session or p.pgid == self.session
+                    or (self.marker is not None and self._has_marker(p))):
+                todo.append(p.pid)
+        found: dict[int, _Proc] = {}
+        while todo:
+            pid = todo.pop()
+            if pid in found or pid == self.me or pid not in procs or self._before(procs[pid]):
+                continue
+            found[pid] = procs[pid]
+            todo.extend(kids.get(pid, ()))
+        return found
+
+    def _before(self, p: _Proc) -> bool:
+        return self.before.get(p.pid) == p.start and p.ppid == self.me
+
+    def _has_marker(self, p: _Proc) -> bool:
+        key = (p.pid, p.start)
+        if key not in self._marked:
+            self._marked[key] = _marker(p.pid, self.uid) == self.marker
+        return self._marked[key]
+
+
+def _end_run(proc: subprocess.Popen, watch: _Watch, grace: float) -> tuple[list[str], bool]:
+    """End the agent (if it still runs) and every process of the run: what was left, and whether a
+    Ctrl-C (or SIGTERM/SIGHUP made one) came meanwhile (then the rest is done without grace)."""
+    report: dict[int, list[str]] = {}  # pid -> [command, outcome]
+    interrupted = False
+    for _ in range(5):
+        try:
+            _end_run_once(proc, watch, 0.0 if interrupted else grace, report)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    return [f"pid {pid} ({cmd}): {outcome}" for pid, (cmd, outcome) in report.items()], interrupted
+
+
+def _end_run_once(proc: subprocess.Popen, watch: _Watch, grace: float, report: dict[int, list[str]]) -> None:
+    me, agent = watch.me, proc.pid
+    refused: set[int] = set()
+
+    def alive() -> dict[int, _Proc]:
+        proc.poll()
+        found = {}
+        for pid, p in watch.find().items():
+            if pid == agent:
+                if proc.returncode is None:  # Popen reaps it
+                    found[pid] = p
+                continue
+            if p.state in ("Z", "X"):
+                if p.ppid == me:
+                    _reap(pid)
+                continue
+            if pid in refused:
+                continue
+            found[pid] = p
+            if pid not in report:
+                report[pid] = [_cmdline(pid, p.comm), "ended"]
+        return found
+
+    def send(pids: Iterable[int], sig: int) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+            except PermissionError as e:
+                refused.add(pid)
+                if pid in report:
+                    report[pid][1] = f"could not be signalled: {e.strerror}"
+
+    def running(pid: int) -> bool:
+        if pid == agent:
+            return proc.poll() is None
+        return pid not in refused and _running(pid, me)
+
+    def wait(pids: Iterable[int], seconds: float) -> list[int]:
+        pids = list(pids)
+        end = time.monotonic() + seconds
+        while True:
+            pids = [pid for pid in pids if running(pid)]
+            if not pids or time.monotonic() >= end:
+                return pids
+            time.sleep(0.05)
+
+    # SIGTERM to everything, then a grace to end on its own
+    _killpg(agent, signal.SIGTERM)
+    first = alive()
+    send(first, signal.SIGTERM)
+    for pid in first:
+        if pid in report and report[pid][1] == "ended":
+            report[pid][1] = "terminated (SIGTERM)"
+    wait({*first, agent}, grace)
+    # then SIGKILL, in rounds: a process that forks while being killed is stopped first, and its children
+    # (found stopped, or orphaned to acr) go in the same round
+    for _ in range(KILL_ROUNDS):
+        _killpg(agent, signal.SIGKILL)
+        now = alive()
+        if not now:
+            break
+        stopped: set[int] = set()
+        for _ in range(10):
+            fresh = [pid for pid in now if pid not in stopped]
+            if not fresh:
+                break
+            send(fresh, signal.SIGSTOP)
+            stopped.update(fresh)
+            now = alive()
+        targets = stopped | set(now)
+        send(targets, signal.SIGKILL)
+        for pid in targets:
+            if pid in report and not report[pid][1].startswith("could not"):
+                report[pid][1] = "killed (SIGKILL)"
+        wait(targets, 2.0)
+    else:
+        for pid in alive():
+            if pid in report:
+                report[pid][1] = f"still running after {KILL_ROUNDS} rounds of SIGKILL"
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - unkillable child
+        pass
+
+
+def find_marked(marker_prefix: str) -> list[tuple[int, str]]:
+    """Live processes of this user whose environment carries ``ACR_ATTEMPT`` starting with
+    ``marker_prefix``: (pid, short command line), e.g. what an attempt of an ``acr run`` that was
+    killed still has running (for ``acr recover``).
+
+    Reads the environment each process *started* with (``/proc/PID/environ``): a process that
+    scrubbed its environment is not found. Linux only: elsewhere (macOS) there is no /proc to read
+    and the list is always empty; there, only the process group kill of a live run holds.
+    """
+    if not (_LINUX and os.path.isdir("/proc/self")):
+        return []
+    want = os.fsencode(marker_prefix)
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for pid, p in sorted(_all_procs().items()):
+        if pid == me or p.state in ("Z", "X"):
+            continue
+        value = _marker(pid, uid)
+        if value is not None and value.startswith(want):
+            found.append((pid, _cmdline(pid, p.comm)))
+    return found
+
+
+def kill_pids(pids: Iterable[int], grace: float = KILL_GRACE_S) -> list[int]:
+    """SIGTERM each of ``pids``, SIGKILL those still running after ``grace`` seconds; returns the ones
+    still running after that (a zombie, or a process that is gone, is not running).
+
+    A process that keeps forking is not chased here: call :func:`find_marked` again. On macOS a zombie
+    (a killed process whose parent has not collected it yet) still counts as running.
+    """
+    me = os.getpid()
+    pids = list(dict.fromkeys(int(p) for p in pids))
+
+    def running(pid: int) -> bool:
+        if _LINUX and os.path.isdir("/proc/self"):
+            return _running(pid, me)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def send(sig: int) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def wait(seconds: float) -> None:
+        nonlocal pids
+        end = time.monotonic() + seconds
+        while True:
+            pids = [pid for pid in pids if running(pid)]
+            if not pids or time.monotonic() >= end:
+                return
+            time.sleep(0.05)
+
+    send(signal.SIGTERM)
+    wait(grace)
+    if pids:
+        send(signal.SIGKILL)
+        wait(2.0)
+    return pids
 
 
 def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> ProcessResult:

@@ -1,12 +1,49 @@
-"""Remove secrets from anything acr stores or logs.
+"""Remove secrets from anything acr stores, logs or prints.
 
-Three mechanisms: well-known token shapes (``sk-...``, ``ghp_...``, ``xai-...``,
-JWTs, ``Bearer ...``, private-key blocks); the value of anything written as a
-secret-named assignment (``OPENAI_API_KEY = ...``, ``password: ...``,
-``"access_token": "..."``, ``"key": "..."``) and the password in a URL
-(``postgres://user:...@host``); and the literal values of environment variables
-whose names say they are secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
-``*PASSWORD*``...).
+What is masked (replaced by ``[REDACTED]``):
+
+* the literal values of the environment variables acr sees whose names say they
+  are secret. A name is split into words at anything that is not a letter
+  (``DB_PASS`` -> DB, PASS) and is secret when a word is or ends with KEY or
+  KEYS (``API_KEY``, ``APIKEY``; not ``KEYBOARD``, ``KEYMAP``), contains TOKEN,
+  SECRET or CREDENTIAL, is a password word (PASS, PASSWD, PASSWORD, PASSPHRASE,
+  PGPASSWORD, DBPASS; not BYPASS, COMPASS, ASKPASS), is PWD in a longer name
+  (``MYSQL_PWD``; ``PWD`` alone is the working directory), is AUTH, starts with
+  it or ends with it (``AUTH_TOKEN``, ``OAUTH``, ``AUTHORIZATION``; not AUTHOR:
+  ``GIT_AUTHOR_NAME`` is not a secret), or is COOKIE, WEBHOOK or DSN. A name
+  whose last word is PATH, FILE, DIR, SOCK or SOCKET names a location, not a
+  secret (``SSH_AUTH_SOCK``, ``KEY_FILE``). SESSION and PRIVATE alone are not
+  secret words (``XDG_SESSION_TYPE``, ``SESSION_MANAGER`` are ordinary; a
+  ``PRIVATE_KEY`` has KEY). Values shorter than 8 characters are left alone:
+  ``1``, ``true``, ``dev`` or ``admin`` occur in ordinary text everywhere, so
+  masking them would garble logs while protecting nothing a guesser could not
+  find anyway. A multi-line value is also masked line by line (a key in an
+  environment variable reaches a log one line at a time);
+* well-known token shapes: ``sk-...``, ``sk_live_...``, ``xai-...``,
+  ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``, ``AIza...``,
+  ``hf_...``, JWTs, ``Bearer ...``;
+* bare AWS secret access keys: exactly 40 characters of ``[A-Za-z0-9/+]``
+  standing alone, with upper case, lower case and digits (a git SHA or any
+  other hex digest never has both cases) and not a path (``/Users/Alice/...``);
+* webhook URLs: Slack (``hooks.slack.com/services/...``), Discord
+  (``discord.com`` / ``discordapp.com`` ``/api/webhooks/...``), Microsoft Teams
+  (``*.webhook.office.com``, ``outlook.office.com/webhook/...``), Zapier
+  (``hooks.zapier.com/hooks/...``), and the value of any secret-named query
+  parameter of a URL (``?token=``, ``&key=``, ``&sig=``, ``X-Amz-Signature=``,
+  ``access_token=``...); the host and path up to the secret stay readable;
+* private keys in PEM form (``-----BEGIN ... PRIVATE KEY-----`` to its END line,
+  PGP ``PRIVATE KEY BLOCK`` too), whole; a BEGIN with no END (the text was cut)
+  is masked to the end of the text, an END with no BEGIN (the tail of an
+  output) back over the key-body lines before it. Streams written line by line
+  go through :class:`LineRedactor`, which masks every line of a block;
+* the value of anything written as a secret-named assignment
+  (``OPENAI_API_KEY = ...``, ``password: ...``, ``DB_PASS=...``,
+  ``"access_token": "..."``, ``"key": "..."``, ``Authorization: Basic ...``)
+  and the password in a URL (``postgres://user:...@host``).
+
+Not masked: a secret shorter than 8 characters held in an environment variable,
+and a secret with no known shape that is neither in a secret-named variable nor
+written after a secret-looking name.
 """
 
 from __future__ import annotations
@@ -15,12 +52,37 @@ import os
 import re
 
 MASK = "[REDACTED]"
+MIN_ENV_VALUE = 8  # shorter values of secret variables are not masked (see above)
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
-_PATTERNS = re.compile(
+# ---------------------------------------------------------------- secret environment variable names
+
+_NAME_WORDS = re.compile(r"[A-Z]+")
+_SECRET_WORD = re.compile(
+    r"(?!(?:BYPASS|COMPASS|ENCOMPASS|SURPASS|TRESPASS|ASKPASS)$)"
+    r"(?:[A-Z]*KEYS?|[A-Z]*TOKENS?|[A-Z]*SECRETS?|[A-Z]*CREDENTIALS?"
+    r"|[A-Z]*PASS(?:WD|WORDS?|PHRASE)?|PASS(?:WD|WORDS?|PHRASE)[A-Z]*"
+    r"|AUTH|AUTHORIZATION|AUTH(?!OR)[A-Z]+|[A-Z]+AUTH"
+    r"|[A-Z]*COOKIES?|[A-Z]*WEBHOOKS?|DSN)"
+)
+_LOCATION_WORDS = frozenset({"PATH", "FILE", "DIR", "SOCK", "SOCKET"})
+
+
+def secret_name(name: str) -> bool:
+    """Whether the environment variable ``name`` says its value is a secret (the rule is in the module doc)."""
+    words = _NAME_WORDS.findall(name.upper())
+    if not words or words[-1] in _LOCATION_WORDS:
+        return False
+    if "PWD" in words and len(words) > 1:  # MYSQL_PWD; PWD alone is the working directory
+        return True
+    return any(_SECRET_WORD.fullmatch(w) for w in words)
+
+
+# ---------------------------------------------------------------- patterns
+
+# Token shapes. Each alternative starts with a literal, so the engine skips quickly over text with none.
+_TOKENS = re.compile(
     "|".join(
         [
-            # well-known token shapes
             r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",
             r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
             r"xai-[A-Za-z0-9]{20,}",
@@ -31,30 +93,106 @@ _PATTERNS = re.compile(
             r"AIza[0-9A-Za-z_\-]{30,}",
             r"hf_[A-Za-z0-9]{20,}",
             r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # a JWT (OAuth access tokens)
-            r"(?<=Bearer )[A-Za-z0-9._~+/=\-]{12,}",
-            # a private key: the whole block, or (logs go line by line) each line of its base64 body
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-            r"^(?=[^\n]*[A-Z])(?=[^\n]*[a-z])(?=[^\n]*[0-9])[A-Za-z0-9+/]{64}$",
+            r"Bearer [A-Za-z0-9._~+/=\-]{12,}",
         ]
-    ),
-    re.M,
+    )
 )
-# NAME=value, NAME: value, "name": "value" where the name says secret (api_key, token, password...);
-# the name stays readable, the value goes. Numbers and true/false/null are not secrets.
+_B64 = "A-Za-z0-9/+"
+# A run of 40 or more base64 characters standing alone (the lookbehind comes first: inside a word it fails
+# at once). Exactly 40: an AWS secret access key if it mixes cases and digits; exactly 64 making up a whole
+# line: a line of a private key's body, logged line by line (see _b64_run).
+_B64_RUN = re.compile(rf"(?<![{_B64}_\-])[{_B64}]{{40,}}(?![{_B64}=_\-])")
+_WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
+
+# NAME=value, NAME: value, "name": "value" where the name says secret (api_key, token, password, DB_PASS...);
+# the name stays readable, the value goes. Numbers, true/false/null and an already masked value are left.
+# (The match starts at the secret word, not at the name's start: what precedes it is kept anyway, and
+# scanning each name from its start made this the slowest pattern.)
 _ASSIGNED = re.compile(
-    r"(\b[\w.-]*(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|credentials?|access[_-]?key|"
-    r"private[_-]?key)[\w.-]*[\"']?\s*[:=]\s*[\"']?|\"key\"\s*:\s*\")"
-    r"(?!(?:true|false|null|none)\b)(?![0-9.]+\b)([^\s\"',;]{6,})",
+    r"((?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|passphrase|(?<![a-z])pass(?![a-z])|credentials?|"
+    r"access[_-]?key|private[_-]?key)[\w.-]*[\"']?\s*[:=]\s*[\"']?|\"key\"\s*:\s*\"|"
+    r"\bauthorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
+    r"(?!(?:true|false|null|none)\b)(?![0-9.]+\b)(?!\[REDACTED\](?:[\s\"',;&]|$))([^\s\"',;]{6,})",
     re.I,
 )
-_URL_CREDENTIALS = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)")  # postgres://user:PASSWORD@host
+_KEY_WORD = re.compile(r"api[_-]?key|access[_-]?key|private[_-]?key|\"key\"")  # in lower-cased text
+_PASS_WORD = re.compile(r"passw|passphrase|(?<![a-z])pass(?![a-z])")  # not "12 passed"
 
+# URLs (only looked for in text that has "://").
+_URL_CREDENTIALS = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)")  # postgres://user:PASSWORD@host
+_WEBHOOK = re.compile(
+    r"(https?://(?:"
+    r"hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/"
+    r"|(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api(?:/v\d+)?/webhooks/"
+    r"|[\w-]+\.webhook\.office\.com/"
+    r"|outlook\.office(?:365)?\.com/webhook/"
+    r"|hooks\.zapier\.com/hooks/"
+    r"))[^\s\"'<>`)\]]+",
+    re.I,
+)
+_QUERY_SECRET = re.compile(
+    r"([?&#;](?:[\w.-]*[_.-])?(?:token|key|apikey|sig|signature|secret|password|passwd|credential|auth)=)"
+    r"(?!\[REDACTED\])[^&#\s\"'<>`]{6,}",
+    re.I,
+)
+
+# Private keys in PEM form (only looked for in text that has "PRIVATE KEY").
+_PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_BLOCK = re.compile(rf"{_PEM_BEGIN}.*?(?:{_PEM_END}|\Z)", re.S)  # BEGIN without END: to the end of the text
+_PEM_END_RE = re.compile(_PEM_END)
+_PEM_OPENS_LINE = re.compile(rf"{_PEM_BEGIN}[\s\"'`]*$")  # a block whose body follows on the next lines
+# A line of a key block, blank or a header line (encrypted PEM, PGP armor)
+_PEM_INNER_LINE = re.compile(rf"[ \t]*(?:[{_B64}=]+|(?:Proc-Type|DEK-Info|Version|Comment): [^\n]*)?[ \t]*\r?")
+
+
+def _mixed(s: str) -> bool:
+    """Upper case, lower case and digits: random base64. A hex digest (git SHA, sha256) has one case only."""
+    return any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)
+
+
+def _b64_run(m: re.Match) -> str:
+    s = m.group()
+    if len(s) == 40 and _mixed(s):
+        segments = [p for p in s.split("/") if p]
+        if s.count("/") >= 2 and 3 * sum(1 for p in segments if _WORDLIKE_SEGMENT.fullmatch(p)) >= 2 * len(segments):
+            return s  # /Users/Alice/Projects/...: a path, its segments are words
+        return MASK
+    if len(s) == 64 and _mixed(s):
+        text, start, end = m.string, m.start(), m.end()
+        if (start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] in "\r\n"):
+            return MASK
+    return s
+
+
+def _mask_pem(text: str) -> str:
+    text = _PEM_BLOCK.sub(MASK, text)
+    if "-----END" not in text:
+        return text
+    # An END with no BEGIN: the start of the block was cut off (the tail of an output). Mask its line
+    # and the key-body lines just before it.
+    out, pos = [], 0
+    for m in _PEM_END_RE.finditer(text):
+        start = text.rfind("\n", pos, m.start()) + 1 or pos
+        while start > pos:
+            nl = text.rfind("\n", pos, start - 1)
+            prev = nl + 1 if nl >= 0 else pos
+            if not _PEM_INNER_LINE.fullmatch(text, prev, start - 1):
+                break
+            start = prev
+        out += [text[pos:start], MASK]
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- environment values
 
 _cache: tuple[int, dict[str, str], list[str]] | None = None
 
 
 def _secret_values() -> list[str]:
-    """Values of secret-looking environment variables, longest first.
+    """Values of secret-looking environment variables (and the lines of multi-line ones), longest first.
 
     Scanning the environment costs more than redacting, and a replay redacts
     thousands of strings, so the scan is reused while the environment keeps
@@ -65,18 +203,71 @@ def _secret_values() -> list[str]:
         size, seen, values = _cache
         if size == len(os.environ) and all(os.environ.get(k) == v for k, v in seen.items()):
             return values
-    seen = {k: v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
-    values = sorted(set(seen.values()), key=len, reverse=True)
+    seen = {k: v for k, v in os.environ.items() if len(v) >= MIN_ENV_VALUE and secret_name(k)}
+    found = set(seen.values())
+    for v in seen.values():
+        if "\n" in v:
+            found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= MIN_ENV_VALUE)
+    values = sorted(found, key=len, reverse=True)
     _cache = (len(os.environ), seen, values)
     return values
 
 
+# ---------------------------------------------------------------- redacting
+
+
 def redact(text: str | None) -> str | None:
+    """``text`` with every secret acr can recognise replaced by ``[REDACTED]``; safe to apply twice."""
     if not text:
         return text
     for value in _secret_values():
         if value in text:
             text = text.replace(value, MASK)
-    text = _PATTERNS.sub(MASK, text)
-    text = _ASSIGNED.sub(lambda m: m.group(1) + MASK, text)
-    return _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK, text)
+    if "PRIVATE KEY" in text:
+        text = _mask_pem(text)
+    if "://" in text:
+        text = _WEBHOOK.sub(lambda m: m.group(1) + MASK, text)
+        text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK, text)
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    text = _TOKENS.sub(lambda m: "Bearer " + MASK if m.group().startswith("Bearer ") else MASK, text)
+    if len(text) >= 40:
+        text = _B64_RUN.sub(_b64_run, text)
+    low = text.lower()  # a quick test for the words _ASSIGNED needs spares most texts its slow scan
+    if "token" in low or "secret" in low or "credential" in low or "authorization" in low or \
+            ("key" in low and _KEY_WORD.search(low)) or ("pass" in low and _PASS_WORD.search(low)):
+        text = _ASSIGNED.sub(lambda m: m.group(1) + MASK, text)
+    return text
+
+
+class LineRedactor:
+    """Redact a stream written line by line (one instance per stream, lines given in order).
+
+    A private key printed over several lines reaches :func:`redact` one line at
+    a time, where only its BEGIN line would be recognised. This remembers that
+    a block is open: every line from a line ending with
+    ``-----BEGIN ... PRIVATE KEY-----`` through the matching END line is
+    masked. A block with no END line stops being masked after ``MAX_KEY_LINES``
+    lines (the largest keys in use, 16384-bit RSA, take about 200), so a stray
+    BEGIN line cannot hide the rest of a log. Every other line goes through
+    :func:`redact`.
+    """
+
+    MAX_KEY_LINES = 300
+
+    def __init__(self) -> None:
+        self._open = 0  # lines masked in the open key block; 0: no block is open
+
+    def line(self, text: str) -> str:
+        if self._open:
+            end = _PEM_END_RE.search(text)
+            if end:
+                self._open = 0
+                return MASK + (redact(text[end.end():]) or "")
+            self._open += 1
+            if self._open <= self.MAX_KEY_LINES:
+                return MASK
+            self._open = 0
+        out = redact(text) or ""
+        if "PRIVATE KEY" in text and _PEM_OPENS_LINE.search(text):
+            self._open = 1
+        return out

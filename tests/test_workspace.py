@@ -63,7 +63,7 @@ def test_restore_undoes_every_kind_of_change_and_keeps_user_work(dirty):
     git(dirty, "add", "-A")
     git(dirty, "commit", "-qm", "agent commit")
     assert ws.changes(cp)
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert ws.changes(cp) == []
     after = snapshot(dirty)
     assert after == before
@@ -88,7 +88,7 @@ def test_directories_the_attempt_created_go_and_the_users_own_stay_even_empty(di
         (dirty / f).parent.mkdir(parents=True, exist_ok=True)
         (dirty / f).write_text("agent\n")
     (dirty / "made-but-empty").mkdir()  # holds no file: git cannot see it, so neither can a rollback
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert dirs(dirty) == before | {"made-but-empty"}
 
 
@@ -98,7 +98,7 @@ def test_same_size_edit_in_the_same_second_is_seen(project):
     cp = ws.checkpoint()
     (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     assert ws.changes(cp) == [("M", "calc.py")]
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert (project / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
 
 
@@ -107,24 +107,28 @@ def test_untouched_files_are_not_rewritten(dirty):
     cp = ws.checkpoint()
     stat_before = (dirty / "untracked.bin").stat()
     (dirty / "other.txt").write_text("agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     stat_after = (dirty / "untracked.bin").stat()
     assert (stat_before.st_ino, stat_before.st_mtime_ns) == (stat_after.st_ino, stat_after.st_mtime_ns)
     assert not (dirty / "other.txt").exists()
 
 
 def test_empty_repository_without_commits(tmp_path):
+    tmp_path = tmp_path / "repo"  # beside acr's home, not holding it
+    tmp_path.mkdir()
     git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("mine\n")
     ws = Workspace.open(tmp_path)
     cp = ws.checkpoint()
     (tmp_path / "a.txt").write_text("agent\n")
     (tmp_path / "b.txt").write_text("agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert (tmp_path / "a.txt").read_text() == "mine\n" and not (tmp_path / "b.txt").exists()
 
 
 def test_a_commit_into_an_empty_repository_is_undone(tmp_path):
+    tmp_path = tmp_path / "repo"  # beside acr's home, not holding it
+    tmp_path.mkdir()
     git(tmp_path, "init", "-q", "-b", "main")
     (tmp_path / "a.txt").write_text("mine\n")
     (tmp_path / "s.txt").write_text("staged\n")
@@ -133,7 +137,7 @@ def test_a_commit_into_an_empty_repository_is_undone(tmp_path):
     cp = ws.checkpoint()
     git(tmp_path, "add", "-A")
     git(tmp_path, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "agent")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert git(tmp_path, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # still no commit
     assert git(tmp_path, "status", "--porcelain") == "A  s.txt\n?? a.txt\n"
 
@@ -152,9 +156,9 @@ def test_nested_repositories_are_never_deleted_or_rewritten(project):
     (clone / "lib.py").write_text("v = 2\n")
     git(clone, "commit", "-qam", "agent")
     (project / "calc.py").write_text("agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert (project / "calc.py").read_text() != "agent\n"  # the outer tree is rolled back
-    assert ws.nested_changes(cp) == ["vendor/lib"]  # the nested one is reported, and left as it is
+    assert report.nested == ["vendor/lib"]  # the nested one is reported, and left as it is
     assert git(clone, "log", "--format=%s") == "agent\ninit\n"
     assert (clone / "wip.txt").read_text() == "unpushed work\n" and (clone / "lib.py").read_text() == "v = 2\n"
     assert (project / "unborn" / "notes.txt").read_text() == "notes\n"
@@ -193,24 +197,26 @@ def test_files_git_converts_come_back_byte_for_byte(project):
     cp = ws.checkpoint()
     (project / "nb.ipynb").write_text("agent\n")
     (project / "run.bat").write_text("agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert (project / "nb.ipynb").read_text() == "outputs the user has not committed\n"
     assert (project / "run.bat").read_bytes() == b"echo lf only\n"
 
 
 def test_what_a_rollback_undoes_is_kept_under_a_ref(project):
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="t9-1")
+    cp = ws.checkpoint("t9-1")
     (project / "calc.py").write_text("the attempt's edit\n")
     (project / "notes.md").write_text("saved by the user while the attempt ran\n")
-    ws.restore(cp, keep_as="t9-1")
+    report = ws.restore(cp, keep_as="t9-1")
     ws.drop(cp)
     assert not (project / "notes.md").exists()  # the rollback undid it, but it is not lost:
     assert git(project, "show", "refs/acr/attempts/t9-1:notes.md") == "saved by the user while the attempt ran\n"
     assert git(project, "show", "refs/acr/attempts/t9-1:calc.py") == "the attempt's edit\n"
     for i in range(3):
         git(project, "update-ref", f"refs/acr/attempts/old-{i}", "refs/acr/attempts/t9-1")
-    assert ws.prune_attempts(keep=2) == 2
+    from acr_cli.workspace import refs
+
+    assert refs.prune_attempts(ws.git, keep=2) == 2
     assert len(git(project, "for-each-ref", "refs/acr/attempts/").splitlines()) == 2
 
 
@@ -232,12 +238,14 @@ def test_a_second_run_in_the_same_work_tree_is_refused(project):
     b.unlock()
 
 
-def test_checkpoint_kept_as_ref_while_it_lives(project):
+def test_a_checkpoint_lives_in_acrs_data_directory_until_dropped(project, acr_home):
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="t1-1")
-    assert git(project, "rev-parse", "--verify", "refs/acr/checkpoints/t1-1").strip()
+    cp = ws.checkpoint("t1-1")
+    assert ws.interrupted_checkpoints() == ["t1-1"]
+    folder = acr_home / "data" / "checkpoints" / ws.store.key
+    assert (folder / "t1-1.json").exists() and (folder / "t1-1.json").stat().st_mode & 0o077 == 0
     ws.drop(cp)
-    assert "refs/acr" not in git(project, "for-each-ref")
+    assert ws.interrupted_checkpoints() == [] and "refs/acr" not in git(project, "for-each-ref")
 
 
 @pytest.fixture
@@ -256,7 +264,7 @@ def with_ignored(project: Path) -> Path:
 
 
 def test_ignored_files_the_attempt_changed_are_put_back(with_ignored, monkeypatch):
-    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 4)  # node_modules (6 files) is over the budget
+    monkeypatch.setattr(workspace.snapshot, "IGNORED_MAX_FILES", 4)  # node_modules (6 files) is over the budget
     root = with_ignored
     ws = Workspace.open(root)
     cp = ws.checkpoint()
@@ -270,7 +278,7 @@ def test_ignored_files_the_attempt_changed_are_put_back(with_ignored, monkeypatc
     (root / "__pycache__" / "calc.pyc").write_bytes(b"\0cache")
     (root / "node_modules" / "pkg" / "m0.js").write_text("upgraded\n")
     assert ws.changes(cp) == []  # ignored files are not the attempt's work (apply_ok)
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert {p: (root / p).read_bytes() for p in kept_before} == kept_before
     assert not (root / "data" / "b.csv").exists()
     # a new ignored entry (a cache) stays; a directory over the budget is left whole as the attempt made it
@@ -279,7 +287,7 @@ def test_ignored_files_the_attempt_changed_are_put_back(with_ignored, monkeypatc
 
 
 def test_ignored_directory_replaced_by_a_file_and_gitignore_edited(with_ignored, monkeypatch):
-    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 4)
+    monkeypatch.setattr(workspace.snapshot, "IGNORED_MAX_FILES", 4)
     root = with_ignored
     ws = Workspace.open(root)
     cp = ws.checkpoint()
@@ -290,18 +298,19 @@ def test_ignored_directory_replaced_by_a_file_and_gitignore_edited(with_ignored,
     # now nothing is ignored: .env and node_modules/ (not kept) look like files the attempt added
     (root / ".gitignore").write_text("")
     (root / ".env").write_text("TOKEN=agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert snapshot(root) == before
 
 
-def test_ignored_files_are_recoverable_from_a_ref_while_the_checkpoint_lives(with_ignored):
+def test_ignored_files_come_back_from_a_checkpoint_loaded_after_a_kill(with_ignored):
     root = with_ignored
-    ws = Workspace.open(root)
-    cp = ws.checkpoint(keep_as="t2-1")
-    shown = git(root, "show", "refs/acr/checkpoints/t2-1-ignored:.env")
-    assert shown == "TOKEN=mine\n"
+    cp = Workspace.open(root).checkpoint("t2-1")
+    (root / ".env").write_text("TOKEN=agent\n")
+    ws = Workspace.open(root)  # acr was killed; `acr recover` starts from the store alone
+    ws.restore(ws.load_checkpoint("t2-1"))
+    assert (root / ".env").read_text() == "TOKEN=mine\n"
     ws.drop(cp)
-    assert "refs/acr" not in git(root, "for-each-ref")
+    assert "refs/acr/keep" not in git(root, "for-each-ref")
 
 
 def test_same_size_edit_of_an_ignored_file_in_the_same_second_is_put_back(with_ignored):
@@ -309,7 +318,7 @@ def test_same_size_edit_of_an_ignored_file_in_the_same_second_is_put_back(with_i
     ws.checkpoint()  # the second checkpoint reuses the first one's stat cache
     cp = ws.checkpoint()
     (with_ignored / ".env").write_text("TOKEN=evil\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
 
 
@@ -322,7 +331,7 @@ def test_an_unreadable_ignored_file_does_not_stop_a_checkpoint(with_ignored):
         ws = Workspace.open(with_ignored)
         cp = ws.checkpoint()
         (with_ignored / ".env").write_text("TOKEN=agent\n")
-        ws.restore(cp)
+        report = ws.restore(cp)
         assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
     finally:
         secret.chmod(0o644)
@@ -340,7 +349,7 @@ def test_files_git_is_told_not_to_read_are_rolled_back_to_the_users_version(proj
     (project / "calc.py").write_text("agent\n")
     (project / "test_calc.py").write_text("agent\n")
     assert {p for _, p in ws.changes(cp)} == {"calc.py", "test_calc.py"}  # the attempt's edits are seen
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert snapshot(project) == before
     assert (project / ".git" / "index").read_bytes() == index_before  # the bits stay set
 
@@ -356,15 +365,15 @@ def test_sparse_checkout_files_outside_the_cone(project, via):
     (project / "calc.py").write_text("user edit\n")
     before = snapshot(project)
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="k-1")
+    cp = ws.checkpoint("k-1")
     (project / "calc.py").write_text("agent\n")
     (project / "out").mkdir()
     (project / "out" / "new.txt").write_text("agent made this outside the cone\n")
     (project / "out" / "o.txt").write_text("and this where the sparse checkout has the committed file\n")
     if via == "recover":  # acr was killed: `acr recover` starts from the refs alone
         ws = Workspace.open(project)
-        cp = ws.load_checkpoint(cp.ref)
-    ws.restore(cp)
+        cp = ws.load_checkpoint(cp.name)
+    report = ws.restore(cp)
     assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
     assert git(project, "ls-files", "-v", "out/o.txt").startswith("S ")  # still outside the sparse checkout
@@ -378,7 +387,7 @@ def test_a_hidden_file_the_agent_deletes_comes_back(project):
     cp = ws.checkpoint()
     (project / "calc.py").unlink()
     (project / "test_calc.py").unlink()
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -386,7 +395,7 @@ def test_a_hidden_file_the_agent_deletes_comes_back(project):
                                          ".git/info/exclude emptied, then acr killed and recovered",
                                          ".git/info/exclude emptied, in a linked worktree"])
 def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monkeypatch, rule_change, tmp_path):
-    monkeypatch.setattr(workspace, "IGNORED_MAX_FILES", 0)  # like a 70 MB model file: over the budget, not kept
+    monkeypatch.setattr(workspace.snapshot, "IGNORED_MAX_FILES", 0)  # like a 70 MB model file: over the budget, not kept
     if "worktree" in rule_change:  # git reads the main repository's info/exclude there
         git(project, "worktree", "add", "-q", str(tmp_path / "wt"))
         main_git, project = project / ".git", tmp_path / "wt"
@@ -403,7 +412,7 @@ def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monk
     before = snapshot(project)
     exclude = exclude_file.read_bytes()
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="t-1")
+    cp = ws.checkpoint("t-1")
     (project / "calc.py").write_text("agent\n")
     if rule_change.startswith(".git"):
         exclude_file.write_text("")
@@ -411,8 +420,8 @@ def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monk
         (project / "data" / ".gitignore").write_text("!*.bin\n")
     if "recovered" in rule_change:
         ws = Workspace.open(project)
-        cp = ws.load_checkpoint(cp.ref)
-    ws.restore(cp)
+        cp = ws.load_checkpoint(cp.name)
+    report = ws.restore(cp)
     assert snapshot(project) == before  # model.bin is still there, and the new rule is gone
     assert exclude_file.read_bytes() == exclude
 
@@ -422,8 +431,8 @@ def test_many_recorded_modes_fit_in_a_checkpoint(project):
         (project / f"a-file-with-a-long-enough-name-{i:04}.txt").write_text("x\n")
         os.chmod(project / f"a-file-with-a-long-enough-name-{i:04}.txt", 0o600)
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="t-1")  # the modes are more than one command-line argument may hold
-    assert len(ws.load_checkpoint(cp.ref).modes) >= 3000
+    cp = ws.checkpoint("t-1")  # the modes are more than one command-line argument may hold
+    assert len(ws.load_checkpoint(cp.name).modes) >= 3000
     ws.drop(cp)
     assert not git(project, "for-each-ref", "refs/acr/")
 
@@ -441,7 +450,7 @@ def test_permission_bits_come_back_as_the_user_set_them(project):
     (project / ".env").write_text("TOKEN=leaked\n")
     (project / "calc.py").chmod(0o644)  # a mode-only change: no diff to git
     (project / "key").unlink()
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -459,7 +468,7 @@ def test_a_read_only_directory_does_not_stop_the_rest_of_the_rollback(project):
     (project / "d").chmod(0o555)
     try:
         with pytest.raises(WorkspaceError) as e:
-            ws.restore(cp)
+            report = ws.restore(cp)
     finally:
         (project / "d").chmod(0o755)
     assert "d/f.txt" in e.value.message
@@ -472,7 +481,7 @@ def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_
     (project / "calc.py").write_text("user edit\n")
     before = snapshot(project)
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="t-1")
+    cp = ws.checkpoint("t-1")
     (project / "calc.py").write_text("agent\n")
     (project / "test_calc.py").unlink()
     (project / "u").unlink()
@@ -480,11 +489,11 @@ def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_
     git(project / "u", "init", "-q")
     (project / "u" / "x").write_text("x\n")
     with pytest.raises(WorkspaceError) as e:
-        ws.restore(cp)
+        report = ws.restore(cp)
     assert "u (a directory holding a git repository" in e.value.message and "acr recover" in e.value.hint
     assert (project / "calc.py").read_text() == "user edit\n" and (project / "test_calc.py").exists()
     shutil.move(project / "u", tmp_path / "aside")  # what the message says to do, then recover finishes
-    ws.restore(ws.load_checkpoint(cp.ref))
+    report = ws.restore(ws.load_checkpoint(cp.name))
     assert snapshot(project) == before
 
 
@@ -496,17 +505,17 @@ def test_recover_after_a_kill_keeps_exact_bytes_and_modes_even_after_a_gc(projec
     (project / "notes.txt").write_bytes(b"user\r\nmixed lf\n")  # git would write these bytes back otherwise
     (project / "calc.py").chmod(0o600)
     before = snapshot(project)
-    cp = Workspace.open(project).checkpoint(keep_as="k-1")
+    cp = Workspace.open(project).checkpoint("k-1")
     (project / "notes.txt").write_text("agent\n")
     (project / "calc.py").write_text("agent\n")
     git(project, "gc", "-q", "--prune=now")  # an agent's git housekeeping
     # acr was killed here; `acr recover` starts from the refs alone
     ws = Workspace.open(project)
-    assert ws.interrupted_checkpoints() == [cp.ref]
-    ws.restore(ws.load_checkpoint(cp.ref))
+    assert ws.interrupted_checkpoints() == [cp.name]
+    report = ws.restore(ws.load_checkpoint(cp.name))
     assert snapshot(project) == before
     ws.drop(cp)
-    assert not git(project, "for-each-ref", "refs/acr/checkpoints/")
+    assert ws.interrupted_checkpoints() == []
 
 
 def test_exec_bits_come_back_with_core_filemode_off(project):
@@ -519,7 +528,7 @@ def test_exec_bits_come_back_with_core_filemode_off(project):
     cp = ws.checkpoint()
     (project / "run.sh").unlink()
     (project / "calc.py").write_text("agent\n")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -540,21 +549,22 @@ def with_stashes(project: Path) -> Path:
 
 def test_stash_entries_branches_and_tags_the_attempt_removes_come_back(with_stashes):
     root = with_stashes
-    stashes, refs = stash_list(root), git(root, "for-each-ref")
+    user_refs = ("for-each-ref", "refs/heads", "refs/tags", "refs/stash")
+    stashes, refs = stash_list(root), git(root, *user_refs)
     ws = Workspace.open(root)
     cp = ws.checkpoint()
     git(root, "stash", "pop", "-q")  # the agent takes the user's newest stash for its own...
     git(root, "stash", "drop", "-q", "stash@{1}")  # ...drops another,
     git(root, "branch", "-D", "-q", "feature")  # deletes a branch and a tag
     git(root, "tag", "-d", "v1")
-    ws.restore(cp)
-    assert git(root, "for-each-ref") == refs
+    report = ws.restore(cp)
+    assert git(root, *user_refs) == refs
     # every entry is back, the dropped ones stored again on top in their order: 2, 0, then 1 that stayed
     assert stash_list(root) == [stashes[0], stashes[2], stashes[1]]
     git(root, "stash", "apply", "-q", "stash@{1}")  # and each still holds the user's work
     assert (root / "calc.py").read_text() == "user work 0\n"
     branch = git(root, "branch", "--show-current").strip()
-    assert ws.refs_put_back == ["refs/heads/feature", "refs/tags/v1", f"stash: On {branch}: user work 0",
+    assert report.refs_put_back == ["refs/heads/feature", "refs/tags/v1", f"stash: On {branch}: user work 0",
                                 f"stash: On {branch}: user work 2"]
 
 
@@ -564,7 +574,7 @@ def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
     ws = Workspace.open(root)
     cp = ws.checkpoint()
     git(root, "stash", "clear")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert stash_list(root) == stashes
 
 
@@ -579,21 +589,21 @@ def test_refs_another_work_tree_moves_or_adds_during_the_attempt_stay(with_stash
     git(other, "branch", "new-idea")
     git(other, "stash", "push", "-q", "-m", "pushed meanwhile")  # nothing to stash: a no-op
     tip = git(root, "rev-parse", "feature")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert git(root, "rev-parse", "feature") == tip and git(root, "rev-parse", "--verify", "-q", "new-idea")
-    assert not ws.refs_put_back
+    assert not report.refs_put_back
 
 
 def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes):
     root = with_stashes
     stashes = stash_list(root)
-    cp = Workspace.open(root).checkpoint(keep_as="k-1")
+    cp = Workspace.open(root).checkpoint("k-1")
     git(root, "stash", "clear")
     git(root, "branch", "-D", "-q", "feature")
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")  # unreachable now but for acr's own refs
     ws = Workspace.open(root)  # acr was killed; `acr recover` starts from the refs alone
-    ws.restore(ws.load_checkpoint(cp.ref))
+    report = ws.restore(ws.load_checkpoint(cp.name))
     assert stash_list(root) == stashes and git(root, "rev-parse", "--verify", "-q", "feature")
     ws.drop(cp)
     assert not git(root, "for-each-ref", "refs/acr/")
@@ -607,15 +617,15 @@ def test_a_branch_deleted_and_pruned_during_the_attempt_comes_back(with_stashes)
     git(root, "checkout", "-q", "-")
     tip = git(root, "rev-parse", "only-here")
     ws = Workspace.open(root)
-    cp = ws.checkpoint(keep_as="k-1")
+    cp = ws.checkpoint("k-1")
     git(root, "branch", "-D", "-q", "only-here")
     git(root, "tag", "-d", "v1")
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")
-    ws.restore(cp)
+    report = ws.restore(cp)
     assert git(root, "rev-parse", "only-here") == tip and git(root, "cat-file", "-t", "only-here") == "commit\n"
     # an annotated tag's own object is not kept (only the commit it names): it is reported, not re-made
-    assert ws.refs_put_aside == ["refs/tags/v1 (could not come back: its objects are gone, pruned meanwhile)"]
+    assert report.refs_put_aside == ["refs/tags/v1 (could not come back: its objects are gone, pruned meanwhile)"]
 
 
 def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback(with_stashes):
@@ -628,11 +638,11 @@ def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback
     git(root, "update-ref", "-d", "refs/heads/alias", "--no-deref")
     git(root, "branch", "-D", "-q", "feature")
     git(root, "branch", "feature/new")  # the old name is a directory of refs now
-    ws.restore(cp)  # no error: the files, HEAD and the other refs are back
+    report = ws.restore(cp)  # no error: the files, HEAD and the other refs are back
     assert (root / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
     assert git(root, "rev-parse", "refs/acr/put-aside/heads/feature") == tip
     assert git(root, "rev-parse", "--verify", "-q", "feature/new")
-    assert len(ws.refs_put_aside) == 1 and "refs/acr/put-aside/heads/feature" in ws.refs_put_aside[0]
+    assert len(report.refs_put_aside) == 1 and "refs/acr/put-aside/heads/feature" in report.refs_put_aside[0]
     assert "refs/heads/alias" not in git(root, "for-each-ref")  # a symbolic ref is not made a branch
 
 
@@ -648,11 +658,11 @@ def test_names_that_are_not_utf8_are_put_back_and_shown(project):
     user_refs = ["git", "for-each-ref", "refs/heads", "refs/tags", "refs/stash"]
     stashes, refs = stash_list(project), subprocess.run(user_refs, cwd=project, capture_output=True).stdout
     ws = Workspace.open(project)
-    cp = ws.checkpoint(keep_as="k-1")
+    cp = ws.checkpoint("k-1")
     git(project, "stash", "drop", "-q")
     subprocess.run(["git", "branch", "-D", "-q", b"br\xe9"], cwd=project, check=True)
-    ws.restore(ws.load_checkpoint(cp.ref))
+    report = ws.restore(ws.load_checkpoint(cp.name))
     assert stash_list(project) == stashes
     assert subprocess.run(user_refs, cwd=project, capture_output=True).stdout == refs
-    assert sorted(ws.refs_put_back) == ["refs/heads/br\\xe9", "stash: On master: caf\\xe9".replace(
+    assert sorted(report.refs_put_back) == ["refs/heads/br\\xe9", "stash: On master: caf\\xe9".replace(
         "master", git(project, "branch", "--show-current").strip())]

@@ -11,28 +11,32 @@ from acr_cli.cli.common import JSON_HELP
 
 
 def recover(
-    ref: Optional[str] = typer.Argument(None, help="Which checkpoint (default: the newest); see --list."),
+    name: Optional[str] = typer.Argument(None, help="Which checkpoint (default: the newest); see --list."),
     list_: bool = typer.Option(False, "--list", "-l", help="Only list the checkpoints left behind."),
     discard: bool = typer.Option(False, "--discard", help="Delete the checkpoint(s) instead of restoring."),
+    kill: bool = typer.Option(False, "--kill", help="End the killed run's processes that are still alive, then "
+                              "recover."),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Put the work tree back as it was before an attempt whose `acr run` was killed (SIGKILL, a crash).
 
-    While an attempt runs, acr keeps its checkpoint under refs/acr/checkpoints/. A run that ends in
-    any normal way (pass, fail, timeout, Ctrl-C, SIGTERM) rolls back and deletes it; one that is killed
-    leaves it, and `acr run` warns about it. `acr recover` restores files, index, HEAD and branch from
-    it, and the stash entries, branches and tags the attempt deleted. What the work tree holds just
-    before is saved first as refs/acr/recovered/<name>, so nothing is lost either way.
+    While an attempt runs, acr keeps its checkpoint in its data directory, one folder per git
+    worktree (out of the agent's reach). A run that ends in any normal way (pass, fail, timeout,
+    Ctrl-C, SIGTERM) rolls back and deletes it; one that is killed leaves it, and `acr run` warns
+    about it. `acr recover` restores the repository's own files (.git/config, hooks, info/), files,
+    index, HEAD and branch, and the stash entries, branches and tags the attempt deleted. What the
+    work tree holds just before is saved first as refs/acr/recovered/<name>, so nothing is lost
+    either way. It only sees the checkpoints of the worktree it runs in, and refuses while a
+    process of the killed run is still alive (it could undo the recovery): --kill ends those.
 
-    Examples: acr recover --list; acr recover; acr recover --discard
+    Examples: acr recover --list; acr recover; acr recover --kill; acr recover --discard
     """
+    from acr_cli import process
     from acr_cli.cli.common import print_json
     from acr_cli.cli.run import _project
-    from acr_cli.errors import AcrError
-    from acr_cli.workspace import CHECKPOINT_REFS, Workspace
-
-    from acr_cli.errors import WorkspaceError
+    from acr_cli.errors import AcrError, WorkspaceError
+    from acr_cli.workspace import RECOVERED_REFS, Workspace
 
     try:
         ws = Workspace.open(_project(project))
@@ -42,33 +46,48 @@ def recover(
     ws.lock()  # no run is active here now, so every checkpoint left is an interrupted one
     try:
         found = ws.interrupted_checkpoints()
-        if ref is not None:
-            full = ref if ref.startswith("refs/") else CHECKPOINT_REFS + ref
-            if full not in found:
-                raise AcrError(f"no interrupted checkpoint {ref!r} in {ws.root}",
+        if name is not None:
+            name = name.rsplit("/", 1)[-1]  # refs/acr/checkpoints/<name>, as older versions printed it
+            if name not in found:
+                raise AcrError(f"no interrupted checkpoint {name!r} in {ws.root}",
                                hint="`acr recover --list` shows the ones there are")
-            chosen = [full]
+            chosen = [name]
         else:
             chosen = found[-1:]
         out: dict = {"root": str(ws.root), "checkpoints": found, "restored": None, "saved_as": None,
-                     "discarded": []}
+                     "discarded": [], "killed": [], "report": None}
+        if found and not list_:
+            alive = process.find_marked(f"{ws.store.key}/")
+            if alive and not kill:
+                raise AcrError(
+                    "processes of the killed run are still alive and could undo the recovery: "
+                    + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
+                    hint="end them with `acr recover --kill` (or `kill PID`), then recover")
+            if alive:
+                still = process.kill_pids([pid for pid, _ in alive])
+                out["killed"] = [pid for pid, _ in alive if pid not in still]
+                if still:
+                    raise AcrError(f"could not end pid(s) {', '.join(map(str, still))}",
+                                   hint="end them by hand (`kill -9 PID`), then run `acr recover` again")
         if list_ or not found:
             pass
         elif discard:
-            for r in (found if ref is None else chosen):
-                ws.drop(ws.load_checkpoint(r))
-                out["discarded"].append(r)
+            for n in (found if name is None else chosen):
+                ws.drop(ws.load_checkpoint(n))
+                out["discarded"].append(n)
         else:
             cp = ws.load_checkpoint(chosen[0])
-            name = chosen[0][len(CHECKPOINT_REFS):]
-            saved, n = f"refs/acr/recovered/{name}", 1
+            saved, n = f"{RECOVERED_REFS}{cp.name}", 1
             while ws.has_ref(saved):  # a recover that stopped half way saved one already: keep both
                 n += 1
-                saved = f"refs/acr/recovered/{name}-{n}"
+                saved = f"{RECOVERED_REFS}{cp.name}-{n}"
             out["saved_as"] = ws.save_current(saved)
-            ws.restore(cp)
+            report = ws.restore(cp)
             ws.drop(cp)
             out["restored"] = chosen[0]
+            out["report"] = {"paths": report.paths, "git_state": report.git_state,
+                             "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
+                             "refs_put_aside": report.refs_put_aside, "nested": report.nested}
     finally:
         ws.unlock()
     if json_out:
@@ -77,13 +96,17 @@ def recover(
     if not found:
         typer.echo(f"nothing to recover: no interrupted acr run left a checkpoint in {ws.root}")
     elif list_:
-        for r in found:
-            typer.echo(r)
+        for n in found:
+            typer.echo(n)
     elif out["discarded"]:
         typer.echo(f"deleted {len(out['discarded'])} checkpoint(s); the work tree is unchanged")
     else:
-        typer.echo(f"restored the work tree from {out['restored']}; what it held just before is saved as "
-                   f"{out['saved_as']} (`git checkout {out['saved_as']} -- .` brings it back)")
-        left = [r for r in found if r != out["restored"]]
+        if out["killed"]:
+            typer.echo(f"ended the killed run's processes: {', '.join(map(str, out['killed']))}")
+        typer.echo(f"restored the work tree from checkpoint {out['restored']}; what it held just before is saved "
+                   f"as {out['saved_as']} (`git checkout {out['saved_as']} -- .` brings it back)")
+        for line in report.lines():
+            typer.echo(line)
+        left = [n for n in found if n != out["restored"]]
         if left:
             typer.echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")

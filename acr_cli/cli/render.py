@@ -53,6 +53,8 @@ class LiveView:
 
 
 def print_run_summary(result, verify: str | None, rollback: bool = True) -> None:
+    from rich.markup import escape
+
     con = console()
     tree = ("the work tree is as it was" if rollback
             else "with --no-rollback, whatever the attempts changed is still in the directory")
@@ -61,6 +63,10 @@ def print_run_summary(result, verify: str | None, rollback: bool = True) -> None
         kept = "The changes are in your work tree, uncommitted." if rollback else "The changes are in the directory."
         con.print(f"[green bold]passed[/] with {fb.arm.id} after {len(result.steps)} attempt(s), "
                   f"{fmt_money(result.cost_usd, 4)} in total. {kept}")
+        if fb.git_state:  # not in the diff a person reviews: say it
+            con.print("[yellow]the attempt also changed the repository's own files (kept):[/] "
+                      + escape("; ".join(fb.git_state)) + " [dim](review them: they can run code on your next "
+                      "git command)[/]")
     elif result.cancelled:
         con.print(f"[yellow]{result.stop_reason}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
     else:

@@ -210,10 +210,13 @@ def run(
             lock.lock()
         if workspace is not None:
             workspace.ensure_no_operation_in_progress()
-            for ref in workspace.interrupted_checkpoints():
+            for name in workspace.interrupted_checkpoints():
                 typer.echo(f"acr: warning: an earlier `acr run` here was killed before it could roll back "
-                           f"({ref}); `acr recover` puts the work tree back as it was before that attempt",
-                           err=True)
+                           f"(checkpoint {name}); `acr recover` puts the work tree back as it was before that "
+                           "attempt", err=True)
+            for lock_file in workspace.stale_locks():
+                typer.echo(f"acr: warning: git's lock file {lock_file} exists; if no git command is running "
+                           f"(in any terminal), a process that died left it: `rm {lock_file}`", err=True)
     except BaseException:
         interrupts.uninstall()
         mem.close()

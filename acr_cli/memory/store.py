@@ -332,7 +332,7 @@ class Memory:
         ids = [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY rowid")]
         for i in range(0, len(ids), 500):
             for t in self.tasks(source=None, ids=ids[i:i + 500], oldest_first=True):
-                out.write(json.dumps({"type": "task", **t}, sort_keys=True) + "\n")
+                out.write(json.dumps({"type": "task", **_redact_task(t)}, sort_keys=True) + "\n")
                 n += 1
         return n
 
@@ -352,6 +352,8 @@ class Memory:
                     raise MemoryFileError(f"line {lineno}: {problem}",
                                           hint="nothing was imported; give a file written by `acr memory export`")
                 kind = obj.pop("type")
+                if kind == "task":
+                    _redact_task(obj)
                 if kind == "task" and not obj.get("source"):
                     obj["source"] = "live"
                 if kind == "run":
@@ -381,6 +383,23 @@ class Memory:
             return 0
         p = Path(self.path)
         return sum(q.stat().st_size for q in (p, Path(f"{p}-wal")) if q.exists())
+
+
+# The free text of a task that may carry a secret: redacted when written, and again on export and import,
+# so rows written by an older acr (older rules) leave clean.
+TASK_TEXT = ("prompt",)
+ATTEMPT_TEXT = ("reason", "detail", "verifier", "verifier_tail")
+
+
+def _redact_task(task: dict[str, Any]) -> dict[str, Any]:
+    for k in TASK_TEXT:
+        if isinstance(task.get(k), str):
+            task[k] = redact(task[k])
+    for a in task.get("attempts") or ():
+        for k in ATTEMPT_TEXT:
+            if isinstance(a.get(k), str):
+                a[k] = redact(a[k])
+    return task
 
 
 REQUIRED = {"run": ("id", "benchmark", "policy", "started_at"), "task": ("id", "created_at"),

@@ -1,0 +1,33 @@
+"""Checkpoint a git work tree before an attempt and undo everything a failed one did.
+
+A checkpoint is everything a failed attempt could leave behind: the files (tracked, untracked and
+small ignored ones, with exact bytes and permission bits), the index, HEAD and its branch, the
+branches, tags and stash entries, and the repository's own control files (``.git/config``,
+hooks, ``info/``). It is kept in acr's data directory, out of the attempt's reach, until the
+attempt ends; ``acr recover`` finishes the rollback of a run that was killed.
+
+Modules, one per part:
+
+* :mod:`.git`: the guarded runner every git command goes through (no hooks, fsmonitor, filters,
+  signing, replace objects; ``GIT_DIR``/``GIT_WORK_TREE`` pinned; a time limit).
+* :mod:`.store`: where checkpoints live (one folder per worktree, its own object directory).
+* :mod:`.control`: ``.git/config``, ``config.worktree``, ``hooks/``, ``info/``, byte for byte.
+* :mod:`.snapshot`: the work tree and the ignored files as trees, and what a tree cannot record.
+* :mod:`.refs`: HEAD, branches, tags and stash entries.
+* :mod:`.checkpoint`: the :class:`Checkpoint` record.
+* :mod:`.rollback`: the rollback, in an order nothing the attempt planted can subvert.
+* :mod:`.core`: :class:`Workspace` (open, lock, checkpoint, restore, drop) and
+  :meth:`Workspace.attempt`, the guard around one attempt.
+
+Not covered (the README's "Safety of your work tree" says more): ignored entries over the budget,
+nested repositories (never deleted or rewritten), writes outside the project, committed history
+the attempt deletes with its reflog and prunes, an operation in progress (refused up front).
+One ``acr run`` per work tree at a time (a lock file in the git directory enforces it).
+"""
+
+from acr_cli.workspace.checkpoint import Checkpoint
+from acr_cli.workspace.core import NO_GIT_HINT, Guard, Workspace
+from acr_cli.workspace.refs import ATTEMPT_REFS, RECOVERED_REFS
+from acr_cli.workspace.rollback import RestoreReport
+
+__all__ = ["ATTEMPT_REFS", "RECOVERED_REFS", "NO_GIT_HINT", "Checkpoint", "Guard", "RestoreReport", "Workspace"]

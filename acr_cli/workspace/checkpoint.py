@@ -1,0 +1,50 @@
+"""The checkpoint: everything a failed attempt could leave behind, as it was before the attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from acr_cli.workspace.control import ControlFiles
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    name: str
+    tree: str  # the work tree (tracked and untracked files), as a tree in acr's object store
+    head: str | None  # commit HEAD pointed to, None in an empty repository
+    branch: str | None  # refs/heads/... when HEAD was symbolic
+    index: bytes | None = field(default=None, repr=False)  # the user's index file, byte for byte
+    control: ControlFiles = field(default_factory=ControlFiles, repr=False)  # .git/config, hooks, info/
+    ignored_tree: str | None = None  # the kept ignored entries, as a tree
+    ignored: tuple[str, ...] = ()  # which ignored entries are kept (directories end in /)
+    unprotected: tuple[str, ...] = ()  # ignored entries over the budget: not kept
+    ignored_index: tuple[bytes, int] | None = field(default=None, repr=False)  # seeds later snapshots
+    raw: dict[str, str] = field(default_factory=dict, repr=False)  # path -> blob of its exact bytes
+    # Directories no tree records (git tracks files): those inside untracked directories, and
+    # ``opaque`` ones too large to list, where a rollback removes no directory.
+    untracked_dirs: frozenset[str] = field(default=frozenset(), repr=False)
+    opaque_dirs: tuple[str, ...] = field(default=(), repr=False)
+    modes: dict[str, int] = field(default_factory=dict, repr=False)  # permission bits git would not write back
+    sparse_absent: frozenset[str] = field(default=frozenset(), repr=False)  # see Snapshots._unhide
+    refs: dict[str, str] = field(default_factory=dict, repr=False)  # branches and tags: name -> object
+    stash: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # newest first: (commit, message)
+    locks: frozenset[str] = field(default=frozenset(), repr=False)  # git lock files there were
+    marker: str = ""  # ACR_ATTEMPT of the attempt's processes (see acr_cli.process)
+
+    def to_json(self) -> dict:
+        return {"version": 2, "name": self.name, "tree": self.tree, "head": self.head, "branch": self.branch,
+                "index": self.index is not None, "control": self.control.to_json(),
+                "ignored_tree": self.ignored_tree, "ignored": list(self.ignored),
+                "unprotected": list(self.unprotected), "raw": self.raw,
+                "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
+                "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
+                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "marker": self.marker}
+
+    @classmethod
+    def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
+        return cls(obj["name"], obj["tree"], obj["head"], obj["branch"], index,
+                   ControlFiles.from_json(obj["control"]), obj["ignored_tree"], tuple(obj["ignored"]),
+                   tuple(obj["unprotected"]), None, dict(obj["raw"]), frozenset(obj["untracked_dirs"]),
+                   tuple(obj["opaque_dirs"]), {k: int(v) for k, v in obj["modes"].items()},
+                   frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
+                   frozenset(obj.get("locks", ())), obj.get("marker", ""))

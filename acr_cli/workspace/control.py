@@ -1,0 +1,224 @@
+"""The repository's own control files: ``.git/config``, ``config.worktree``, ``hooks/``, ``info/``.
+
+They are part of the checkpoint because an attempt can change them and the change would outlive
+the rollback and run later: a hook, ``core.hooksPath``, ``core.fsmonitor``, an alias, a planted
+``user.email``, a remote, ``diff.external``, ``.git/info/attributes``. They are kept byte for byte
+(mode and symlinks too) and a rollback puts them back first, before any git command of its own,
+so a planted ``core.worktree`` cannot redirect it. A linked worktree's ``.git`` file is kept too.
+
+After a passing attempt nothing is undone: :func:`differences` lists what changed, and the run
+shows it (a person reviewing the diff cannot see ``.git``).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_FILES = 2000  # a hooks directory with a vendored tool in it is larger: the rest is not kept
+MAX_BYTES = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # "file", "dir", "link"
+    mode: int = 0
+    data: bytes = b""  # a file's bytes, a link's target
+
+
+@dataclass(frozen=True)
+class ControlFiles:
+    """What the control files were: key ("<base>:<relative path>") -> entry."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    over_budget: tuple[str, ...] = ()  # kept only partly (more than MAX_FILES or MAX_BYTES)
+
+    def to_json(self) -> dict:
+        return {"entries": {k: [e.kind, e.mode, base64.b64encode(e.data).decode()] for k, e in self.entries.items()},
+                "over_budget": list(self.over_budget)}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "ControlFiles":
+        return cls({k: Entry(v[0], int(v[1]), base64.b64decode(v[2])) for k, v in obj["entries"].items()},
+                   tuple(obj.get("over_budget", ())))
+
+
+def bases(root: Path, git_dir: Path, common_dir: Path) -> dict[str, Path]:
+    """Where the watched files live: the common directory, the worktree's own, and the work tree."""
+    return {"common": common_dir, "gitdir": git_dir, "root": root}
+
+
+def _watched(b: dict[str, Path]) -> list[tuple[str, Path]]:
+    """(key, path) of the watched tops: files, or directories watched whole."""
+    tops = [("common:config", b["common"] / "config"), ("common:hooks", b["common"] / "hooks"),
+            ("common:info", b["common"] / "info"), ("gitdir:config.worktree", b["gitdir"] / "config.worktree")]
+    if b["gitdir"] != b["common"]:
+        tops += [("gitdir:info", b["gitdir"] / "info")]
+    if (b["root"] / ".git").is_file() or b["gitdir"] != b["common"]:  # a linked worktree's pointer file
+        tops += [("root:.git", b["root"] / ".git")]
+    return tops
+
+
+def _read(path: Path) -> Entry | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return Entry("link", 0, os.fsencode(os.readlink(path)))
+    if stat.S_ISDIR(st.st_mode):
+        return Entry("dir", stat.S_IMODE(st.st_mode))
+    if stat.S_ISREG(st.st_mode):
+        try:
+            return Entry("file", stat.S_IMODE(st.st_mode), path.read_bytes())
+        except OSError:
+            return None
+    return None  # a FIFO or socket planted there is removed on rollback (not recorded)
+
+
+def _scan(b: dict[str, Path], budget: bool = True) -> tuple[dict[str, Entry], dict[str, Path], list[str]]:
+    """(entries, key -> path, tops over budget) of what is there now."""
+    entries: dict[str, Entry] = {}
+    paths: dict[str, Path] = {}
+    over: list[str] = []
+    files = size = 0
+    for key, top in _watched(b):
+        e = _read(top)
+        paths[key] = top
+        if e is None:
+            if os.path.lexists(top):  # something that is neither file, dir nor link: it is not the user's
+                entries[key] = Entry("other")
+            continue
+        entries[key] = e
+        if e.kind != "dir":
+            size += len(e.data)
+            continue
+        for parent, dirs, names in os.walk(top):
+            dirs.sort()
+            for name in sorted(dirs + names):
+                p = Path(parent) / name
+                k = f"{key}/{p.relative_to(top).as_posix()}"
+                paths[k] = p
+                if budget and (files >= MAX_FILES or size >= MAX_BYTES):
+                    if key not in over:
+                        over.append(key)
+                    continue
+                sub = _read(p)
+                if sub is None:
+                    entries[k] = Entry("other")
+                    continue
+                entries[k] = sub
+                files += 1
+                size += len(sub.data)
+    return entries, paths, over
+
+
+def capture(b: dict[str, Path]) -> ControlFiles:
+    entries, _, over = _scan(b)
+    return ControlFiles(entries, tuple(over))
+
+
+def differences(b: dict[str, Path], before: ControlFiles) -> list[str]:
+    """What changed since ``before``, for people: "added .git/hooks/pre-commit", "changed .git/config"."""
+    now, _, _ = _scan(b, budget=False)
+    out = []
+    for key in sorted(set(now) | set(before.entries)):
+        if _under_budget_gap(key, before):
+            continue
+        a, c = before.entries.get(key), now.get(key)
+        if a == c or (a is not None and c is not None and a.kind == c.kind == "dir" and a.mode == c.mode):
+            continue
+        what = "added" if a is None else "removed" if c is None else "changed"
+        out.append(f"{what} {_label(b, key)}")
+    return out
+
+
+def _under_budget_gap(key: str, before: ControlFiles) -> bool:
+    """A path inside a top kept only partly, and not kept: nothing is known about it."""
+    return any(key.startswith(top + "/") for top in before.over_budget) and key not in before.entries
+
+
+def _label(b: dict[str, Path], key: str) -> str:
+    base, _, rel = key.partition(":")
+    if base == "root":
+        return rel
+    return str((b[base] / rel).relative_to(b["root"])) if _inside(b[base], b["root"]) else str(b[base] / rel)
+
+
+def _inside(p: Path, root: Path) -> bool:
+    try:
+        p.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
+    """Put every watched file back as it was (byte for byte, mode, symlinks); returns what changed.
+
+    Plain file operations only: no git command runs before this is done."""
+    now, paths, _ = _scan(b, budget=False)
+    changed = differences(b, before)
+    # Remove what was not there (deepest first), then write what differs (shallowest first).
+    for key in sorted(now, key=lambda k: -k.count("/")):
+        if key in before.entries or _under_budget_gap(key, before):
+            continue
+        p = paths[key]
+        e = now[key]
+        if e.kind == "dir":
+            _rmtree(p)
+        else:
+            _unlink(p)
+    for key in sorted(before.entries, key=lambda k: k.count("/")):
+        e = before.entries[key]
+        p = _path_of(b, key)
+        cur = _read(p)
+        if cur == e or e.kind == "other":
+            continue
+        if cur is not None and (cur.kind != e.kind or e.kind == "link"):
+            _rmtree(p) if cur.kind == "dir" else _unlink(p)
+            cur = None
+        elif cur is None and os.path.lexists(p):
+            _unlink(p)
+        if e.kind == "dir":
+            if cur is None:
+                p.mkdir(parents=True, exist_ok=True)
+            os.chmod(p, e.mode)
+        elif e.kind == "link":
+            p.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.fsdecode(e.data), p)
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(f".{p.name}.acr-{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(e.data)
+            os.chmod(tmp, e.mode)
+            os.replace(tmp, p)
+    return changed
+
+
+def _path_of(b: dict[str, Path], key: str) -> Path:
+    top_key, _, rel = key.partition("/")
+    base, _, top_rel = top_key.partition(":")
+    p = b[base] / top_rel
+    return p / rel if rel else p
+
+
+def _unlink(p: Path) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+
+    if p.is_symlink() or not p.is_dir():
+        _unlink(p)
+    else:
+        shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,240 @@
+"""The workspace: one git work tree, its lock, its checkpoints, and the guard around an attempt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from acr_cli import interrupts
+from acr_cli.errors import WorkspaceError
+from acr_cli.workspace import control, refs, rollback
+from acr_cli.workspace.checkpoint import Checkpoint
+from acr_cli.workspace.git import Git, ident
+from acr_cli.workspace.rollback import RestoreReport
+from acr_cli.workspace.snapshot import Snapshots
+from acr_cli.workspace.store import Store, default_base
+
+NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
+# git's own state files of an operation in progress: a rollback could not bring them back
+IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+               "rebase-merge": "a rebase", "rebase-apply": "a rebase or `git am`",
+               "sequencer": "a cherry-pick or revert of several commits", "BISECT_LOG": "a bisect"}
+
+
+class Workspace:
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path, store_base: Path | None = None):
+        self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
+        self.store = Store(store_base or default_base(), root, git_dir)
+        self.git = Git(root, git_dir, common_dir, self.store.objects)
+        self.snap = Snapshots(self.git, _inside(self.store.dir.parent.parent, root))
+        self._lock_fd: int | None = None
+        self._unnamed = 0
+        self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, project: Path, store_base: Path | None = None) -> "Workspace":
+        if shutil.which("git") is None:
+            raise WorkspaceError("git is not installed", hint=NO_GIT_HINT)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        r = subprocess.run(["git", "-C", str(project), "rev-parse", "--show-toplevel", "--absolute-git-dir",
+                            "--git-common-dir"], capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
+        if r.returncode != 0:
+            raise WorkspaceError(f"{project} is not inside a git repository", hint=NO_GIT_HINT)
+        top, git_dir, common = r.stdout.splitlines()[:3]
+        common_dir = (Path(project) / common).resolve()  # relative to where rev-parse ran, or absolute
+        return cls(Path(top), Path(git_dir), common_dir, store_base)
+
+    def lock(self) -> None:
+        """Refuse a second concurrent ``acr run`` in the same work tree."""
+        import fcntl
+
+        fd = os.open(self.git_dir / "acr-run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise WorkspaceError(
+                f"another `acr run` is working in {self.root}",
+                hint="wait for it, or use a separate `git worktree` for parallel runs",
+            ) from None
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            self.store.wipe_objects_if_unused()
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def ensure_no_operation_in_progress(self) -> None:
+        """Refuse to start while a merge, rebase, cherry-pick, revert or bisect is under way: an attempt that
+        commits, aborts or resets it would end git's operation state, and a rollback cannot restore that."""
+        for name, what in IN_PROGRESS.items():
+            if (self.git_dir / name).exists():
+                raise WorkspaceError(f"{what} is in progress in {self.root}",
+                                     hint="finish or abort it first (see `git status`), or pass --no-rollback")
+
+    def stale_locks(self) -> list[str]:
+        """Git lock files there are now (before a run: left by a process that died)."""
+        return sorted(p for p in rollback.git_locks(self.git_dir, self.common_dir)
+                      if not Path(p).name.startswith("acr-"))
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self, name: str | None = None, marker: str = "") -> Checkpoint:
+        """Take a checkpoint and keep it in acr's store until :meth:`drop` (``acr recover`` finds it there)."""
+        if name is None:
+            self._unnamed += 1
+            name = f"checkpoint-{os.getpid()}-{self._unnamed}"
+        self.store.prepare()
+        bases = control.bases(self.root, self.git_dir, self.common_dir)
+        ctl = control.capture(bases)
+        tree, sparse_absent = self.snap.take()
+        head, branch = refs.head(self.git)
+        kept_refs, stash, commits = refs.listed(self.git)
+        index = rollback._read_index(self.git_dir)
+        kept, over = self.snap.ignored_entries()
+        ignored_tree = ignored_index = None
+        if kept:
+            last = self._ignored_seed
+            ignored_tree, ignored_index = self.snap.ignored_tree(kept, last[1] if last and last[0] == kept else None)
+            self._ignored_seed = (kept, ignored_index)
+        untracked_dirs, opaque = self.snap.untracked_dirs(over)
+        files = self.snap.files()
+        kept_files = self.snap.tree_files(ignored_tree) if ignored_tree else []
+        raw, modes = self.snap.raw_copies(files), self.snap.modes(files + kept_files)
+        cp = Checkpoint(name, tree, head, branch, index, ctl, ignored_tree, kept, over, ignored_index, raw,
+                        untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
+                        rollback.git_locks(self.git_dir, self.common_dir), marker)
+        refs.keep_alive(self.git, name, head, commits)
+        self.store.save(name, cp.to_json(), index)
+        return cp
+
+    def load_checkpoint(self, name: str) -> Checkpoint:
+        meta, index = self.store.load(name)
+        return Checkpoint.from_json(meta, index)
+
+    def interrupted_checkpoints(self) -> list[str]:
+        """Checkpoints of this worktree an ``acr run`` that died left behind (call while holding :meth:`lock`),
+        oldest first."""
+        return self.store.names()
+
+    def drop(self, cp: Checkpoint) -> None:
+        refs.drop_keep_alive(self.git, cp.name)
+        self.store.delete(cp.name)
+
+    def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
+        """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
+        rollback.require_repository(self.git_dir, self.root)
+        return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
+
+    def git_state_changes(self, cp: Checkpoint) -> list[str]:
+        """The control files (``.git/config``, hooks, ``info/``) that differ from the checkpoint, and git
+        lock files that were not there: for a passing attempt, whose changes are kept, to show."""
+        out = control.differences(control.bases(self.root, self.git_dir, self.common_dir), cp.control)
+        new_locks = set(rollback.git_locks(self.git_dir, self.common_dir)) - set(cp.locks)
+        out += [f"left a lock file {p} (no process of the attempt is alive: `rm {p}`)" for p in sorted(new_locks)
+                if not Path(p).name.startswith("acr-")]
+        return out
+
+    def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
+        """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
+        under ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
+        report = rollback.restore(self.snap, cp, keep_as, self.publish)
+        refs.prune_attempts(self.git)
+        return report
+
+    def publish(self) -> None:
+        """Copy acr's objects into the repository, so a ref there can point at them."""
+        self.store.publish(self.common_dir / "objects")
+
+    def save_current(self, ref: str) -> str:
+        """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
+        tree = self.snap.tree()
+        self.publish()
+        head, _ = refs.head(self.git)
+        parents = ["-p", head] if head else []
+        commit = self.git("commit-tree", tree, *parents, "-m", f"acr: saved before {ref}", env=ident(),
+                          repo_objects=True).decode().strip()
+        self.git("update-ref", ref, commit, repo_objects=True)
+        return ref
+
+    def has_ref(self, ref: str) -> bool:
+        return bool(self.git("rev-parse", "--verify", "-q", ref, check=False).strip())
+
+    # ------------------------------------------------------------------ one attempt
+
+    @contextmanager
+    def attempt(self, name: str, marker: str = "") -> Iterator["Guard"]:
+        """Guard one attempt: checkpoint on enter (whole or not at all), then on exit keep the work if
+        ``guard.passed`` was set, else roll back with signals deferred. A failed rollback is not raised:
+        it is in ``guard.error`` and the checkpoint stays for ``acr recover``."""
+        cp = None
+        try:
+            with interrupts.deferred():  # taken whole or not at all
+                cp = self.checkpoint(name, marker)
+        except KeyboardInterrupt:  # cancelled before the agent started: nothing to undo
+            if cp is not None:
+                self.drop(cp)
+            raise
+        guard = Guard(self, cp)
+        try:
+            yield guard
+        except BaseException:
+            guard.finish(rollback_anyway=True)
+            raise
+        guard.finish()
+
+
+def _inside(path: Path, root: Path) -> tuple[str, ...]:
+    """``path`` relative to ``root`` when it is inside (acr's data directory in a dotfiles repository)."""
+    try:
+        rel = Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+    except ValueError:
+        return ()
+    return (rel.as_posix(),) if str(rel) != "." else ()
+
+
+@dataclass
+class Guard:
+    ws: Workspace
+    cp: Checkpoint
+    passed: bool = False
+    report: RestoreReport | None = None  # set when the attempt was rolled back
+    kept_git_state: list[str] = field(default_factory=list)  # a kept attempt's changes to .git, for people
+    error: WorkspaceError | None = None  # the rollback failed: the checkpoint stays for `acr recover`
+    done: bool = False
+
+    def changes(self) -> list[tuple[str, str]]:
+        return self.ws.changes(self.cp)
+
+    def rollback(self) -> RestoreReport | None:
+        """Roll back now (idempotent); the checkpoint is dropped once the work tree is back."""
+        if self.done:
+            return self.report
+        self.done = True
+        with interrupts.deferred():
+            try:
+                self.report = self.ws.restore(self.cp, keep_as=self.cp.name)
+            except WorkspaceError as e:
+                self.error = e
+                return None
+            self.ws.drop(self.cp)
+        return self.report
+
+    def finish(self, rollback_anyway: bool = False) -> None:
+        if self.done:
+            return
+        if self.passed and not rollback_anyway:
+            self.done = True
+            with interrupts.deferred():
+                self.kept_git_state = self.ws.git_state_changes(self.cp)
+                self.ws.drop(self.cp)
+            return
+        self.rollback()

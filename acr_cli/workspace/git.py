@@ -1,0 +1,157 @@
+"""The guarded git runner: every git command acr runs on a user's repository goes through :class:`Git`.
+
+A failed attempt may have planted configuration that runs code: hooks (``reference-transaction``,
+``post-index-change``...), ``core.hooksPath``, ``core.fsmonitor``, clean/smudge/process filters,
+``commit.gpgSign`` with a ``gpg.program``, replace refs and grafts that swap the objects a rollback
+reads, ``core.worktree`` that points the rollback at another directory. acr's own git commands
+(checkpoint, rollback, recover) therefore run with:
+
+* ``GIT_DIR`` and ``GIT_WORK_TREE`` pinned to what they were when the workspace was opened;
+* command-line configuration, which wins over every config file: no hooks, no fsmonitor, every
+  filter driver found in the configuration emptied (``filter.<name>.clean/smudge/process`` = "",
+  ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion;
+* no replace objects, no grafts, no pager, no editor, no prompt, and no ``GIT_*`` variable from
+  acr's own environment;
+* a time limit per command, so nothing can hang acr.
+
+The filter drivers are read from ``git config --list`` (itself run guarded) whenever the config
+files changed since the last read. Files with a filter attribute are written back from their
+exact bytes, which the checkpoint keeps (see :mod:`.snapshot`). Needs git 2.31 or later
+(configuration through ``GIT_CONFIG_COUNT``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from acr_cli.errors import WorkspaceError
+
+GIT_TIMEOUT_S = 600.0  # one git command; a checkpoint of 50,000 files takes about a second
+GIT_MIN = (2, 31)
+# What acr's git commands always run with (command-line config wins over every file).
+SAFE_CONFIG = {
+    "core.hooksPath": "/dev/null",  # no hook runs: there is no directory of that name
+    "core.fsmonitor": "false",
+    "core.bare": "false",
+    "core.autocrlf": "false",
+    "core.safecrlf": "false",
+    "core.quotepath": "false",
+    "commit.gpgSign": "false",
+    "gc.auto": "0",
+    "maintenance.auto": "false",
+    "advice.detachedHead": "false",
+}
+_FILTER_KEYS = ("clean", "smudge", "process")
+_version_checked = False
+
+
+class Git:
+    """Run git in one work tree, guarded (see the module docstring).
+
+    ``objects``: acr's own object directory (see :mod:`.store`). Commands run with it as the
+    primary object store and the repository's as an alternate, so every object acr writes (the
+    snapshot of the user's files) lives where the attempt's git commands cannot prune it;
+    ``repo_objects=True`` writes into the repository instead (objects a ref there points to)."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path, objects: Path | None = None):
+        self.root, self.git_dir, self.common_dir, self.objects = root, git_dir, common_dir, objects
+        self._filters: list[str] = []
+        self._config_stamp: object = None
+        _check_version()
+
+    def config_files(self) -> list[Path]:
+        return [self.common_dir / "config", self.git_dir / "config.worktree"]
+
+    def _stamp(self) -> tuple:
+        out = []
+        for p in self.config_files():
+            try:
+                st = p.stat()
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _env(self, extra: dict | None, repo_objects: bool) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        pairs = dict(SAFE_CONFIG)
+        for name in self._filters:
+            for key in _FILTER_KEYS:
+                pairs[f"filter.{name}.{key}"] = ""
+            pairs[f"filter.{name}.required"] = "false"
+        env.update({"LC_ALL": "C", "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root),
+                    "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+                    "GIT_PAGER": "cat", "GIT_EDITOR": ":", "GIT_OPTIONAL_LOCKS": "0",
+                    "GIT_CONFIG_COUNT": str(len(pairs))})
+        for i, (k, v) in enumerate(pairs.items()):
+            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+        if self.objects is not None and not repo_objects:
+            env["GIT_OBJECT_DIRECTORY"] = str(self.objects)
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.common_dir / "objects")
+        env.update(extra or {})
+        return env
+
+    def refresh(self) -> None:
+        """Re-read the filter drivers to neutralise if a config file changed (cheap when none did)."""
+        stamp = self._stamp()
+        if stamp == self._config_stamp:
+            return
+        raw = self._run(["config", "--list", "--name-only", "-z"], None, None, False, True)
+        names = set()
+        for key in raw.decode("utf-8", "surrogateescape").split("\0"):
+            section, _, rest = key.partition(".")
+            if section.lower() == "filter" and "." in rest:
+                names.add(rest.rsplit(".", 1)[0])
+        self._filters = sorted(names)
+        self._config_stamp = stamp
+
+    def __call__(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True,
+                 repo_objects: bool = False) -> bytes:
+        self.refresh()
+        return self._run(list(args), env, input, check, repo_objects)
+
+    def ok(self, *args: str, env: dict | None = None, input: bytes | None = None, repo_objects: bool = False) -> bool:
+        """Run git; False where it refuses (or cannot even start, e.g. an argument over the kernel's limit)."""
+        try:
+            self(*args, env=env, input=input, repo_objects=repo_objects)
+            return True
+        except (WorkspaceError, OSError):
+            return False
+
+    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool, repo_objects: bool) -> bytes:
+        try:
+            r = subprocess.run(["git", *args], cwd=self.root, capture_output=True, env=self._env(env, repo_objects),
+                               input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                               timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise WorkspaceError(f"git {args[0]} did not finish within {GIT_TIMEOUT_S:g}s and was stopped",
+                                 hint="check the repository with `git fsck`; then run `acr recover` if a "
+                                      "rollback was under way") from None
+        if r.returncode != 0 and check:
+            msg = r.stderr.decode(errors="replace").strip()
+            raise WorkspaceError(f"git {args[0]} failed: {msg}")
+        return r.stdout
+
+
+def _check_version() -> None:
+    global _version_checked
+    if _version_checked:
+        return
+    out = subprocess.run(["git", "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout
+    try:
+        found = tuple(int(x) for x in out.split()[2].split(".")[:2])
+    except (IndexError, ValueError):
+        found = GIT_MIN  # a build that words its version differently: trust it
+    if found < GIT_MIN:
+        raise WorkspaceError(f"acr's rollback needs git {GIT_MIN[0]}.{GIT_MIN[1]} or later; this is {out.strip()}",
+                             hint="upgrade git, or pass --no-rollback")
+    _version_checked = True
+
+
+def ident() -> dict[str, str]:
+    stamp = str(int(time.time()))
+    return {"GIT_AUTHOR_NAME": "acr", "GIT_AUTHOR_EMAIL": "acr@localhost", "GIT_COMMITTER_NAME": "acr",
+            "GIT_COMMITTER_EMAIL": "acr@localhost", "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}

@@ -1,0 +1,268 @@
+"""Undo everything an attempt did since its checkpoint, in an order nothing it planted can subvert.
+
+1. The control files (``.git/config``, hooks, ``info/``) go back first, with plain file writes: no
+   git command runs while the attempt's configuration is in place.
+2. Lock files the attempt left (``index.lock``, ``refs/heads/main.lock``) are removed: every process
+   of the attempt has ended, so they are stale, and they would break the rollback and the user's
+   next commit.
+3. The work tree as the attempt left it is kept under ``refs/acr/attempts/<name>`` (nothing is lost
+   by the rollback itself), then only the paths that differ from the checkpoint are rewritten:
+   ignore rules first (so files ignored before do not look added), then the rest; files git
+   converts get their exact bytes, permission bits come back.
+4. Deleted branches, tags and stash entries, HEAD and its branch, the index, the kept ignored
+   files; then the tree is compared with the checkpoint again, and directories the attempt
+   created and left empty go.
+
+A path it must not touch (a repository the attempt made where a file was) or cannot write does
+not stop it: every other path is put back, then :class:`~acr_cli.errors.WorkspaceError` names it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from acr_cli.errors import WorkspaceError
+from acr_cli.workspace import control, refs
+from acr_cli.workspace.checkpoint import Checkpoint
+from acr_cli.workspace.git import ident
+from acr_cli.workspace.snapshot import Snapshots, current_umask, nul_join, unlink_index
+
+
+@dataclass
+class RestoreReport:
+    """What a rollback did, for the attempt's log, the run's output and ``--json``."""
+
+    paths: int = 0  # paths of the work tree put back
+    saved_as: str | None = None  # refs/acr/attempts/<name>: the tree before the rollback
+    refs_put_back: list[str] = field(default_factory=list)  # refs recreated, "stash: <message>"
+    refs_put_aside: list[str] = field(default_factory=list)  # ... and what could not come back where it was
+    git_state: list[str] = field(default_factory=list)  # control files put back ("changed .git/config")
+    stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
+    nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
+
+    def lines(self) -> list[str]:
+        """The report for people (the attempt's log)."""
+        out = []
+        if self.git_state:
+            out.append("put back the repository's own files the attempt changed: " + ", ".join(self.git_state))
+        if self.stale_locks:
+            out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
+        if self.refs_put_back:
+            out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
+        out += self.refs_put_aside
+        if self.nested:
+            out.append("nested repositories the attempt changed, left as they are (a rollback never "
+                       "rewrites one): " + ", ".join(self.nested))
+        return out
+
+
+def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> RestoreReport:
+    git, root = snap.git, snap.root
+    report = RestoreReport()
+    report.git_state = control.restore(control.bases(root, git.git_dir, git.common_dir), cp.control)
+    require_repository(git.git_dir, root)
+    report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
+    left: list[str] = []
+    now = snap.tree(cp.sparse_absent)
+    if keep_as and now != cp.tree:
+        publish()  # the attempt's ref lives in the repository: so must its objects
+        parents = ["-p", cp.head] if cp.head else []
+        commit = git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
+                     env=ident(), repo_objects=True).decode().strip()
+        git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
+        report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
+    changed = _undo_list(snap, cp, now)
+    # The ignore rules first (a .gitignore changed, deleted or added), so that files ignored before
+    # the attempt do not look added, and get removed, because a rule changed.
+    rules = [c for c in changed if os.path.basename(c[1]) == ".gitignore"]
+    if rules:
+        _put_back(snap, cp.tree, rules, cp.raw, cp.modes, left)
+        changed = rules + [c for c in _undo_list(snap, cp, snap.tree(cp.sparse_absent)) if c not in rules]
+    _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
+    report.refs_put_back, report.refs_put_aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
+    refs.restore_head(git, cp.head, cp.branch)
+    if _read_index(git.git_dir) != cp.index:
+        _write_index(git.git_dir, cp.index)
+    ignored_changed: list[tuple[str, str]] = []
+    seed = None
+    if cp.ignored_tree:
+        now_ignored, seed = snap.ignored_tree(cp.ignored, cp.ignored_index)
+        ignored_changed = snap.diff(cp.ignored_tree, now_ignored)
+        _put_back(snap, cp.ignored_tree, ignored_changed, None, cp.modes, left)
+    for path, mode in cp.modes.items():  # a mode-only change (chmod 644 .env) is no diff to git
+        try:
+            st = os.lstat(root / path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+            os.chmod(root / path, mode)
+    if left:
+        raise WorkspaceError(
+            f"the rollback could not undo {len(left)} change(s), left as the attempt made them: "
+            + "; ".join(left) + "; every other path is back as it was",
+            hint="move those aside (or make them writable), then run `acr recover` to finish the rollback")
+    if snap.diff(cp.tree, snap.tree(cp.sparse_absent)):
+        raise WorkspaceError(f"could not restore the work tree to its checkpoint {cp.name}",
+                             hint="run `acr recover` to try again; `acr recover --list` shows the checkpoint")
+    if cp.ignored_tree and snap.ignored_tree(cp.ignored, seed)[0] != cp.ignored_tree:
+        raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
+                             hint="run `acr recover` to try again")
+    _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
+    report.paths = len(changed) + len(ignored_changed)
+    report.nested = [path for _, path, nested in snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent)) if nested]
+    return report
+
+
+def require_repository(git_dir: Path, root: Path) -> None:
+    """After an attempt: stop with what to do if it removed the repository (``rm -rf .git``)."""
+    if (git_dir / "HEAD").is_file() and os.path.lexists(root / ".git"):
+        return
+    raise WorkspaceError(
+        f"the attempt removed the git repository of {root} (its .git): nothing could be rolled back, "
+        "the files are as the attempt left them",
+        hint="put .git back from a backup or a fresh `git clone` of your remote, then review the "
+             "changes with `git status`; acr stopped this task")
+
+
+def git_locks(git_dir: Path, common_dir: Path) -> frozenset[str]:
+    """Git's lock files there are now (``index.lock``, ``HEAD.lock``, ``refs/heads/main.lock``...)."""
+    found = set()
+    for d in dict.fromkeys([git_dir, common_dir]):
+        try:
+            found.update(str(d / e.name) for e in os.scandir(d) if e.name.endswith(".lock") and e.is_file())
+        except OSError:
+            pass
+        for top, _, names in os.walk(d / "refs"):
+            found.update(os.path.join(top, n) for n in names if n.endswith(".lock"))
+    return frozenset(found)
+
+
+def remove_new_locks(git_dir: Path, common_dir: Path, before: frozenset[str]) -> list[str]:
+    out = []
+    for p in sorted(git_locks(git_dir, common_dir) - before):
+        if Path(p).name.startswith("acr-"):  # acr's own (the run lock, a temporary index)
+            continue
+        try:
+            os.unlink(p)
+            out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def _undo_list(snap: Snapshots, cp: Checkpoint, now: str) -> list[tuple[str, str]]:
+    """What differs from the checkpoint; a file the attempt created where a sparse checkout had none
+    counts as added (it goes, rather than be replaced by the committed version)."""
+    return [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now)]
+
+
+def _remove_created_dirs(snap: Snapshots, cp: Checkpoint, removed: list[str]) -> None:
+    """Remove the directories left empty by removing ``removed`` (files the attempt added) that
+    did not exist at the checkpoint; a directory the user had, even an empty one, stays."""
+    if not removed:
+        return
+    existed = set(cp.untracked_dirs)
+    for tree in filter(None, (cp.tree, cp.ignored_tree)):  # -d: the trees' directories only
+        listed = snap.git("ls-tree", "-r", "-d", "-z", "--name-only", tree)
+        existed.update(e for e in listed.decode("utf-8", errors="surrogateescape").split("\0") if e)
+    for path in sorted(removed, key=lambda p: -p.count("/")):  # deepest first
+        d = os.path.dirname(path)
+        while d and d not in existed and not any((d + "/").startswith(o) for o in cp.opaque_dirs):
+            try:
+                os.rmdir(snap.root / d)  # only ever an empty directory
+            except OSError:
+                break
+            d = os.path.dirname(d)
+
+
+def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: dict[str, str] | None,
+              modes: dict[str, int], left: list[str]) -> None:
+    """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten (with
+    their exact bytes from ``raw`` where git would convert them, and their permission bits from
+    ``modes`` where git would not write those). What cannot be done is appended to ``left``."""
+    git, root = snap.git, snap.root
+    to_write: list[str] = []
+    for status, path in changed:
+        target = root / path
+        try:
+            if status == "A" or (status == "T" and (target.exists() or target.is_symlink())):
+                _remove(target)
+            if status != "A":
+                if target.is_dir() and not target.is_symlink():  # a directory stands where a file was
+                    _rmtree_unless_repository(target)
+                to_write.append(path)
+        except (WorkspaceError, OSError) as e:  # the rest is still put back; restore() says what was not
+            left.append(f"{path} ({e.message if isinstance(e, WorkspaceError) else e.strerror or e})")
+    if not to_write:
+        return
+    umask = current_umask()
+    for path in to_write:  # directories a file goes back into get the user's usual mode, not 0700
+        parent = os.path.dirname(path)
+        if parent and not os.path.isdir(root / parent):
+            try:
+                os.makedirs(root / parent, exist_ok=True)
+            except OSError:
+                pass  # checkout-index says why below
+    idx = snap.temp_index(seed=False)
+    os.umask(0o077)  # a file written back is nobody else's to read until its own mode is set below
+    try:
+        env = {"GIT_INDEX_FILE": idx}
+        git("read-tree", tree, env=env)
+        try:
+            git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join(to_write))
+        except WorkspaceError:  # a path git cannot write (a read-only directory): the others one by one
+            for path in list(to_write):
+                try:
+                    git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path]))
+                except WorkspaceError as e:
+                    left.append(f"{path} ({e.message.splitlines()[-1]})")
+                    to_write.remove(path)
+        for path in to_write:
+            if raw and path in raw and (root / path).is_file():
+                (root / path).write_bytes(git("cat-file", "blob", raw[path]))
+    finally:
+        os.umask(umask)
+        unlink_index(idx)
+    for path in to_write:
+        st = os.lstat(root / path)
+        if stat.S_ISREG(st.st_mode):  # a symlink's mode is its target's: never chmod through one
+            default = (0o777 if st.st_mode & stat.S_IXUSR else 0o666) & ~umask  # what git would have written
+            os.chmod(root / path, modes.get(path, default))
+
+
+def _read_index(git_dir: Path) -> bytes | None:
+    try:
+        return (git_dir / "index").read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _write_index(git_dir: Path, data: bytes | None) -> None:
+    real = git_dir / "index"
+    if data is None:
+        real.unlink(missing_ok=True)
+        return
+    tmp = real.with_name(f"index.acr-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, real)
+
+
+def _remove(target: Path) -> None:
+    # Directories the attempt created and left empty go afterwards (_remove_created_dirs).
+    if target.is_dir() and not target.is_symlink():
+        _rmtree_unless_repository(target)
+    else:
+        target.unlink(missing_ok=True)
+
+
+def _rmtree_unless_repository(target: Path) -> None:
+    """Remove a directory the attempt put where a file belongs, but never one that holds a repository:
+    its history and unpushed work cannot come back from a checkpoint."""
+    for top, dirs, names in os.walk(target):
+        if ".git" in dirs or ".git" in names:
+            raise WorkspaceError("a directory holding a git repository, which a rollback never deletes")
+    shutil.rmtree(target)

@@ -1,0 +1,216 @@
+"""A hostile or careless attempt leaves nothing behind: not in .git, not in another worktree.
+
+Each test plays an agent that runs ordinary git and shell commands inside the project, then checks
+the work tree, index, HEAD, ``.git/config``, hooks and info files byte for byte after the rollback,
+and that no program the attempt planted ran during acr's own git commands.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from acr_cli.workspace import Workspace
+from conftest import acr, git, init_repo
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] == ".git":
+            continue
+        if p.is_symlink():
+            out[str(rel)] = b"->" + os.readlink(p).encode()
+        elif p.is_file():
+            out[str(rel)] = p.read_bytes() + f"|{p.stat().st_mode & 0o777:o}".encode()
+        elif p.is_dir():
+            out[str(rel) + "/"] = f"{p.stat().st_mode & 0o777:o}".encode()
+    return out
+
+
+def git_state(root: Path) -> dict[str, bytes]:
+    """.git/config, hooks/ and info/ (bytes and modes), the index, HEAD and the refs."""
+    g = root / ".git"
+    out = {"config": (g / "config").read_bytes(), "index": (g / "index").read_bytes(),
+           "HEAD": (g / "HEAD").read_bytes(), "refs": git(root, "for-each-ref", "refs/heads", "refs/tags").encode()}
+    for d in ("hooks", "info"):
+        for p in sorted((g / d).rglob("*")):
+            out[str(p.relative_to(g))] = (p.read_bytes() if p.is_file() else b"dir") + f"|{p.stat().st_mode:o}".encode()
+    return out
+
+
+@pytest.fixture
+def user_project(project: Path) -> Path:
+    """A project with the user's own uncommitted work, a hook of theirs and an ignored .env."""
+    (project / "calc.py").write_text("def add(a, b):\n    return a + b  # the user's fix, uncommitted\n")
+    (project / "notes.md").write_text("the user's untracked notes\n")
+    (project / ".gitignore").write_text(".env\n")
+    (project / ".env").write_text("DB_PASS=hunter2hunter2\n")
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    return project
+
+
+def plant(root: Path, sentinel: Path) -> None:
+    """What a hostile attempt leaves in .git: each planted program touches ``sentinel`` when it runs."""
+    run = f"touch {sentinel}"
+    g = root / ".git"
+    git(root, "config", "filter.x.clean", f"sh -c '{run}; cat'")
+    git(root, "config", "filter.x.smudge", f"sh -c '{run}; echo injected = 1'")
+    git(root, "config", "filter.x.required", "true")
+    (g / "info").mkdir(exist_ok=True)
+    (g / "info" / "attributes").write_text("*.py filter=x\n")
+    for name in ("reference-transaction", "post-index-change", "post-checkout", "pre-commit"):
+        (g / "hooks" / name).write_text(f"#!/bin/sh\n{run}\nsleep 600\n")  # and a hook that never returns
+        (g / "hooks" / name).chmod(0o755)
+    fsmonitor = g / "fsmonitor.sh"
+    fsmonitor.write_text(f"#!/bin/sh\n{run}\n")
+    fsmonitor.chmod(0o755)
+    git(root, "config", "core.fsmonitor", str(fsmonitor))
+    git(root, "config", "alias.st", f"!{run}")
+    git(root, "config", "user.email", "attacker@example.com")
+    git(root, "config", "remote.evil.url", "https://example.com/x.git")
+    git(root, "config", "diff.external", str(fsmonitor))
+    git(root, "config", "commit.gpgSign", "true")
+    git(root, "config", "gpg.program", str(fsmonitor))
+
+
+def test_planted_filters_hooks_and_fsmonitor_never_run_in_checkpoint_or_rollback(user_project, tmp_path):
+    root = user_project
+    sentinel = tmp_path / "planted-program-ran"
+    files, state = tree_bytes(root), git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "calc.py").write_text("the attempt's edit\n")
+    (root / "new.py").write_text("x = 1\n")
+    git(root, "add", "new.py")
+    plant(root, sentinel)
+    sentinel.unlink(missing_ok=True)  # the attempt's own git commands may have run them; acr's must not
+    report = ws.restore(cp)
+    assert not sentinel.exists()
+    assert tree_bytes(root) == files  # the filter's output never reached the user's file
+    assert git_state(root) == state  # config, hooks, info/attributes: byte for byte
+    assert "changed .git/config" in report.git_state and "added .git/info/attributes" in report.git_state
+    git(root, "status")  # the user's next git commands run nothing planted either
+    assert not sentinel.exists()
+
+
+def test_planted_programs_already_there_do_not_run_during_a_checkpoint(user_project, tmp_path):
+    sentinel = tmp_path / "ran"
+    plant(user_project, sentinel)
+    sentinel.unlink(missing_ok=True)
+    ws = Workspace.open(user_project)
+    cp = ws.checkpoint("t-1")  # a hook that never returns would hang here
+    (user_project / "calc.py").write_text("agent\n")
+    ws.restore(cp)
+    ws.drop(cp)
+    assert not sentinel.exists()
+
+
+def test_hooks_path_the_attempt_set_is_undone_and_the_users_hook_runs_again(user_project):
+    root = user_project
+    state = git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".husky").mkdir()
+    (root / ".husky" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    git(root, "config", "core.hooksPath", ".husky")
+    ws.restore(cp)
+    assert not (root / ".husky").exists() and git_state(root) == state
+    assert git(root, "config", "--get", "core.hooksPath", check=False) == ""
+
+
+def test_core_worktree_set_by_the_attempt_cannot_redirect_the_rollback(user_project, tmp_path):
+    root = user_project
+    elsewhere = init_repo(tmp_path / "elsewhere", {"calc.py": "someone else's file\n"})
+    theirs = tree_bytes(elsewhere)
+    files, state = tree_bytes(root), git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "calc.py").write_text("agent\n")
+    (root / "notes.md").unlink()
+    git(root, "config", "core.worktree", str(elsewhere))
+    ws.restore(cp)
+    assert tree_bytes(elsewhere) == theirs  # not overwritten with the project's files (nor its .env)
+    assert tree_bytes(root) == files and git_state(root) == state
+
+
+def test_the_checkpoint_survives_an_attempt_that_deletes_refs_acr_and_prunes(user_project):
+    root = user_project
+    files, state = tree_bytes(root), git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "calc.py").write_text("agent\n")
+    (root / "notes.md").unlink()
+    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/acr").split():
+        git(root, "update-ref", "-d", ref)
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    Workspace.open(root).restore(Workspace.open(root).load_checkpoint("t-1"))  # as `acr recover` would
+    assert tree_bytes(root) == files and git_state(root) == state
+    assert (root / "notes.md").read_text() == "the user's untracked notes\n"
+
+
+def test_stale_lock_files_the_attempt_left_are_removed_and_named(user_project):
+    root = user_project
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / "calc.py").write_text("agent\n")
+    (root / ".git" / "index.lock").write_text("")
+    (root / ".git" / (branch + ".lock")).write_text("")
+    report = ws.restore(cp)
+    assert sorted(Path(p).name for p in report.stale_locks) == ["index.lock", Path(branch).name + ".lock"]
+    git(root, "commit", "-qam", "the user's next commit works")
+
+
+def test_directories_the_rollback_recreates_get_the_users_usual_mode(project):
+    (project / "pkg" / "sub").mkdir(parents=True)
+    (project / "pkg" / "sub" / "m.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "pkg")
+    mode = stat.S_IMODE((project / "pkg" / "sub").stat().st_mode)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    import shutil
+
+    shutil.rmtree(project / "pkg")
+    ws.restore(cp)
+    assert stat.S_IMODE((project / "pkg" / "sub").stat().st_mode) == mode
+    assert stat.S_IMODE((project / "pkg").stat().st_mode) == mode
+
+
+def test_a_passing_attempts_changes_to_git_are_kept_and_listed(user_project):
+    root = user_project
+    ws = Workspace.open(root)
+    with ws.attempt("t-1") as guard:
+        (root / "calc.py").write_text("agent's fix\n")
+        git(root, "config", "user.email", "attacker@example.com")
+        (root / ".git" / "hooks" / "post-merge").write_text("#!/bin/sh\n")
+        guard.passed = True
+    assert (root / "calc.py").read_text() == "agent's fix\n"
+    assert guard.kept_git_state == ["changed .git/config", "added .git/hooks/post-merge"]
+    assert ws.interrupted_checkpoints() == []
+
+
+def test_a_checkpoint_belongs_to_its_worktree(user_project, tmp_path):
+    a = user_project
+    b = tmp_path / "b"
+    git(a, "worktree", "add", "-q", "-b", "other", str(b))
+    (b / "untracked-in-b.txt").write_text("b's own\n")
+    Workspace.open(a).checkpoint("killed-1")  # A's run was killed mid-attempt: its checkpoint stays
+    (a / "calc.py").write_text("the agent's edit in A\n")
+    files_b = tree_bytes(b)
+    assert Workspace.open(b).interrupted_checkpoints() == []
+    r = acr("recover", cwd=b)
+    assert r.returncode == 0 and "nothing to recover" in r.stdout
+    assert tree_bytes(b) == files_b and git(b, "branch", "--show-current").strip() == "other"
+    assert Workspace.open(a).interrupted_checkpoints() == ["killed-1"]
+    r = acr("recover", cwd=a)
+    assert r.returncode == 0, r.stderr
+    assert (a / "calc.py").read_text().endswith("# the user's fix, uncommitted\n")
