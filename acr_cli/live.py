@@ -54,6 +54,47 @@ def agent_unavailable(profile: Profile, agent: str) -> str | None:
     return None
 
 
+class AttemptLog:
+    """An attempt's log file that never stops the attempt: a write that fails (a full disk, an I/O
+    error) ends logging for the attempt and is remembered in ``problem``, the agent's output keeps
+    being read. Created 0600: an agent's output may quote the user's files."""
+
+    def __init__(self, path: Path):
+        self.path, self.problem, self._f = path, None, None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._f = os.fdopen(fd, "w", encoding="utf-8")
+        except OSError as e:
+            self.problem = f"could not be written: {e.strerror or e}"
+
+    def write(self, text: str) -> None:
+        if self._f is None:
+            return
+        try:
+            self._f.write(text)
+        except (OSError, ValueError) as e:
+            self._stop(e)
+
+    def _stop(self, e: Exception) -> None:
+        self.problem = self.problem or f"logging stopped: {getattr(e, 'strerror', None) or e}"
+        f, self._f = self._f, None
+        try:
+            f.close()
+        except (OSError, ValueError):
+            pass
+
+    def __enter__(self) -> "AttemptLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._f is not None:
+            try:
+                self._f.close()
+            except OSError as e:
+                self._f = None
+                self.problem = self.problem or f"logging stopped: {e.strerror or e}"
+
+
 class LiveEnvironment:
     def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
@@ -84,8 +125,7 @@ class LiveEnvironment:
         fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
         name = f"{task_id}-{seq}"
         marker = f"{self.workspace.store.key if self.workspace else '-'}/{name}"
-        with open(log_path, "w", encoding="utf-8") as log:
-            os.chmod(log_path, 0o600)  # an agent's output may quote the user's files
+        with AttemptLog(log_path) as log:
             with self._guarded(name, marker) as guard:
                 if guard is not None and guard.cp.unprotected:
                     log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
@@ -112,6 +152,8 @@ class LiveEnvironment:
                     self._log_guard(guard, fb, log)
             fb.duration_s = time.monotonic() - started
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
+        if log.problem:  # said in the attempt itself: memory and the run's output
+            fb.reason = f"{fb.reason} (its log is incomplete: {log.problem})".lstrip()
         return fb
 
     @contextmanager

@@ -118,61 +118,112 @@ def bench_figures(data_dir: Path) -> None:
     print("targets: all OOD176 baselines < 1 s; ID2919 single pass < 2 s; 20-order sweep of one policy < 10 s")
 
 
-def checkpoint_figures(tmp: Path, repeat: int) -> None:
-    """Checkpoint + rollback of a project: tracked files only vs. with ignored entries beside them."""
+def _repo(where: Path, n_files: int, ignored: bool) -> Path:
+    """A committed project of ``n_files`` Python files (100 per directory), optionally with ignored entries."""
+    where.mkdir()
+
+    def run(*a: str) -> None:
+        subprocess.run(["git", "-C", str(where), *a], check=True, capture_output=True)
+
+    run("init", "-q")
+    for i in range(n_files):
+        d = where / "src" / f"m{i // 100}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.py").write_text(f"x = {i}\n" * 40)
+    (where / ".gitignore").write_text(".env\ndata/\nnode_modules/\n")
+    run("add", "-A")
+    run("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init")
+    (where / "notes.md").write_text("the user's untracked notes\n")
+    if ignored:
+        (where / ".env").write_text("TOKEN=x\n")
+        (where / "data").mkdir()
+        (where / "data" / "big.csv").write_bytes(os.urandom(20 * 2**20))  # kept: within the budget
+        for i in range(20000):  # over the file budget: measured, not kept
+            d = where / "node_modules" / f"p{i // 200}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"f{i}.js").write_text("module.exports = 1\n")
+    return where
+
+
+def _old_workspace(rev: str):
+    """The single-module workspace of ``rev`` (before it became a package), loaded beside today's."""
+    import importlib.util
+
+    src = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "show", f"{rev}:acr_cli/workspace.py"],
+                         capture_output=True, text=True)
+    if src.returncode != 0:
+        return None
+    path = Path(tempfile.mkdtemp()) / "old_workspace.py"
+    path.write_text(src.stdout)
+    spec = importlib.util.spec_from_file_location("old_workspace", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["old_workspace"] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod.Workspace
+
+
+def _one_attempt(ws, new: bool, i: int, ignored: bool) -> float:
+    """What a failed attempt costs acr: checkpoint (kept for recover), the change check, rollback, drop."""
+    name = f"bench-{i}"
+    t0 = time.perf_counter()
+    cp = ws.checkpoint(name) if new else ws.checkpoint(keep_as=name)
+    (ws.root / "src" / "m0" / "f0.py").write_text(f"changed {i}\n")
+    if ignored:
+        (ws.root / ".env").write_text("TOKEN=agent\n")
+    ws.changes(cp)
+    ws.restore(cp, keep_as=name)
+    if not new:  # what acr's rollback did after restore() then (today's restore() does both itself)
+        ws.prune_attempts()
+        ws.nested_changes(cp)
+    ws.drop(cp)
+    return time.perf_counter() - t0
+
+
+def checkpoint_figures(tmp: Path, repeat: int, baseline: str) -> None:
+    """Checkpoint + rollback of a failed attempt: today's workspace against ``baseline``'s, interleaved."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acr_cli.workspace import Workspace
 
-    def repo(where: Path, ignored: bool) -> Path:
-        where.mkdir()
-        def run(*a: str) -> None:
-            subprocess.run(["git", "-C", str(where), *a], check=True, capture_output=True)
-
-        run("init", "-q")
-        for i in range(2000):
-            d = where / "src" / f"m{i // 100}"
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"f{i}.py").write_text(f"x = {i}\n" * 40)
-        (where / ".gitignore").write_text(".env\ndata/\nnode_modules/\n")
-        run("add", "-A")
-        run("-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init")
-        if ignored:
-            (where / ".env").write_text("TOKEN=x\n")
-            (where / "data").mkdir()
-            (where / "data" / "big.csv").write_bytes(os.urandom(20 * 2**20))  # kept: within the budget
-            for i in range(20000):  # over the file budget: measured, not kept
-                d = where / "node_modules" / f"p{i // 200}"
-                d.mkdir(parents=True, exist_ok=True)
-                (d / f"f{i}.js").write_text("module.exports = 1\n")
-        return where
-
-    times = {}
-    for name, ignored in (("tracked files only", False), ("+ .env, 20 MB data/, 20,000-file node_modules/", True)):
-        ws = Workspace.open(repo(tmp / ("with-ignored" if ignored else "tracked"), ignored))
-        samples = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            cp = ws.checkpoint()
-            (ws.root / "src" / "m0" / "f0.py").write_text("changed\n")
-            if ignored:
-                (ws.root / ".env").write_text("TOKEN=agent\n")
-            ws.restore(cp)
-            samples.append(time.perf_counter() - t0)
-        times[name] = statistics.median(samples)
-    base = times["tracked files only"]
-    print(f"\ncheckpoint + rollback, 2,000 tracked files (medians of {repeat})")
-    for name, t in times.items():
-        print(f"  {name:50} {t * 1000:6.0f}ms {t / base:5.2f}x")
+    old = _old_workspace(baseline)
+    print(f"\ncheckpoint + change check + rollback + drop of one failed attempt (medians of {repeat}, interleaved"
+          f"{'' if old else '; baseline ' + baseline + ' not found: today only'})")
+    print(f"  {'project':58} {'today':>8} {baseline[:10]:>10} {'ratio':>6}")
+    cases = (("2,000 files", 2000, False), ("2,000 files + .env, 20 MB data/, 20,000-file node_modules/", 2000, True),
+             ("50,000 files", 50000, False))
+    for label, n, ignored in cases:
+        root = _repo(tmp / f"r{n}{ignored}", n, ignored)
+        pair = [("today", Workspace.open(root), True)] + ([("old", old.open(root), False)] if old else [])
+        samples: dict[str, list[float]] = {k: [] for k, _, _ in pair}
+        for i in range(repeat + 1):
+            for key, ws, new in pair:
+                t = _one_attempt(ws, new, i, ignored)
+                if i:  # the first round warms the caches (and writes the first objects)
+                    samples[key].append(t)
+        today = statistics.median(samples["today"])
+        if old:
+            was = statistics.median(samples["old"])
+            print(f"  {label:58} {today * 1000:6.0f}ms {was * 1000:8.0f}ms {today / was:5.2f}x")
+        else:
+            print(f"  {label:58} {today * 1000:6.0f}ms")
+    print("  target: today <= 1.10x the baseline (issue 17)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--attempts", type=int, default=100_000)
+    ap.add_argument("--baseline", default="6f35da7",
+                    help="git revision whose workspace the checkpoint figures compare with (default: before the "
+                         "package split of issue 17)")
+    ap.add_argument("--only", choices=["checkpoint"], help="print only these figures")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA", "../shared/coderouterbench")),
                     help="CodeRouterBench files for the replay figures (skipped when absent)")
     args = ap.parse_args()
     repeat = 5 if args.quick else 15
+    if args.only == "checkpoint":
+        with tempfile.TemporaryDirectory() as tmp:
+            checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         hello = tmp / "hello.py"
@@ -201,7 +252,7 @@ def main() -> None:
         print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
     print("\ntargets: acr --help <= 1.30x bare --help; acr route with 100k attempts <= 2.00x the bare app")
     with tempfile.TemporaryDirectory() as tmp:
-        checkpoint_figures(Path(tmp), 3 if args.quick else 7)
+        checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
     if (args.data_dir / "ood176_results_long.csv").is_file():
         bench_figures(args.data_dir)
     else:

@@ -7,6 +7,7 @@ and that no program the attempt planted ran during acr's own git commands.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -214,3 +215,60 @@ def test_a_checkpoint_belongs_to_its_worktree(user_project, tmp_path):
     r = acr("recover", cwd=a)
     assert r.returncode == 0, r.stderr
     assert (a / "calc.py").read_text().endswith("# the user's fix, uncommitted\n")
+
+
+# ---------------------------------------------------------------- end to end, through `acr run`
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on_path, scenario, tmp_path):
+    """The agent plants programs in .git, starts processes that leave its session, fails the check;
+    afterwards the project and .git are byte for byte as before, nothing planted ran, nothing it started lives."""
+    from conftest import VERIFY
+
+    root = user_project
+    sentinel = tmp_path / "planted-program-ran"
+    pids = tmp_path / "escaped.pids"
+    escape = (f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+              f"(sh -c 'echo $$ >> {pids}; exec sleep 300' </dev/null >/dev/null 2>&1 &) ; "
+              f"set -m; sh -c 'echo $$ >> {pids}; exec sleep 300' </dev/null >/dev/null 2>&1 & disown")
+    g = root / ".git"
+    commands = [["git", "config", "filter.x.clean", f"sh -c 'touch {sentinel}; cat'"],
+                ["git", "config", "filter.x.smudge", f"sh -c 'touch {sentinel}; echo injected = 1'"],
+                ["sh", "-c", f"mkdir -p {g}/info && echo '*.py filter=x' > {g}/info/attributes"],
+                ["sh", "-c", f"printf '#!/bin/sh\\ntouch {sentinel}\\n' > {g}/hooks/reference-transaction && "
+                             f"chmod +x {g}/hooks/reference-transaction"],
+                ["git", "config", "core.hooksPath", ".husky"],
+                ["git", "config", "user.email", "attacker@example.com"],
+                ["bash", "-c", escape]]
+    scenario({"commands": commands, "write": {"calc.py": "def add(a, b):\n    return 0\n"}})
+    files, state = tree_bytes(root), git_state(root)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=root)
+    assert r.returncode == 1, r.stderr
+    attempt = json.loads(r.stdout)["attempts"][0]
+    assert attempt["verdict"] == "failed"
+    assert "changed .git/config" in attempt["git_state"]
+    found = [int(x) for x in pids.read_text().split()]
+    assert len(found) == 3
+    assert not [p for p in found if _alive(p)]  # every process the attempt started ended with it
+    assert not sentinel.exists()  # nothing planted ran in acr's checkpoint or rollback
+    assert tree_bytes(root) == files and git_state(root) == state
+    log = Path(attempt["log"]).read_text()
+    assert "outlived the agent" in log
+
+
+def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path, scenario):
+    root = user_project
+    scenario({"commands": [["git", "config", "core.hooksPath", "/tmp/elsewhere"]],
+              "write": {"calc.py": "def add(a, b):\n    return a + b\n"}})
+    r = acr("run", "fix add", "--verify", "true", "--arms", "codex:gpt-5.4", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert "changed .git/config" in r.stdout and "review them" in r.stdout
+    assert git(root, "config", "core.hooksPath").strip() == "/tmp/elsewhere"  # kept with the passing work

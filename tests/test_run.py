@@ -157,7 +157,7 @@ def test_a_prompt_longer_than_an_argument_can_be_reaches_every_agent(project, fa
         assert r.returncode == 0, r.stderr
         git(project, "checkout", "--", "calc.py")
     assert [c["prompt"] for c in calls(log)] == [prompt] * 3
-    assert git(project, "for-each-ref", "refs/acr/checkpoints") == ""
+    assert "refs/acr/keep" not in git(project, "for-each-ref")
 
 
 def test_a_request_with_a_nul_byte_is_refused_before_anything_runs(project, fakes_on_path, scenario, tmp_path):
@@ -281,7 +281,7 @@ def test_ctrl_c_sigterm_and_sighup_cancel_record_and_restore(project, fakes_on_p
         assert not _running(pid), pid
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # finished, not left "running"
-    assert git(project, "for-each-ref", "refs/acr/checkpoints/") == ""
+    assert "refs/acr/keep" not in git(project, "for-each-ref")
 
 
 def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home, tmp_path):
@@ -303,27 +303,36 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     git(project, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "agent", "--allow-empty")
     proc.kill()
     proc.wait(timeout=10)
-    for pid in map(int, pidfile.read_text().split()):
-        os.kill(pid, signal.SIGKILL)
+    agent, child = map(int, pidfile.read_text().split())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(agent):
+        time.sleep(0.1)
+    assert not _running(agent)  # the agent dies with acr (its parent-death signal)...
+    assert _running(child)  # ...but what it started lives on, and could undo a recovery:
+    r = acr("recover", cwd=project)
+    assert r.returncode == 2 and f"pid {child}" in r.stderr and "--kill" in r.stderr
+    assert (project / "agent_new.py").exists()  # refused: nothing was touched
     r = acr("recover", "--list", cwd=project)
-    assert r.returncode == 0 and "refs/acr/checkpoints/" in r.stdout
-    r = acr("recover", "--json", cwd=project)
+    assert r.returncode == 0 and len(r.stdout.split()) == 1
+    r = acr("recover", "--kill", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
+    assert out["killed"] == [child] and not _running(child)
     for p, data in before.items():
         assert (project / p).read_bytes() == data, p
     assert not (project / "agent_new.py").exists()
     assert git(project, "diff", "--cached", "--name-status") == staged_before  # the index, exactly
     assert git(project, "rev-parse", "HEAD") == head_before
     assert git(project, "show", f"{out['saved_as']}:agent_new.py") == "x = 1\n"  # nothing is lost either way
-    assert git(project, "for-each-ref", "refs/acr/checkpoints/") == ""
     assert "nothing to recover" in acr("recover", cwd=project).stdout
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # no longer "running"
 
 
 def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_state(project, tmp_path):
     from acr_cli.workspace import Workspace
 
-    Workspace.open(project).checkpoint(keep_as="20260101-000000-abcdef-1")  # then acr was killed
+    Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # then acr was killed
     (project / "calc.py").write_text("the agent's edit\n")
     (project / "notes.txt").write_text("saved by the user while the agent ran\n")
     (project / "test_calc.py").unlink()
@@ -344,7 +353,7 @@ def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_stat
 def test_a_run_warns_about_a_checkpoint_a_killed_run_left(project, fakes_on_path, scenario):
     from acr_cli.workspace import Workspace
 
-    Workspace.open(project).checkpoint(keep_as="20260101-000000-abcdef-1")  # as a killed run leaves it
+    Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # as a killed run leaves it
     scenario({"write": {"calc.py": GOOD}})
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project)
     assert r.returncode == 0

@@ -90,6 +90,8 @@ def recover(
                              "refs_put_aside": report.refs_put_aside, "nested": report.nested}
     finally:
         ws.unlock()
+    done = out["discarded"] + ([out["restored"]] if out["restored"] else [])
+    out["tasks_closed"] = _close_tasks([n.rsplit("-", 1)[0] for n in done])
     if json_out:
         print_json(out)
         return
@@ -110,3 +112,22 @@ def recover(
         left = [n for n in found if n != out["restored"]]
         if left:
             typer.echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")
+
+
+def _close_tasks(task_ids: list[str]) -> int:
+    """The killed run's tasks end "not passed" in memory (they showed "running"); 0 when memory is not at hand."""
+    if not task_ids:
+        return 0
+    from acr_cli.cli.common import open_memory
+    from acr_cli.errors import AcrError
+
+    try:
+        mem = open_memory(None, create=False)
+    except AcrError:
+        return 0
+    try:
+        return mem.close_interrupted(task_ids)
+    except Exception:  # the work tree is back; bookkeeping in memory must not turn that into a failure
+        return 0
+    finally:
+        mem.close()

@@ -173,6 +173,16 @@ class Memory:
         self._write("UPDATE tasks SET passed=?, score=?, cost_usd=?, final_arm=?, finished_at=? WHERE id=?",
                     (int(passed), score, cost_usd, final_arm, now_iso(), task_id))
 
+    def close_interrupted(self, task_ids: Iterable[str]) -> int:
+        """Finish tasks whose ``acr run`` was killed (they would show "running" forever): not passed,
+        with the cost of the attempts that were recorded. Returns how many were still open."""
+        n = 0
+        for tid in task_ids:
+            n += self._write(
+                "UPDATE tasks SET passed=0, finished_at=?, cost_usd=(SELECT COALESCE(SUM(cost_usd), 0) FROM"
+                " attempts WHERE task_id=?) WHERE id=? AND passed IS NULL", (now_iso(), tid, tid)).rowcount
+        return n
+
     # ------------------------------------------------------------------ reading
 
     def kind_table(self, source: str = "live", kind: str | None = None) -> list[dict[str, Any]]:

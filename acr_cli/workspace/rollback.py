@@ -105,7 +105,8 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
             f"the rollback could not undo {len(left)} change(s), left as the attempt made them: "
             + "; ".join(left) + "; every other path is back as it was",
             hint="move those aside (or make them writable), then run `acr recover` to finish the rollback")
-    if snap.diff(cp.tree, snap.tree(cp.sparse_absent)):
+    final = snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent))
+    if any(not nested for _, _, nested in final):
         raise WorkspaceError(f"could not restore the work tree to its checkpoint {cp.name}",
                              hint="run `acr recover` to try again; `acr recover --list` shows the checkpoint")
     if cp.ignored_tree and snap.ignored_tree(cp.ignored, seed)[0] != cp.ignored_tree:
@@ -113,7 +114,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
     report.paths = len(changed) + len(ignored_changed)
-    report.nested = [path for _, path, nested in snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent)) if nested]
+    report.nested = [path for _, path, nested in final if nested]
     return report
 
 
