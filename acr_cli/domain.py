@@ -78,9 +78,10 @@ class Feedback:
     final_text: str | None = None
     verifier_tail: str | None = None
     log_path: str | None = None
-    # the repository's own files (.git/config, hooks, info/) the attempt changed: put back by its rollback,
-    # or kept with a passing attempt's work; and lock files it left
-    git_state: list[str] = field(default_factory=list)
+    # what the attempt changed besides the work tree: the repository's own files (.git/config, hooks,
+    # info/; put back by a rollback, kept with a passing attempt), lock files it left, files outside the
+    # project changed through a symlink (never restored)
+    side_effects: list[str] = field(default_factory=list)
     # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
     abort: Exception | None = field(default=None, repr=False, compare=False)
 

@@ -185,11 +185,11 @@ class LiveEnvironment:
             log.write("\n")
             for line in r.lines():
                 log.write(f"--- {line}\n")
-            fb.git_state = list(r.git_state) + [f"removed a stale lock file {p}" for p in r.stale_locks]
-        elif guard.kept_git_state:
-            fb.git_state = list(guard.kept_git_state)
-            log.write("--- the attempt changed the repository's own files, kept with its work: "
-                      f"{', '.join(guard.kept_git_state)}\n")
+            fb.side_effects = r.side_effects()
+        elif guard.side_effects:
+            fb.side_effects = list(guard.side_effects)
+            log.write("--- besides the work tree the attempt changed (kept with its work): "
+                      f"{', '.join(guard.side_effects)}\n")
 
     def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float,
              marker: str) -> Feedback:

@@ -166,7 +166,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "reason": d.reason,
                 "detail": fb.reason,
                 "log": fb.log_path,
-                "git_state": fb.git_state,
+                "side_effects": fb.side_effects,
             }
             for d, fb in result.steps
         ],

@@ -195,7 +195,7 @@ def test_a_passing_attempts_changes_to_git_are_kept_and_listed(user_project):
         (root / ".git" / "hooks" / "post-merge").write_text("#!/bin/sh\n")
         guard.passed = True
     assert (root / "calc.py").read_text() == "agent's fix\n"
-    assert guard.kept_git_state == ["changed .git/config", "added .git/hooks/post-merge"]
+    assert guard.side_effects == ["changed .git/config", "added .git/hooks/post-merge"]
     assert ws.interrupted_checkpoints() == []
 
 
@@ -254,7 +254,7 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
     assert r.returncode == 1, r.stderr
     attempt = json.loads(r.stdout)["attempts"][0]
     assert attempt["verdict"] == "failed"
-    assert "changed .git/config" in attempt["git_state"]
+    assert "changed .git/config" in attempt["side_effects"]
     found = [int(x) for x in pids.read_text().split()]
     assert len(found) == 3
     assert not [p for p in found if _alive(p)]  # every process the attempt started ended with it
@@ -270,5 +270,26 @@ def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path,
               "write": {"calc.py": "def add(a, b):\n    return a + b\n"}})
     r = acr("run", "fix add", "--verify", "true", "--arms", "codex:gpt-5.4", cwd=root)
     assert r.returncode == 0, r.stderr
-    assert "changed .git/config" in r.stdout and "review them" in r.stdout
+    out = " ".join(r.stdout.split())
+    assert "besides the work tree, the attempt changed: changed .git/config" in out and "review these" in out
     assert git(root, "config", "core.hooksPath").strip() == "/tmp/elsewhere"  # kept with the passing work
+
+
+def test_a_file_outside_changed_through_a_symlink_is_reported(project, tmp_path):
+    outside = tmp_path / "outside.cfg"
+    outside.write_text("the user's config elsewhere\n")
+    os.symlink(outside, project / "linked.cfg")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    (project / "linked.cfg").write_text("written by the attempt through the link\n")  # lands outside
+    report = ws.restore(cp)
+    assert report.outside == [f"changed {outside} outside the project, through the symlink linked.cfg (not restored)"]
+
+
+def test_an_attempt_log_on_a_full_disk_stops_logging_and_says_so():
+    from acr_cli.live import AttemptLog
+
+    with AttemptLog(Path("/dev/full")) as log:  # every write: ENOSPC
+        for _ in range(1000):
+            log.write("x" * 100 + "\n")  # never raises
+    assert log.problem and "No space left" in log.problem

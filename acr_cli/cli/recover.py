@@ -85,7 +85,7 @@ def recover(
             report = ws.restore(cp)
             ws.drop(cp)
             out["restored"] = chosen[0]
-            out["report"] = {"paths": report.paths, "git_state": report.git_state,
+            out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
                              "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
                              "refs_put_aside": report.refs_put_aside, "nested": report.nested}
     finally:

@@ -63,10 +63,9 @@ def print_run_summary(result, verify: str | None, rollback: bool = True) -> None
         kept = "The changes are in your work tree, uncommitted." if rollback else "The changes are in the directory."
         con.print(f"[green bold]passed[/] with {fb.arm.id} after {len(result.steps)} attempt(s), "
                   f"{fmt_money(result.cost_usd, 4)} in total. {kept}")
-        if fb.git_state:  # not in the diff a person reviews: say it
-            con.print("[yellow]the attempt also changed the repository's own files (kept):[/] "
-                      + escape("; ".join(fb.git_state)) + " [dim](review them: they can run code on your next "
-                      "git command)[/]")
+        if fb.side_effects:  # not in the diff a person reviews: say it
+            con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
+                      + " [dim](review these: .git's files can run code on your next git command)[/]")
     elif result.cancelled:
         con.print(f"[yellow]{result.stop_reason}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
     else:

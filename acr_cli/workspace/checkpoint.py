@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from acr_cli.workspace.control import ControlFiles
@@ -29,7 +30,16 @@ class Checkpoint:
     refs: dict[str, str] = field(default_factory=dict, repr=False)  # branches and tags: name -> object
     stash: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # newest first: (commit, message)
     locks: frozenset[str] = field(default=frozenset(), repr=False)  # git lock files there were
+    outside: dict[str, list] = field(default_factory=dict, repr=False)  # see outside_signatures
     marker: str = ""  # ACR_ATTEMPT of the attempt's processes (see acr_cli.process)
+
+    def outside_changes(self) -> list[str]:
+        """Files outside the project that changed through a symlink in it (no rollback restores them)."""
+        out = []
+        for link, (target, sig) in sorted(self.outside.items()):
+            if signature(target) != sig:
+                out.append(f"changed {target} outside the project, through the symlink {link} (not restored)")
+        return out
 
     def to_json(self) -> dict:
         return {"version": 2, "name": self.name, "tree": self.tree, "head": self.head, "branch": self.branch,
@@ -38,7 +48,7 @@ class Checkpoint:
                 "unprotected": list(self.unprotected), "raw": self.raw,
                 "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
-                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "marker": self.marker}
+                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside, "marker": self.marker}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -47,4 +57,13 @@ class Checkpoint:
                    tuple(obj["unprotected"]), None, dict(obj["raw"]), frozenset(obj["untracked_dirs"]),
                    tuple(obj["opaque_dirs"]), {k: int(v) for k, v in obj["modes"].items()},
                    frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
-                   frozenset(obj.get("locks", ())), obj.get("marker", ""))
+                   frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""))
+
+
+def signature(path: str) -> list | None:
+    """What tells a file (or a directory's entries) changed: inode, size, mtime; None when it is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]

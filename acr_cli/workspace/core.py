@@ -13,7 +13,7 @@ from typing import Iterator
 from acr_cli import interrupts
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs, rollback
-from acr_cli.workspace.checkpoint import Checkpoint
+from acr_cli.workspace.checkpoint import Checkpoint, signature
 from acr_cli.workspace.git import Git, ident
 from acr_cli.workspace.rollback import RestoreReport
 from acr_cli.workspace.snapshot import Snapshots
@@ -109,9 +109,10 @@ class Workspace:
         files = self.snap.files()
         kept_files = self.snap.tree_files(ignored_tree) if ignored_tree else []
         raw, modes = self.snap.raw_copies(files), self.snap.modes(files + kept_files)
+        outside = {link: [target, signature(target)] for link, target in self.snap.outside_links(tree).items()}
         cp = Checkpoint(name, tree, head, branch, index, ctl, ignored_tree, kept, over, ignored_index, raw,
                         untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
-                        rollback.git_locks(self.git_dir, self.common_dir), marker)
+                        rollback.git_locks(self.git_dir, self.common_dir), outside, marker)
         refs.keep_alive(self.git, name, head, commits)
         self.store.save(name, cp.to_json(), index)
         return cp
@@ -134,14 +135,15 @@ class Workspace:
         rollback.require_repository(self.git_dir, self.root)
         return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
 
-    def git_state_changes(self, cp: Checkpoint) -> list[str]:
-        """The control files (``.git/config``, hooks, ``info/``) that differ from the checkpoint, and git
-        lock files that were not there: for a passing attempt, whose changes are kept, to show."""
+    def side_effects(self, cp: Checkpoint) -> list[str]:
+        """What a passing attempt changed besides the work tree (kept, and not in the diff a person
+        reviews): the control files (``.git/config``, hooks, ``info/``), git lock files it left, files
+        outside the project it changed through a symlink."""
         out = control.differences(control.bases(self.root, self.git_dir, self.common_dir), cp.control)
         new_locks = set(rollback.git_locks(self.git_dir, self.common_dir)) - set(cp.locks)
         out += [f"left a lock file {p} (no process of the attempt is alive: `rm {p}`)" for p in sorted(new_locks)
                 if not Path(p).name.startswith("acr-")]
-        return out
+        return out + cp.outside_changes()
 
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
         """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
@@ -207,7 +209,7 @@ class Guard:
     cp: Checkpoint
     passed: bool = False
     report: RestoreReport | None = None  # set when the attempt was rolled back
-    kept_git_state: list[str] = field(default_factory=list)  # a kept attempt's changes to .git, for people
+    side_effects: list[str] = field(default_factory=list)  # a kept attempt's changes besides the work tree
     error: WorkspaceError | None = None  # the rollback failed: the checkpoint stays for `acr recover`
     done: bool = False
 
@@ -234,7 +236,7 @@ class Guard:
         if self.passed and not rollback_anyway:
             self.done = True
             with interrupts.deferred():
-                self.kept_git_state = self.ws.git_state_changes(self.cp)
+                self.side_effects = self.ws.side_effects(self.cp)
                 self.ws.drop(self.cp)
             return
         self.rollback()

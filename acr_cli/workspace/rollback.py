@@ -43,6 +43,11 @@ class RestoreReport:
     git_state: list[str] = field(default_factory=list)  # control files put back ("changed .git/config")
     stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
+    outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
+
+    def side_effects(self) -> list[str]:
+        """What the attempt did besides the work tree, as the run shows it."""
+        return self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
 
     def lines(self) -> list[str]:
         """The report for people (the attempt's log)."""
@@ -54,6 +59,7 @@ class RestoreReport:
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
+        out += self.outside
         if self.nested:
             out.append("nested repositories the attempt changed, left as they are (a rollback never "
                        "rewrites one): " + ", ".join(self.nested))
@@ -114,6 +120,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
     report.paths = len(changed) + len(ignored_changed)
+    report.outside = cp.outside_changes()
     report.nested = [path for _, path, nested in final if nested]
     return report
 

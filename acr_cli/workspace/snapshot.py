@@ -41,6 +41,7 @@ class Snapshots:
         self.private = private
         self._sparse_flag: list[str] | None = None
         self._file_mode: bool | None = None
+        self._links: dict[str, dict[str, str]] = {}
 
     # ------------------------------------------------------------------ the work tree
 
@@ -250,6 +251,27 @@ class Snapshots:
                 found.update(inside)
                 budget -= len(inside)
         return frozenset(found), tuple(opaque)
+
+    # ------------------------------------------------------------------ outside the project
+
+    def outside_links(self, tree: str) -> dict[str, str]:
+        """Symbolic links in ``tree`` whose target is outside the work tree: path -> resolved target.
+        A write through one changes a file no checkpoint holds (read once per tree: a rolled-back
+        attempt leaves the same tree for the next)."""
+        if tree in self._links:
+            return self._links[tree]
+        out = {}
+        listed = self.git("ls-tree", "-r", "-z", tree).decode("utf-8", "surrogateescape")
+        real_root = os.path.realpath(self.root)
+        for entry in filter(None, listed.split("\0")):
+            if not entry.startswith("120000 "):
+                continue
+            path = entry.split("\t", 1)[1]
+            target = os.path.realpath(self.root / path)
+            if os.path.commonpath([real_root, target]) != real_root:
+                out[path] = target
+        self._links = {tree: out}
+        return out
 
     # ------------------------------------------------------------------ comparing trees
 
