@@ -293,3 +293,28 @@ def test_an_attempt_log_on_a_full_disk_stops_logging_and_says_so():
         for _ in range(1000):
             log.write("x" * 100 + "\n")  # never raises
     assert log.problem and "No space left" in log.problem
+
+
+def test_staged_and_stashed_work_survive_an_attempt_that_drops_them_deletes_refs_acr_and_prunes(project):
+    root = project
+    (root / "calc.py").write_text("stashed work\n")
+    git(root, "stash", "push", "-q", "-m", "mine")
+    (root / "staged.py").write_text("staged, never committed\n")
+    git(root, "add", "staged.py")
+    stashes = git(root, "stash", "list", "--format=%H %gs")
+    staged = git(root, "diff", "--cached")
+    ws = Workspace.open(root)
+    ws.checkpoint("t-1")
+    git(root, "stash", "clear")
+    git(root, "rm", "-q", "--cached", "staged.py")
+    (root / "staged.py").unlink()
+    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/acr").split():
+        git(root, "update-ref", "-d", ref)
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    ws = Workspace.open(root)  # as `acr recover` after a kill
+    ws.restore(ws.load_checkpoint("t-1"))
+    assert git(root, "stash", "list", "--format=%H %gs") == stashes
+    assert git(root, "diff", "--cached") == staged
+    git(root, "stash", "apply", "-q")
+    assert (root / "calc.py").read_text() == "stashed work\n"

@@ -34,6 +34,7 @@ class Workspace:
         self.snap = Snapshots(self.git, _inside(self.store.dir.parent.parent, root))
         self._lock_fd: int | None = None
         self._unnamed = 0
+        self._held_key: tuple | None = None
         self._ignored_seed: tuple[tuple[str, ...], tuple[bytes, int]] | None = None  # last checkpoint's
 
     # ------------------------------------------------------------------ opening
@@ -114,8 +115,43 @@ class Workspace:
                         untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker)
         refs.keep_alive(self.git, name, head, commits)
+        self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)
         return cp
+
+    def _copy_held_objects(self, head: str | None, stash: list[str]) -> None:
+        """Copy into acr's store the objects only the user's index or stash hold (staged content, stashed
+        work), so an attempt that drops them, deletes refs/acr and prunes cannot lose them either.
+        Once per run while the index, HEAD and stash stay the same."""
+        try:
+            st = (self.git_dir / "index").stat()
+            key = (st.st_ino, st.st_size, st.st_mtime_ns, head, tuple(stash))
+        except OSError:
+            key = (None, head, tuple(stash))
+        if key == self._held_key and self.store.objects.exists():
+            return
+        if head:
+            raw = self.git("diff-index", "--cached", "--raw", "-z", "--no-renames", head)
+            fields = [f for f in raw.decode("utf-8", "surrogateescape").split("\0") if f.startswith(":")]
+            blobs = [f.split()[3] for f in fields]
+        else:
+            raw = self.git("ls-files", "-s", "-z")
+            blobs = [e.split()[1] for e in raw.decode("utf-8", "surrogateescape").split("\0") if e]
+        blobs = self._not_in_store([b for b in dict.fromkeys(blobs) if set(b) != {"0"}])
+        revs = self._not_in_store(stash)
+        if blobs or revs:
+            wanted = "\n".join(revs + blobs + (["--not", head] if head and revs else [])) + "\n"
+            pack = self.git("pack-objects", "--stdout", "--revs", "-q", input=wanted.encode(), repo_objects=True)
+            self.git("index-pack", "--stdin", input=pack, acr_objects_only=True)
+        self._held_key = key
+
+    def _not_in_store(self, objects: list[str]) -> list[str]:
+        """Those of ``objects`` acr's own object directory does not hold."""
+        if not objects or not self.store.objects.exists():
+            return objects
+        out = self.git("cat-file", "--batch-check", input=("\n".join(objects) + "\n").encode(),
+                       acr_objects_only=True).decode()
+        return [line.split()[0] for line in out.splitlines() if line.endswith(" missing")]
 
     def load_checkpoint(self, name: str) -> Checkpoint:
         meta, index = self.store.load(name)
@@ -152,9 +188,9 @@ class Workspace:
         refs.prune_attempts(self.git)
         return report
 
-    def publish(self) -> None:
+    def publish(self, loose: bool = True) -> None:
         """Copy acr's objects into the repository, so a ref there can point at them."""
-        self.store.publish(self.common_dir / "objects")
+        self.store.publish(self.common_dir / "objects", loose)
 
     def save_current(self, ref: str) -> str:
         """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""

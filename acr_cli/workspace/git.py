@@ -109,9 +109,14 @@ class Git:
         self._config_stamp = stamp
 
     def __call__(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True,
-                 repo_objects: bool = False) -> bytes:
+                 repo_objects: bool = False, acr_objects_only: bool = False) -> bytes:
+        """``acr_objects_only``: acr's object directory alone, without the repository's (to copy objects
+        into it: git writes no object it can already read)."""
         self.refresh()
-        return self._run(list(args), env, input, check, repo_objects)
+        extra = dict(env or {})
+        if acr_objects_only:
+            extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = ""
+        return self._run(list(args), extra, input, check, repo_objects)
 
     def ok(self, *args: str, env: dict | None = None, input: bytes | None = None, repo_objects: bool = False) -> bool:
         """Run git; False where it refuses (or cannot even start, e.g. an argument over the kernel's limit)."""

@@ -89,6 +89,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         _put_back(snap, cp.tree, rules, cp.raw, cp.modes, left)
         changed = rules + [c for c in _undo_list(snap, cp, snap.tree(cp.sparse_absent)) if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
+    publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
     report.refs_put_back, report.refs_put_aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
     refs.restore_head(git, cp.head, cp.branch)
     if _read_index(git.git_dir) != cp.index:

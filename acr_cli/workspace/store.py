@@ -89,11 +89,23 @@ class Store:
         if not self.names() and self.objects.exists():
             shutil.rmtree(self.objects, ignore_errors=True)
 
-    def publish(self, repo_objects: Path) -> int:
-        """Copy acr's objects into the repository (those it lacks), so a ref there may point at them."""
+    def publish(self, repo_objects: Path, loose: bool = True) -> int:
+        """Copy acr's objects into the repository (those it lacks), so a ref or the index there may point
+        at them: the packs (staged and stashed work, see Workspace._copy_held_objects) always, the loose
+        objects (snapshots) when ``loose``."""
         n = 0
         if not self.objects.exists():
             return 0
+        packs = self.objects / "pack"
+        if packs.is_dir():
+            for f in sorted(os.scandir(packs), key=lambda e: e.name.endswith(".idx")):  # .idx last
+                dest = repo_objects / "pack" / f.name
+                if f.name.endswith((".pack", ".idx")) and not dest.exists():
+                    dest.parent.mkdir(exist_ok=True)
+                    _link_or_copy(f.path, dest)
+                    n += 1
+        if not loose:
+            return n
         for sub in os.scandir(self.objects):
             if len(sub.name) != 2 or not sub.is_dir():
                 continue
@@ -103,14 +115,20 @@ class Store:
                 if dest.exists():
                     continue
                 dest_dir.mkdir(exist_ok=True)
-                tmp = dest_dir / f"tmp_acr_{obj.name}"
-                try:
-                    os.link(obj.path, tmp)
-                except OSError:
-                    shutil.copyfile(obj.path, tmp)
-                os.replace(tmp, dest)
+                _link_or_copy(obj.path, dest)
                 n += 1
         return n
+
+
+def _link_or_copy(src: str, dest: Path) -> None:
+    """Objects never change once written: a hard link is a copy (a plain copy across file systems)."""
+    tmp = dest.with_name(f"tmp_acr_{dest.name}")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
 
 
 def _write(path: Path, data: bytes) -> None:
