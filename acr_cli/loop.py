@@ -19,6 +19,7 @@ from acr_cli import interrupts
 from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
 from acr_cli.memory.store import Memory
+from acr_cli.redact import redact
 from acr_cli.routing.base import Policy
 
 
@@ -151,7 +152,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
         "task_id": result.task_id,
         "passed": result.passed,
         "cost_usd": round(result.cost_usd, 6),
-        "stop_reason": result.stop_reason,
+        "stop_reason": redact(result.stop_reason),
         "attempts": [
             {
                 "agent": fb.arm.agent,
@@ -163,12 +164,12 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "cost_usd": fb.cost_usd,
                 "cost_source": fb.cost_source,
                 "duration_s": round(fb.duration_s, 3),
-                "reason": d.reason,
-                "detail": fb.reason,
+                "reason": redact(d.reason),
+                "detail": redact(fb.reason),
                 "log": fb.log_path,
                 "side_effects": fb.side_effects,
             }
             for d, fb in result.steps
         ],
-        "skipped": [{"agent": a.agent, "model": a.model, "reason": why} for a, why in result.skipped],
+        "skipped": [{"agent": a.agent, "model": a.model, "reason": redact(why)} for a, why in result.skipped],
     }

@@ -5,8 +5,9 @@ What is masked (replaced by ``[REDACTED]``):
 * the literal values of the environment variables acr sees whose names say they
   are secret. A name is split into words at anything that is not a letter
   (``DB_PASS`` -> DB, PASS) and is secret when a word is or ends with KEY or
-  KEYS (``API_KEY``, ``APIKEY``; not ``KEYBOARD``, ``KEYMAP``), contains TOKEN,
-  SECRET or CREDENTIAL, is a password word (PASS, PASSWD, PASSWORD, PASSPHRASE,
+  KEYS (``API_KEY``, ``APIKEY``; not ``KEYBOARD``, ``KEYMAP``), is or ends with
+  TOKEN, SECRET or CREDENTIAL, plural too (``GITHUB_TOKEN``, ``AUTHTOKEN``; not
+  ``TOKENIZERS_PARALLELISM``), is a password word (PASS, PASSWD, PASSWORD, PASSPHRASE,
   PGPASSWORD, DBPASS; not BYPASS, COMPASS, ASKPASS), is PWD in a longer name
   (``MYSQL_PWD``; ``PWD`` alone is the working directory), is AUTH, starts with
   it or ends with it (``AUTH_TOKEN``, ``OAUTH``, ``AUTHORIZATION``; not AUTHOR:
@@ -16,8 +17,8 @@ What is masked (replaced by ``[REDACTED]``):
   secret words (``XDG_SESSION_TYPE``, ``SESSION_MANAGER`` are ordinary; a
   ``PRIVATE_KEY`` has KEY). Values shorter than 8 characters are left alone:
   ``1``, ``true``, ``dev`` or ``admin`` occur in ordinary text everywhere, so
-  masking them would garble logs while protecting nothing a guesser could not
-  find anyway. A multi-line value is also masked line by line (a key in an
+  masking every occurrence would garble logs, and a secret that short is
+  guessable whatever a log shows. A multi-line value is also masked line by line (a key in an
   environment variable reaches a log one line at a time);
 * well-known token shapes: ``sk-...``, ``sk_live_...``, ``xai-...``,
   ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``, ``AIza...``,
@@ -28,14 +29,18 @@ What is masked (replaced by ``[REDACTED]``):
 * webhook URLs: Slack (``hooks.slack.com/services/...``), Discord
   (``discord.com`` / ``discordapp.com`` ``/api/webhooks/...``), Microsoft Teams
   (``*.webhook.office.com``, ``outlook.office.com/webhook/...``), Zapier
-  (``hooks.zapier.com/hooks/...``), and the value of any secret-named query
-  parameter of a URL (``?token=``, ``&key=``, ``&sig=``, ``X-Amz-Signature=``,
-  ``access_token=``...); the host and path up to the secret stay readable;
+  (``hooks.zapier.com/hooks/...``), and the value (6 characters or more) of a
+  URL's query parameter named token, key, apikey, sig, signature, secret,
+  password, passwd, credential or auth, alone or after ``_``, ``-`` or ``.``
+  (``?token=``, ``&sig=``, ``access_token=``, ``X-Amz-Signature=``); the host
+  and path up to the secret stay readable;
 * private keys in PEM form (``-----BEGIN ... PRIVATE KEY-----`` to its END line,
   PGP ``PRIVATE KEY BLOCK`` too), whole; a BEGIN with no END (the text was cut)
   is masked to the end of the text, an END with no BEGIN (the tail of an
   output) back over the key-body lines before it. Streams written line by line
-  go through :class:`LineRedactor`, which masks every line of a block;
+  go through :class:`LineRedactor`, which masks every line of a block; a line
+  of exactly 64 base64 characters mixing cases and digits (a key's body line)
+  is masked wherever it appears;
 * the value of anything written as a secret-named assignment
   (``OPENAI_API_KEY = ...``, ``password: ...``, ``DB_PASS=...``,
   ``"access_token": "..."``, ``"key": "..."``, ``Authorization: Basic ...``)
@@ -105,16 +110,19 @@ _B64_RUN = re.compile(rf"(?<![{_B64}_\-])[{_B64}]{{40,}}(?![{_B64}=_\-])")
 _WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
 
 # NAME=value, NAME: value, "name": "value" where the name says secret (api_key, token, password, DB_PASS...);
-# the name stays readable, the value goes. Numbers, true/false/null and an already masked value are left.
-# (The match starts at the secret word, not at the name's start: what precedes it is kept anyway, and
-# scanning each name from its start made this the slowest pattern.)
-_ASSIGNED = re.compile(
-    r"((?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|passphrase|(?<![a-z])pass(?![a-z])|credentials?|"
+# the name stays readable, the value (group 2) goes. Numbers, true/false/null and an already masked value are
+# left. Matched against the lower-cased text: every alternative then starts with a literal character, which
+# the engine skips to quickly (case-insensitive matching made this 4x slower); the match starts at the
+# secret word, not at the name's start, for the same reason (what precedes it is kept anyway).
+_ASSIGNED_SOURCE = (
+    r"((?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|credentials?|"
     r"access[_-]?key|private[_-]?key)[\w.-]*[\"']?\s*[:=]\s*[\"']?|\"key\"\s*:\s*\"|"
-    r"\bauthorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
-    r"(?!(?:true|false|null|none)\b)(?![0-9.]+\b)(?!\[REDACTED\](?:[\s\"',;&]|$))([^\s\"',;]{6,})",
-    re.I,
+    r"a(?<!\wa)uthorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
+    r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&]|$))"
+    r"([^\s\"',;]{6,})"
 )
+_ASSIGNED = re.compile(_ASSIGNED_SOURCE)
+_ASSIGNED_ANY_CASE = re.compile(_ASSIGNED_SOURCE, re.I)  # for the rare text lower() changes the length of
 _KEY_WORD = re.compile(r"api[_-]?key|access[_-]?key|private[_-]?key|\"key\"")  # in lower-cased text
 _PASS_WORD = re.compile(r"passw|passphrase|(?<![a-z])pass(?![a-z])")  # not "12 passed"
 
@@ -127,7 +135,7 @@ _WEBHOOK = re.compile(
     r"|[\w-]+\.webhook\.office\.com/"
     r"|outlook\.office(?:365)?\.com/webhook/"
     r"|hooks\.zapier\.com/hooks/"
-    r"))[^\s\"'<>`)\]]+",
+    r"))(?!\[REDACTED\])[^\s\"'<>`)\]]+",
     re.I,
 )
 _QUERY_SECRET = re.compile(
@@ -142,8 +150,10 @@ _PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_BLOCK = re.compile(rf"{_PEM_BEGIN}.*?(?:{_PEM_END}|\Z)", re.S)  # BEGIN without END: to the end of the text
 _PEM_END_RE = re.compile(_PEM_END)
 _PEM_OPENS_LINE = re.compile(rf"{_PEM_BEGIN}[\s\"'`]*$")  # a block whose body follows on the next lines
-# A line of a key block, blank or a header line (encrypted PEM, PGP armor)
-_PEM_INNER_LINE = re.compile(rf"[ \t]*(?:[{_B64}=]+|(?:Proc-Type|DEK-Info|Version|Comment): [^\n]*)?[ \t]*\r?")
+# Lines of a key block: full body lines (64 or 70 characters), blank or header lines (encrypted PEM, PGP
+# armor); just before the END line, the last body line and PGP's checksum line, which may be short.
+_PEM_INNER_LINE = re.compile(rf"[ \t]*(?:[{_B64}=]{{40,}}|(?:Proc-Type|DEK-Info|Version|Comment): [^\n]*)?[ \t]*\r?")
+_PEM_LAST_LINE = re.compile(rf"[ \t]*[{_B64}=]+[ \t]*\r?")
 
 
 def _mixed(s: str) -> bool:
@@ -174,10 +184,12 @@ def _mask_pem(text: str) -> str:
     out, pos = [], 0
     for m in _PEM_END_RE.finditer(text):
         start = text.rfind("\n", pos, m.start()) + 1 or pos
-        while start > pos:
+        for n in range(LineRedactor.MAX_KEY_LINES):
+            if start <= pos:
+                break
             nl = text.rfind("\n", pos, start - 1)
             prev = nl + 1 if nl >= 0 else pos
-            if not _PEM_INNER_LINE.fullmatch(text, prev, start - 1):
+            if not (_PEM_INNER_LINE if n >= 2 else _PEM_LAST_LINE).fullmatch(text, prev, start - 1):
                 break
             start = prev
         out += [text[pos:start], MASK]
@@ -235,8 +247,18 @@ def redact(text: str | None) -> str | None:
     low = text.lower()  # a quick test for the words _ASSIGNED needs spares most texts its slow scan
     if "token" in low or "secret" in low or "credential" in low or "authorization" in low or \
             ("key" in low and _KEY_WORD.search(low)) or ("pass" in low and _PASS_WORD.search(low)):
-        text = _ASSIGNED.sub(lambda m: m.group(1) + MASK, text)
+        text = _mask_assigned(text, low)
     return text
+
+
+def _mask_assigned(text: str, low: str) -> str:
+    if len(low) != len(text):  # a few characters lower-case to two ("İ"): the positions would not match
+        return _ASSIGNED_ANY_CASE.sub(lambda m: m.group(1) + MASK, text)
+    out, pos = [], 0
+    for m in _ASSIGNED.finditer(low):
+        out += [text[pos:m.start(2)], MASK]
+        pos = m.end(2)
+    return "".join(out) + text[pos:] if out else text
 
 
 class LineRedactor:

@@ -77,16 +77,17 @@ def report_error(e: AcrError) -> None:
 
 
 def report_crash(e: BaseException) -> int:
+    from acr_cli.redact import redact  # here: `acr --help` must not compile its patterns
     where = "stderr"
     try:
         log = paths().crash_log
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as f:
-            f.write("".join(traceback.format_exception(type(e), e, e.__traceback__)) + "\n")
+            f.write(redact("".join(traceback.format_exception(type(e), e, e.__traceback__))) + "\n")
         where = str(log)
     except OSError:
         traceback.print_exception(type(e), e, e.__traceback__)
-    typer.echo(f"acr: internal error: {type(e).__name__}: {e}", err=True)
+    typer.echo(f"acr: internal error: {type(e).__name__}: {redact(str(e))}", err=True)
     typer.echo(f"  this is a bug in acr; the traceback is in {where}", err=True)
     return EXIT_INTERNAL
 

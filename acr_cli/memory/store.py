@@ -262,7 +262,7 @@ class Memory:
             for r in self.db.execute(f"SELECT * FROM task_groups WHERE task_id IN ({marks}) ORDER BY task_id, level",
                                      list(by_id)):
                 by_id[r["task_id"]]["groups"].append(r["key"])
-        return tasks
+        return [_redact_task(t) for t in tasks]  # rows an older acr wrote unredacted are shown clean too
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

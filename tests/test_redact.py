@@ -1,0 +1,241 @@
+"""Secrets never reach memory, logs or exports: what is masked, and what must stay readable."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import random
+
+import pytest
+
+from acr_cli.domain import Arm, Decision, Feedback
+from acr_cli.memory.store import Memory
+from acr_cli.redact import MASK, LineRedactor, redact, secret_name
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documentation example
+GIT_SHA = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
+SHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+
+def pem_lines(kind: str = "RSA PRIVATE KEY", size: int = 1190) -> list[str]:
+    """A private key as a tool prints it (random bytes: no real key is kept in the repository)."""
+    body = base64.b64encode(random.Random(kind).randbytes(size)).decode()
+    return [f"-----BEGIN {kind}-----", *(body[i:i + 64] for i in range(0, len(body), 64)), f"-----END {kind}-----"]
+
+
+# ---------------------------------------------------------------- environment variables
+
+
+@pytest.mark.parametrize("name", ["DB_PASS", "PASSWD", "PGPASSWORD", "GPG_PASSPHRASE", "MYSQL_PWD", "OPENAI_API_KEY",
+                                  "APIKEY", "GITHUB_TOKEN", "AWS_SESSION_TOKEN", "NEXTAUTH_SECRET", "GH_AUTH",
+                                  "HTTP_AUTHORIZATION", "OAUTH", "SERVICE_CREDENTIALS", "SESSION_COOKIE",
+                                  "SLACK_WEBHOOK_URL", "SENTRY_DSN", "db_pass"])
+def test_the_value_of_a_secret_named_variable_is_masked(monkeypatch, name):
+    monkeypatch.setenv(name, "v4lue-of-the-secret")
+    assert secret_name(name)
+    out = redact("connecting with v4lue-of-the-secret to db.internal")
+    assert "v4lue-of-the-secret" not in out and out == f"connecting with {MASK} to db.internal"
+
+
+@pytest.mark.parametrize("name", ["PATH", "KEYBOARD_LAYOUT", "XKB_KEYMAP", "GIT_AUTHOR_NAME", "XAUTHORITY",
+                                  "SSH_AUTH_SOCK", "PRIVATE_KEY_PATH", "TOKEN_FILE", "GIT_ASKPASS", "COMPASS_HOME",
+                                  "BYPASS_PROXY", "PWD", "OLDPWD", "XDG_SESSION_TYPE", "SESSION_MANAGER",
+                                  "TOKENIZERS_PARALLELISM", "HOME"])
+def test_ordinary_variables_are_not_secret(monkeypatch, name):
+    monkeypatch.setenv(name, "/home/alice/Jane Developer")
+    assert not secret_name(name)
+    assert redact("written by /home/alice/Jane Developer") == "written by /home/alice/Jane Developer"
+
+
+def test_a_short_secret_value_is_left_alone(monkeypatch):
+    # "1" or "admin" is everywhere in ordinary text: masking it would garble every log
+    monkeypatch.setenv("DB_PASS", "1")
+    monkeypatch.setenv("ADMIN_PASSWORD", "admin")
+    assert redact("1 passed in 0.1s; user admin") == "1 passed in 0.1s; user admin"
+
+
+def test_a_multi_line_secret_value_is_masked_line_by_line(monkeypatch):
+    monkeypatch.setenv("DEPLOY_KEY", "first-line-of-it\nsecond-line-of-it")
+    lines = LineRedactor()
+    assert [lines.line(x) for x in ("first-line-of-it", "ok", "second-line-of-it")] == [MASK, "ok", MASK]
+
+
+def test_the_environment_is_read_again_when_it_changes(monkeypatch):
+    assert redact("use late-arriving-secret") == "use late-arriving-secret"
+    monkeypatch.setenv("LATE_TOKEN", "late-arriving-secret")
+    assert redact("use late-arriving-secret") == f"use {MASK}"
+
+
+def test_a_secret_written_as_an_assignment_is_masked():
+    out = redact("DB_PASS=hunter2hunter2\ndb_pass: 'correcthorse'\nAuthorization: Basic dXNlcjpwYXNzd29yZA==\n"
+                 "AUTHORIZATION: Bearer abc.def-ghi.jkl")
+    assert "hunter2" not in out and "correcthorse" not in out and "dXNlcjpw" not in out and "abc.def" not in out
+    assert out.startswith("DB_PASS=" + MASK) and "Authorization: Basic " + MASK in out
+    assert out.endswith("AUTHORIZATION: Bearer " + MASK)
+
+
+# ---------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize("text", [
+    f"aws_access_key_id,aws_secret_access_key\nAKIAIOSFODNN7EXAMPLE,{AWS_SECRET}",  # the console's CSV
+    f"the key is {AWS_SECRET}.",
+    f"EXPORTED={AWS_SECRET}",
+    f'{{"SecretAccessKey": "{AWS_SECRET}"}}',
+])
+def test_a_bare_aws_secret_key_is_masked(text):
+    out = redact(text)
+    assert "bPxRfiCY" not in out and MASK in out
+
+
+@pytest.mark.parametrize("text", [
+    f"HEAD is now at {GIT_SHA} fix the parser",
+    f"commit {GIT_SHA.upper()}",
+    f"sha256:{SHA256}  dist/acr-0.4.0-py3-none-any.whl",
+    f"{SHA256}\n{SHA256}",
+    "/Users/Alice/Documents/Projects/MyApp2/X",
+    "home/alice/projects/backend2/src/server1",
+])
+def test_digests_and_paths_are_not_taken_for_aws_keys(text):
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("url, secret", [
+    ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXX"),
+    ("https://discord.com/api/webhooks/123456789012345678/Abc_DEFghiJKL-mnopQRS", "Abc_DEFghi"),
+    ("https://discordapp.com/api/webhooks/123456789012345678/Abc_DEFghiJKL-mnopQRS", "Abc_DEFghi"),
+    ("https://contoso.webhook.office.com/webhookb2/0a1b@2c3d/IncomingWebhook/4e5f6a7b/8c9d", "4e5f6a7b"),
+    ("https://prod-01.westus.logic.azure.com:443/workflows/abc/triggers/manual/paths/invoke"
+     "?api-version=2016-06-01&sv=1.0&sig=Zm9vYmFyYmF6cXV4", "Zm9vYmFy"),
+    ("https://api.example.com/v1/events?page=2&token=0123abcdef4567", "0123abcdef"),
+    ("https://maps.example.com/api/js?key=Qk9PTUJPT01CT09N&callback=init", "Qk9PTUJP"),
+    ("https://bucket.s3.amazonaws.com/file?X-Amz-Signature=8a9b0c1d2e3f4a5b6c7d", "8a9b0c1d"),
+])
+def test_webhook_urls_and_secret_query_parameters_are_masked(url, secret):
+    out = redact(f"posting to {url} now")
+    assert secret not in out and MASK in out
+    assert out.startswith("posting to https://") and out.endswith(" now")  # where it went stays readable
+    if "&callback=init" in url:
+        assert "&callback=init" in out
+
+
+def test_a_whole_private_key_is_masked():
+    key = pem_lines("OPENSSH PRIVATE KEY")
+    out = redact("\n".join(["wrote ~/.ssh/id_ed25519:", *key, "done"]))
+    assert out == f"wrote ~/.ssh/id_ed25519:\n{MASK}\ndone"
+
+
+def test_a_private_key_cut_off_is_masked_to_the_end():
+    key = pem_lines("EC PRIVATE KEY")
+    out = redact("\n".join(["head of the output", *key[:3]]))  # no END line: the output was cut
+    assert out == f"head of the output\n{MASK}"
+
+
+def test_the_end_of_a_private_key_in_an_output_tail_is_masked():
+    key = pem_lines("PRIVATE KEY")
+    out = redact("\n".join(["ok", "done", *key[3:], "12 passed in 0.3s"]))  # a verifier's last lines: no BEGIN
+    assert out == f"ok\ndone\n{MASK}\n12 passed in 0.3s"
+    assert not any(line[:20] in out for line in key[3:-1])
+
+
+def test_a_private_key_inside_a_json_line_is_masked():
+    key = "\n".join(pem_lines("RSA PRIVATE KEY"))
+    line = json.dumps({"type": "item.completed", "text": key, "next": "ok"})  # one line, \n escaped
+    out = redact(line)
+    assert out == '{"type": "item.completed", "text": "' + MASK + '", "next": "ok"}'
+
+
+def test_a_key_logged_line_by_line_is_masked_from_begin_to_end():
+    key = pem_lines("RSA PRIVATE KEY")
+    lines = LineRedactor()
+    out = [lines.line(x) for x in ["$ cat deploy.pem", *key, "12 passed", "exit 0"]]
+    assert out == ["$ cat deploy.pem", *[MASK] * len(key), "12 passed", "exit 0"]
+
+
+def test_line_by_line_an_indented_or_numbered_key_is_masked_too():
+    key = pem_lines("ENCRYPTED PRIVATE KEY")
+    lines = LineRedactor()
+    out = [lines.line(f"{n:6}\t{x}") for n, x in enumerate(key, 1)] + [lines.line("after")]
+    assert out[-1] == "after" and all(MASK in x for x in out[:-1])
+    assert not any(x[:16] in "".join(out) for x in key[1:-1])
+
+
+def test_line_by_line_code_that_mentions_a_key_header_does_not_hide_the_rest():
+    lines = LineRedactor()
+    out = [lines.line(x) for x in ['if line.startswith("-----BEGIN RSA PRIVATE KEY-----"):', "    return parse(line)"]]
+    assert out[1] == "    return parse(line)"
+
+
+def test_line_by_line_a_block_that_never_ends_stops_being_masked():
+    lines = LineRedactor()
+    lines.line("-----BEGIN PRIVATE KEY-----")
+    out = [lines.line(f"row {i}") for i in range(LineRedactor.MAX_KEY_LINES + 5)]
+    assert out[0] == MASK and out[-1] == f"row {LineRedactor.MAX_KEY_LINES + 4}"
+
+
+# ---------------------------------------------------------------- what stays readable
+
+
+@pytest.mark.parametrize("text", [
+    "The function returns a dict mapping each key to its value; see acr_cli/memory/store.py:142.",
+    "FAILED tests/test_parser.py::test_roundtrip - AssertionError: assert {'a': 1} == {'a': 2}",
+    "12 passed, 1 failed in 3.21s",
+    '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":0,"output_tokens":96}}',
+    "for key, value in sorted(items.items()):\n    print(key, value)",
+    "max_tokens=4096, token_count: 12, password_min_length: 8",
+    "  File \"/home/alice/project/src/module/handler.py\", line 142, in process_request",
+    "see https://docs.github.com/en/webhooks/about-webhooks and https://example.com/search?q=key+points",
+    "Editing src/Components/UserProfile/index.tsx and tests/fixtures/IntegrationTest2Fixtures_old.py",
+    "passed: 3/4, compass: north-west, author: Jane Developer",
+])
+def test_ordinary_text_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_redacting_twice_changes_nothing_more():
+    text = "\n".join(["DB_PASS=hunter2hunter2", "https://api.example.com/x?token=0123abcdef4567&page=2",
+                      "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+                      "postgres://bob:PGPASSPGPASS@db:5432/app", f"key {AWS_SECRET}", *pem_lines()[:4]])
+    once = redact(text)
+    assert redact(once) == once and "page=2" in once
+
+
+# ---------------------------------------------------------------- memory and export
+
+
+def test_export_carries_no_secret_even_from_rows_written_before_these_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv("DB_PASS", "pg-pass-0451-zeta")
+    arm = Arm("codex", "gpt-5.4", 2.5, 15.0)
+    key = pem_lines()
+    hook = "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    mem = Memory.open(tmp_path / "m.sqlite")
+    tid = mem.begin_task(source="live", kind="bug_fix", groups=["all"],
+                         prompt=f"connect with pg-pass-0451-zeta and post to {hook}")
+    fb = Feedback(arm, "failed", reason=f"aws said no to {AWS_SECRET}", verifier_tail="\n".join(key[4:]))
+    mem.add_attempt(tid, 1, Decision(arm, "first"), fb, policy="fixed", verifier="./check.sh")
+    mem.finish_task(tid, passed=False, score=0.0, cost_usd=0.1, final_arm=arm.id)
+    # a row an older acr wrote with weaker rules: stored as it came
+    mem.db.execute("INSERT INTO tasks (id, created_at, source, prompt) VALUES ('old', '2025-01-01T00:00:00Z', "
+                   "'live', ?)", (f"old prompt: DB_PASS is pg-pass-0451-zeta, key {AWS_SECRET}",))
+    mem.db.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, verdict, verifier_tail) VALUES "
+                   "('old', 1, 'codex', 'gpt-5.4', '2025-01-01T00:00:00Z', 'failed', ?)", ("\n".join(key),))
+    out = io.StringIO()
+    mem.export(out)
+    exported = out.getvalue()
+    for secret in ("pg-pass-0451-zeta", "bPxRfiCY", "XXXXXXXXXXXX", *(line[:24] for line in key[1:-1])):
+        assert secret not in exported, secret
+    tasks = [json.loads(x) for x in exported.splitlines()]
+    assert [t["id"] for t in tasks] == [tid, "old"]
+    assert tasks[0]["prompt"] == f"connect with {MASK} and post to https://hooks.slack.com/services/{MASK}"
+    assert tasks[0]["attempts"][0]["verifier"] == "./check.sh"  # the rest stays readable
+
+    # importing an export written by an older acr stores it clean as well
+    old_export = json.dumps({"type": "task", "id": "imp", "created_at": "2025-01-01T00:00:00Z",
+                             "prompt": "pw pg-pass-0451-zeta", "attempts": [
+                                 {"seq": 1, "agent": "codex", "model": "gpt-5.4", "started_at": "t",
+                                  "verdict": "failed", "detail": f"denied: {AWS_SECRET}"}]})
+    dst = Memory.open(tmp_path / "n.sqlite")
+    assert dst.import_(io.StringIO(old_export + "\n")) == (1, 0)
+    dump = "\n".join(str(tuple(r)) for t in ("tasks", "attempts") for r in dst.db.execute(f"SELECT * FROM {t}"))
+    assert "pg-pass-0451-zeta" not in dump and "bPxRfiCY" not in dump and "denied: " + MASK in dump
