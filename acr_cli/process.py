@@ -37,6 +37,10 @@ then, and :func:`find_marked` finds it by its marker (``acr recover``).
 Processes of another user (a setuid program) cannot be signalled and are
 named as such. A process that scrubs its environment and reparents to
 another subreaper (a container runtime, ``systemd-run``) is out of reach.
+run() takes any process orphaned to acr during the run for the run's: acr
+must not start processes from another thread meanwhile (it does not).
+The subreaper flag is off between runs, so what acr's own git commands
+leave behind is not made acr's children.
 
 macOS (and any system without ``/proc``): no subreaper, no parent-death
 signal, no readable environment of other processes. What holds there is the
@@ -49,7 +53,6 @@ agent survives a SIGKILLed acr, :func:`find_marked` finds nothing and
 from __future__ import annotations
 
 import collections
-import errno
 import os
 import signal
 import subprocess
@@ -60,13 +63,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterable, Mapping, Sequence
 
-from acr_cli.redact import redact
+from acr_cli.redact import LineRedactor, redact
 
 LineCallback = Callable[[str, str], None]  # (stream name "out"|"err", line without newline)
 
 KILL_GRACE_S = 3.0  # SIGTERM to SIGKILL, on timeout or Ctrl-C
 LEFTOVER_GRACE_S = 1.0  # the same for what an agent that exited left running
 KILL_ROUNDS = 20  # SIGKILL rounds for processes that keep forking while being killed
+LEFTOVERS_SHOWN = 50  # processes named in ProcessResult.leftovers; more are counted
 LOG_MAX_BYTES = 64 * 2**20  # per stream and attempt: a runaway agent must not fill the disk
 KEEP_HEAD_BYTES = 2 * 2**20  # of a stream, kept in memory for parsing: its start (session, model)...
 KEEP_TAIL_BYTES = 16 * 2**20  # ...and its end (the result, the usage)
@@ -175,32 +179,12 @@ def run(
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
          log: IO[str] | None, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
-    prctl = _load_prctl()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl),
-        )
-    except FileNotFoundError:
-        return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_started=True)
-    except PermissionError as e:
-        return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_started=True)
-    except (OSError, ValueError) as e:  # E2BIG (arguments too long), a NUL byte in an argument...
-        return ProcessResult(argv, None, "", f"{argv[0]}: could not start: {getattr(e, 'strerror', None) or e}",
-                             0.0, not_started=True)
-    watch.session = proc.pid  # start_new_session=True: the child leads its own session and group
-
     out_lines = _Capture()
     err_lines = _Capture()
     lock = threading.Lock()
     logged = {"out": 0, "err": 0}
     log_problem: list[str] = []  # set once, by the first failed write
+    redactors = {"out": LineRedactor(), "err": LineRedactor()}  # a key block spans lines: one per stream
     done = threading.Event()  # run() has returned: keep draining, keep nothing
 
     def write_log(name: str, line: str, size: int) -> None:
@@ -212,7 +196,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                 log.write(f"[{name}] ... (acr logs the first {LOG_MAX_BYTES >> 20} MiB of a stream; "
                           "the rest is not logged)\n")
             else:
-                log.write(f"[{name}] {redact(line)}\n")
+                log.write(f"[{name}] {redactors[name].line(line)}\n")
         except Exception as e:  # a full disk, an I/O error, a closed file: stop logging, keep draining
             why = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or type(e).__name__)
             log_problem.append(f"logging stopped: {why}")
@@ -253,29 +237,48 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
             except OSError:
                 pass
 
-    def feed(text: str) -> None:
+    def feed(stdin: IO[bytes], text: str) -> None:
         try:
-            proc.stdin.write(text.encode("utf-8"))
+            stdin.write(text.encode("utf-8"))
         except (BrokenPipeError, OSError):
             pass
         finally:
             try:
-                proc.stdin.close()
+                stdin.close()
             except OSError:
                 pass
 
-    threads = [
-        threading.Thread(target=pump, args=(proc.stdout, "out", out_lines), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, "err", err_lines), daemon=True),
-    ]
-    if stdin_text is not None:
-        threads.append(threading.Thread(target=feed, args=(stdin_text,), daemon=True))
-    for t in threads:
-        t.start()
+    prctl = _load_prctl()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl),
+        )
+    except FileNotFoundError:
+        return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_started=True)
+    except PermissionError as e:
+        return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_started=True)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:  # E2BIG, a NUL byte in an argument...
+        return ProcessResult(argv, None, "", f"{argv[0]}: could not start: {getattr(e, 'strerror', None) or e}",
+                             0.0, not_started=True)
 
+    threads: list[threading.Thread] = []
     deadline = None if timeout is None else start + timeout
     timed_out = cancelled = False
-    try:
+    try:  # from here on, a Ctrl-C ends the child and everything the run started
+        watch.session = proc.pid  # start_new_session=True: the child leads its own session and group
+        threads.append(threading.Thread(target=pump, args=(proc.stdout, "out", out_lines), daemon=True))
+        threads.append(threading.Thread(target=pump, args=(proc.stderr, "err", err_lines), daemon=True))
+        if stdin_text is not None:
+            threads.append(threading.Thread(target=feed, args=(proc.stdin, stdin_text), daemon=True))
+        for t in threads:
+            t.start()
         while True:
             try:
                 proc.wait(timeout=0.1)
@@ -287,16 +290,15 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
     except KeyboardInterrupt:
         cancelled = True
     # The direct child is gone (or is to go now); everything the run started goes too.
+    watch.session = proc.pid  # (again: a Ctrl-C may have come before the first time)
     leftovers, interrupted = _end_run(proc, watch, KILL_GRACE_S if timed_out or cancelled else LEFTOVER_GRACE_S)
     try:
         _join(threads)
     except KeyboardInterrupt:
         interrupted = True
     done.set()
-    with lock:
-        problem = log_problem[0] if log_problem else None
     result = ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(), time.monotonic() - start,
-                           timed_out=timed_out, leftovers=leftovers, log_problem=problem)
+                           timed_out=timed_out, leftovers=leftovers, log_problem=log_problem[0] if log_problem else None)
     if cancelled or interrupted:
         result.cancelled = True
         raise Cancelled(result) from None
@@ -331,7 +333,8 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
 
 def _join(threads: list[threading.Thread]) -> None:
     for t in threads:
-        t.join(timeout=5)
+        if t.ident is not None:  # started
+            t.join(timeout=5)
 
 
 # --- Ending every process of a run (Linux: /proc, prctl; elsewhere: the process group only) ---------------
@@ -342,6 +345,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 _WALL = 0x40000000  # Linux __WALL: wait for any kind of child
 _SIGKILL = int(signal.SIGKILL)
+try:
+    _CLK_TCK = os.sysconf("SC_CLK_TCK")
+except (AttributeError, ValueError, OSError):  # pragma: no cover
+    _CLK_TCK = 100
 
 _prctl_fn: Callable[..., int] | None = None
 _prctl_loaded = False
@@ -446,14 +453,30 @@ def _stat(pid: int) -> _Proc | None:
         return None
 
 
-def _all_procs() -> dict[int, _Proc]:
+def _ticks_now() -> int:
+    """Clock ticks since boot, as /proc/PID/stat counts a process's start (0 when unknown)."""
     try:
-        names = os.listdir("/proc")
-    except OSError:
-        return {}
-    procs = {}
-    for name in names:
-        if name.isdigit():
+        with open("/proc/uptime", "rb") as f:
+            return int(float(f.read().split()[0]) * _CLK_TCK)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _all_procs() -> dict[int, _Proc]:
+    """Every process in /proc. The listing is read again until it shows no new pid (a few times at
+    most): a process that forks and exits (a moving target) is not missed for being younger than the
+    first listing."""
+    procs: dict[int, _Proc] = {}
+    seen: set[str] = set()
+    for _ in range(5):
+        try:
+            names = [n for n in os.listdir("/proc") if n.isdigit() and n not in seen]
+        except OSError:
+            break
+        if not names:
+            break
+        seen.update(names)
+        for name in names:
             p = _stat(int(name))
             if p is not None:
                 procs[p.pid] = p
@@ -481,6 +504,16 @@ def _marker(pid: int, uid: int) -> bytes | None:
     return data[at:] if end < 0 else data[at:end]
 
 
+def _ancestry(pid: int, procs: dict[int, _Proc]) -> set[int]:
+    """``pid`` and its parent, grandparent... up to init."""
+    chain = set()
+    while pid > 0 and pid not in chain:
+        chain.add(pid)
+        p = procs.get(pid)
+        pid = p.ppid if p is not None else 0
+    return chain
+
+
 def _cmdline(pid: int, comm: str = "") -> str:
     """A short, redacted command line for messages."""
     try:
@@ -488,7 +521,7 @@ def _cmdline(pid: int, comm: str = "") -> str:
             text = f.read(4096).replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except OSError:
         text = ""
-    text = redact(text or comm or "?")
+    text = redact(" ".join(text.split()) or comm or "?")
     return text if len(text) <= 100 else text[:97] + "..."
 
 
@@ -525,11 +558,16 @@ class _Watch:
     def __init__(self, marker: str | None) -> None:
         self.me = os.getpid()
         self.uid = os.getuid()
-        self.marker = None if marker is None else os.fsencode(marker)
+        # acr's own marker (acr runs inside an attempt of an outer acr) cannot tell this run's processes
+        # from the outer attempt's: then only the tree, the session and the group count
+        inherited = os.environ.get(MARKER_VAR)
+        self.marker = None if marker is None or marker == inherited else os.fsencode(marker)
         self.proc = _LINUX and os.path.isdir("/proc/self/task")
         self.reaper = False  # acr is a subreaper during the run
         self.session: int | None = None  # the agent's session (and group) id = its pid
         self._marked: dict[tuple[int, int], bool] = {}
+        # a process started before the run cannot carry its marker: its environment is not read
+        self.since = _ticks_now() - 2 * _CLK_TCK if self.proc and self.marker is not None else 0
         # acr's own children from before the run (a server a test started...) are never the run's
         self.before: dict[int, int] = {}
         if self.proc and _has_children():
@@ -546,9 +584,10 @@ class _Watch:
         kids: dict[int, list[int]] = collections.defaultdict(list)
         for p in procs.values():
             kids[p.ppid].append(p.pid)
+        mine = _ancestry(self.me, procs)  # acr and the processes it runs under are never the run's
         todo = []
         for p in procs.values():
-            if p.pid == self.me or self._before(p):
+            if p.pid in mine or self._before(p):
                 continue
             if (p.ppid == self.me or p.sid == self.session or p.pgid == self.session
                     or (self.marker is not None and self._has_marker(p))):
@@ -556,7 +595,7 @@ class _Watch:
         found: dict[int, _Proc] = {}
         while todo:
             pid = todo.pop()
-            if pid in found or pid == self.me or pid not in procs or self._before(procs[pid]):
+            if pid in found or pid in mine or pid not in procs or self._before(procs[pid]):
                 continue
             found[pid] = procs[pid]
             todo.extend(kids.get(pid, ()))
@@ -566,6 +605,8 @@ class _Watch:
         return self.before.get(p.pid) == p.start and p.ppid == self.me
 
     def _has_marker(self, p: _Proc) -> bool:
+        if p.start < self.since:
+            return False
         key = (p.pid, p.start)
         if key not in self._marked:
             self._marked[key] = _marker(p.pid, self.uid) == self.marker
@@ -583,16 +624,21 @@ def _end_run(proc: subprocess.Popen, watch: _Watch, grace: float) -> tuple[list[
             break
         except KeyboardInterrupt:
             interrupted = True
-    return [f"pid {pid} ({cmd}): {outcome}" for pid, (cmd, outcome) in report.items()], interrupted
+    lines = [f"pid {pid} ({cmd}): {outcome}" for pid, (cmd, outcome) in report.items()]
+    if len(lines) > LEFTOVERS_SHOWN:  # a fork bomb
+        lines[LEFTOVERS_SHOWN:] = [f"... and {len(lines) - LEFTOVERS_SHOWN} more process(es)"]
+    return lines, interrupted
 
 
 def _end_run_once(proc: subprocess.Popen, watch: _Watch, grace: float, report: dict[int, list[str]]) -> None:
     me, agent = watch.me, proc.pid
     refused: set[int] = set()
 
-    def alive() -> dict[int, _Proc]:
+    def alive() -> tuple[dict[int, _Proc], bool]:
+        """The run's processes still running, and whether some had just ended (were acr's zombies,
+        reaped now): then their children may be new, and one more look is needed."""
         proc.poll()
-        found = {}
+        found, ended = {}, False
         for pid, p in watch.find().items():
             if pid == agent:
                 if proc.returncode is None:  # Popen reaps it
@@ -601,13 +647,14 @@ def _end_run_once(proc: subprocess.Popen, watch: _Watch, grace: float, report: d
             if p.state in ("Z", "X"):
                 if p.ppid == me:
                     _reap(pid)
+                    ended = True
                 continue
             if pid in refused:
                 continue
             found[pid] = p
             if pid not in report:
                 report[pid] = [_cmdline(pid, p.comm), "ended"]
-        return found
+        return found, ended
 
     def send(pids: Iterable[int], sig: int) -> None:
         for pid in pids:
@@ -636,8 +683,11 @@ def _end_run_once(proc: subprocess.Popen, watch: _Watch, grace: float, report: d
 
     # SIGTERM to everything, then a grace to end on its own
     _killpg(agent, signal.SIGTERM)
-    first = alive()
-    send(first, signal.SIGTERM)
+    first, ended = alive()
+    if not first and not ended and proc.returncode is not None:  # nothing of the run is left to fork
+        _killpg(agent, signal.SIGKILL)
+        return
+    send([pid for pid, p in first.items() if p.pgid != agent], signal.SIGTERM)  # the group has had its own
     for pid in first:
         if pid in report and report[pid][1] == "ended":
             report[pid][1] = "terminated (SIGTERM)"
@@ -646,25 +696,25 @@ def _end_run_once(proc: subprocess.Popen, watch: _Watch, grace: float, report: d
     # (found stopped, or orphaned to acr) go in the same round
     for _ in range(KILL_ROUNDS):
         _killpg(agent, signal.SIGKILL)
-        now = alive()
-        if not now:
+        now, ended = alive()
+        if not now and not ended:
             break
         stopped: set[int] = set()
         for _ in range(10):
             fresh = [pid for pid in now if pid not in stopped]
-            if not fresh:
+            if not fresh and not ended:
                 break
             send(fresh, signal.SIGSTOP)
             stopped.update(fresh)
-            now = alive()
+            now, ended = alive()
         targets = stopped | set(now)
         send(targets, signal.SIGKILL)
         for pid in targets:
             if pid in report and not report[pid][1].startswith("could not"):
                 report[pid][1] = "killed (SIGKILL)"
-        wait(targets, 2.0)
+        wait(targets, 1.0)
     else:
-        for pid in alive():
+        for pid in alive()[0]:
             if pid in report:
                 report[pid][1] = f"still running after {KILL_ROUNDS} rounds of SIGKILL"
     try:
@@ -685,10 +735,12 @@ def find_marked(marker_prefix: str) -> list[tuple[int, str]]:
     if not (_LINUX and os.path.isdir("/proc/self")):
         return []
     want = os.fsencode(marker_prefix)
-    me, uid = os.getpid(), os.getuid()
+    uid = os.getuid()
+    procs = _all_procs()
+    mine = _ancestry(os.getpid(), procs)  # acr recover run from inside an attempt does not find itself
     found = []
-    for pid, p in sorted(_all_procs().items()):
-        if pid == me or p.state in ("Z", "X"):
+    for pid, p in sorted(procs.items()):
+        if pid in mine or p.state in ("Z", "X"):
             continue
         value = _marker(pid, uid)
         if value is not None and value.startswith(want):
@@ -704,7 +756,7 @@ def kill_pids(pids: Iterable[int], grace: float = KILL_GRACE_S) -> list[int]:
     (a killed process whose parent has not collected it yet) still counts as running.
     """
     me = os.getpid()
-    pids = list(dict.fromkeys(int(p) for p in pids))
+    pids = [p for p in dict.fromkeys(int(p) for p in pids) if p != me and p > 0]
 
     def running(pid: int) -> bool:
         if _LINUX and os.path.isdir("/proc/self"):

@@ -111,6 +111,9 @@ def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = 
     if log is not None:
         log.write(f"--- verifier: {redact(command)}\n")
     res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log)
+    if log is not None:
+        for line in res.leftovers:
+            log.write(f"--- a process the verifier started outlived it and was ended: {line}\n")
     output = "\n".join(x for x in (res.stdout, res.stderr) if x)
     if res.timed_out:
         return VerifierResult(False, 0.0, None, tail(output, TAIL_LINES), res.duration_s, timed_out=True)
