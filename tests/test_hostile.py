@@ -139,6 +139,13 @@ def test_core_worktree_set_by_the_attempt_cannot_redirect_the_rollback(user_proj
     ws.restore(cp)
     assert tree_bytes(elsewhere) == theirs  # not overwritten with the project's files (nor its .env)
     assert tree_bytes(root) == files and git_state(root) == state
+    # the same after a kill: `acr recover` opens the repository with core.worktree still planted
+    cp = ws.checkpoint("t-2")
+    (root / "calc.py").write_text("agent\n")
+    git(root, "config", "core.worktree", str(elsewhere))
+    r = acr("recover", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert tree_bytes(elsewhere) == theirs and tree_bytes(root) == files and git_state(root) == state
 
 
 def test_the_checkpoint_survives_an_attempt_that_deletes_refs_acr_and_prunes(user_project):

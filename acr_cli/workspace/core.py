@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from acr_cli import interrupts
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
-from acr_cli.workspace.git import Git, ident
+from acr_cli.workspace.git import Git, discover, ident
 from acr_cli.workspace.rollback import RestoreReport
 from acr_cli.workspace.snapshot import Snapshots
 from acr_cli.workspace.store import Store, default_base
@@ -43,14 +42,13 @@ class Workspace:
     def open(cls, project: Path, store_base: Path | None = None) -> "Workspace":
         if shutil.which("git") is None:
             raise WorkspaceError("git is not installed", hint=NO_GIT_HINT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        r = subprocess.run(["git", "-C", str(project), "rev-parse", "--show-toplevel", "--absolute-git-dir",
-                            "--git-common-dir"], capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
-        if r.returncode != 0:
+        try:
+            found = discover(project)
+        except OSError:  # the project directory itself is gone or unreadable
+            found = None
+        if found is None:
             raise WorkspaceError(f"{project} is not inside a git repository", hint=NO_GIT_HINT)
-        top, git_dir, common = r.stdout.splitlines()[:3]
-        common_dir = (Path(project) / common).resolve()  # relative to where rev-parse ran, or absolute
-        return cls(Path(top), Path(git_dir), common_dir, store_base)
+        return cls(*found, store_base)
 
     def lock(self) -> None:
         """Refuse a second concurrent ``acr run`` in the same work tree."""

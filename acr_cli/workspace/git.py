@@ -76,18 +76,13 @@ class Git:
         return tuple(out)
 
     def _env(self, extra: dict | None, repo_objects: bool) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         pairs = dict(SAFE_CONFIG)
         for name in self._filters:
             for key in _FILTER_KEYS:
                 pairs[f"filter.{name}.{key}"] = ""
             pairs[f"filter.{name}.required"] = "false"
-        env.update({"LC_ALL": "C", "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root),
-                    "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_TERMINAL_PROMPT": "0",
-                    "GIT_PAGER": "cat", "GIT_EDITOR": ":", "GIT_OPTIONAL_LOCKS": "0",
-                    "GIT_CONFIG_COUNT": str(len(pairs))})
-        for i, (k, v) in enumerate(pairs.items()):
-            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+        env = safe_env(pairs)
+        env.update({"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)})
         if self.objects is not None and not repo_objects:
             env["GIT_OBJECT_DIRECTORY"] = str(self.objects)
             env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.common_dir / "objects")
@@ -139,6 +134,39 @@ class Git:
             msg = r.stderr.decode(errors="replace").strip()
             raise WorkspaceError(f"git {args[0]} failed: {msg}")
         return r.stdout
+
+
+def safe_env(config: dict[str, str] = SAFE_CONFIG) -> dict[str, str]:
+    """acr's environment for git: none of its own ``GIT_*`` variables, ``config`` on the command line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"LC_ALL": "C", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull,
+                "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_EDITOR": ":", "GIT_OPTIONAL_LOCKS": "0",
+                "GIT_CONFIG_COUNT": str(len(config))})
+    for i, (k, v) in enumerate(config.items()):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    return env
+
+
+def discover(project: Path) -> tuple[Path, Path, Path] | None:
+    """(work tree, git directory, common git directory) of the repository ``project`` is in, or None;
+    found with the same guarded environment (before the directories can be pinned)."""
+    r = subprocess.run(["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+                       cwd=project, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=safe_env(),
+                       timeout=GIT_TIMEOUT_S)
+    if r.returncode != 0 or len(r.stdout.splitlines()) < 3:
+        return None
+    top, git_dir, common = r.stdout.splitlines()[:3]
+    git_path, common_path = Path(git_dir), (Path(project) / common).resolve()  # common: relative, or absolute
+    # The work tree from where the git directory is, not from core.worktree, which a killed attempt may
+    # have planted (git's --show-toplevel follows it): .git's parent, or the one a linked worktree names.
+    if git_path == common_path and git_path.name == ".git":
+        return git_path.parent, git_path, common_path
+    try:
+        if git_path != common_path:
+            return Path((git_path / "gitdir").read_text().strip()).parent, git_path, common_path
+    except OSError:
+        pass
+    return Path(top), git_path, common_path
 
 
 def _check_version() -> None:
