@@ -146,7 +146,7 @@ class LiveEnvironment:
                 except WorkspaceError as e:  # e.g. the attempt deleted .git: record the attempt, then stop
                     fb.abort = e
                     if guard is not None:
-                        guard.done = True  # nothing can be rolled back; keep the checkpoint for `acr recover`
+                        guard.abandon()
                 if guard is not None:
                     guard.finish()
                     self._log_guard(guard, fb, log)
@@ -166,9 +166,9 @@ class LiveEnvironment:
 
     @staticmethod
     def _log_leftovers(res, log) -> None:
-        for line in getattr(res, "leftovers", None) or []:
+        for line in res.leftovers:
             log.write(f"--- a process of the attempt outlived the agent and was ended: {line}\n")
-        if getattr(res, "log_problem", None):
+        if res.log_problem:
             log.write(f"--- {res.log_problem}\n")
 
     def _log_guard(self, guard: Guard, fb: Feedback, log) -> None:

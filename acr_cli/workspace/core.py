@@ -264,6 +264,10 @@ class Guard:
             self.ws.drop(self.cp)
         return self.report
 
+    def abandon(self) -> None:
+        """Roll nothing back and keep the checkpoint (for ``acr recover``): the repository is gone."""
+        self.done = True
+
     def finish(self, rollback_anyway: bool = False) -> None:
         if self.done:
             return
