@@ -325,3 +325,13 @@ def test_staged_and_stashed_work_survive_an_attempt_that_drops_them_deletes_refs
     assert git(root, "diff", "--cached") == staged
     git(root, "stash", "apply", "-q")
     assert (root / "calc.py").read_text() == "stashed work\n"
+
+
+def test_a_damaged_checkpoint_file_is_explained_not_a_traceback(project):
+    ws = Workspace.open(project)
+    ws.checkpoint("t-1")
+    (ws.store.dir / "t-1.json").write_text('{"name": "t-1"}')
+    r = acr("recover", cwd=project)
+    assert r.returncode == 2 and "damaged" in r.stderr and "--discard t-1" in r.stderr
+    r = acr("recover", "--discard", "t-1", cwd=project)
+    assert r.returncode == 0 and ws.interrupted_checkpoints() == []

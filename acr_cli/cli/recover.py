@@ -73,7 +73,7 @@ def recover(
             pass
         elif discard:
             for n in (found if name is None else chosen):
-                ws.drop(ws.load_checkpoint(n))
+                ws.drop(n)
                 out["discarded"].append(n)
         else:
             cp = ws.load_checkpoint(chosen[0])

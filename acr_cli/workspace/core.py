@@ -153,16 +153,23 @@ class Workspace:
 
     def load_checkpoint(self, name: str) -> Checkpoint:
         meta, index = self.store.load(name)
-        return Checkpoint.from_json(meta, index)
+        try:
+            return Checkpoint.from_json(meta, index)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise WorkspaceError(f"checkpoint {name} is damaged or from another acr version ({type(e).__name__}: {e})",
+                                 hint=f"its files are in {self.store.dir}; `acr recover --discard {name}` "
+                                      "removes it") from None
 
     def interrupted_checkpoints(self) -> list[str]:
         """Checkpoints of this worktree an ``acr run`` that died left behind (call while holding :meth:`lock`),
         oldest first."""
         return self.store.names()
 
-    def drop(self, cp: Checkpoint) -> None:
-        refs.drop_keep_alive(self.git, cp.name)
-        self.store.delete(cp.name)
+    def drop(self, cp: Checkpoint | str) -> None:
+        """Forget a checkpoint (or one by name, even one that cannot be read)."""
+        name = cp if isinstance(cp, str) else cp.name
+        refs.drop_keep_alive(self.git, name)
+        self.store.delete(name)
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
