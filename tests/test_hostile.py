@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import Workspace
 from conftest import acr, git, init_repo
 
@@ -335,3 +336,171 @@ def test_a_damaged_checkpoint_file_is_explained_not_a_traceback(project):
     assert r.returncode == 2 and "damaged" in r.stderr and "--discard t-1" in r.stderr
     r = acr("recover", "--discard", "t-1", cwd=project)
     assert r.returncode == 0 and ws.interrupted_checkpoints() == []
+
+
+# ---------------------------------------------------------------- found by an adversarial review
+
+def test_a_git_directory_moved_and_replaced_by_a_symlink_is_never_deleted(user_project):
+    root = user_project
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".git").rename(root / ".git2")
+    os.symlink(".git2", root / ".git")
+    (root / "calc.py").write_text("agent\n")
+    with pytest.raises(WorkspaceError, match="moved or replaced"):
+        ws.restore(cp)
+    assert (root / ".git2" / "HEAD").is_file() and (root / ".git2" / "refs").is_dir()  # nothing of it deleted
+
+
+def test_a_planted_commondir_is_put_back_and_redirects_nothing(user_project, tmp_path):
+    root = user_project
+    sentinel = tmp_path / "ran"
+    evil = tmp_path / "E"
+    evil.mkdir()
+    for d in ("refs", "objects", "logs", "info"):
+        os.symlink(root / ".git" / d, evil / d)
+    (evil / "hooks").mkdir()
+    (evil / "config").write_text(f"[core]\n\thooksPath = {evil / 'hooks'}\n[filter \"ev\"]\n\tclean = sh -c 'touch {sentinel}; cat'\n")
+    files, state = tree_bytes(root), git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".git" / "commondir").write_text(str(evil) + "\n")
+    (root / ".gitattributes").write_text("* filter=ev\n")
+    (root / "calc.py").write_text("agent\n")
+    ws.changes(cp)
+    report = ws.restore(cp)
+    assert not sentinel.exists() and not (root / ".git" / "commondir").exists()
+    assert "added .git/commondir" in report.git_state
+    assert tree_bytes(root) == files and git_state(root) == state
+
+
+def test_a_filter_in_an_included_config_file_never_runs(user_project, tmp_path):
+    root = user_project
+    sentinel = tmp_path / "ran"
+    (root / "project.gitconfig").write_text("[core]\n\tautocrlf = false\n")
+    git(root, "add", "project.gitconfig")
+    git(root, "commit", "-qm", "shared config")
+    git(root, "config", "include.path", "../project.gitconfig")
+    files = tree_bytes(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    with open(root / "project.gitconfig", "a") as f:
+        f.write(f"[filter \"ev\"]\n\tclean = sh -c 'touch {sentinel}; cat'\n")
+    (root / ".gitattributes").write_text("*.py filter=ev\n")
+    (root / "calc.py").write_text("agent\n")
+    ws.changes(cp)
+    ws.restore(cp)
+    assert not sentinel.exists() and tree_bytes(root) == files
+
+
+def test_a_planted_signature_check_never_runs(user_project, tmp_path):
+    root = user_project
+    sentinel = tmp_path / "ran"
+    prog = tmp_path / "gpg"
+    prog.write_text(f"#!/bin/sh\ntouch {sentinel}\n")
+    prog.chmod(0o755)
+    git(root, "stash", "push", "-q", "-m", "users")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    head = git(root, "rev-parse", "HEAD").strip()
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    body = (f"tree {tree}\nparent {head}\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n"
+            "gpgsig -----BEGIN PGP SIGNATURE-----\n \n x\n -----END PGP SIGNATURE-----\n\nsigned\n")
+    import subprocess
+
+    signed = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=root, input=body,
+                            capture_output=True, text=True, check=True).stdout.strip()
+    git(root, "stash", "store", "-m", "planted", signed)
+    git(root, "config", "log.showSignature", "true")
+    git(root, "config", "gpg.program", str(prog))
+    git(root, "stash", "drop", "-q", "stash@{1}")  # the user's: the rollback lists the stash to bring it back
+    sentinel.unlink(missing_ok=True)
+    ws.restore(cp)
+    assert not sentinel.exists()
+
+
+def test_a_hooks_directory_made_unreadable_still_loses_what_was_planted_in_it(user_project):
+    root = user_project
+    state = git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    hooks = root / ".git" / "hooks"
+    (hooks / "post-commit").write_text("#!/bin/sh\necho planted\n")
+    (hooks / "post-commit").chmod(0o755)
+    hooks.chmod(0)
+    report = ws.restore(cp)
+    assert not (hooks / "post-commit").exists() and git_state(root) == state
+    assert report.git_state == ["added .git/hooks/post-commit"] or "added .git/hooks/post-commit" in report.git_state
+
+
+def test_fifos_where_files_were_are_replaced_by_the_files(user_project):
+    root = user_project
+    files = tree_bytes(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".env").unlink()
+    os.mkfifo(root / ".env")  # the ignored secret
+    (root / "test_calc.py").unlink()
+    os.mkfifo(root / "test_calc.py")  # a tracked file
+    ws.restore(cp)
+    assert tree_bytes(root) == files and (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
+
+
+def test_when_the_head_commit_was_pruned_everything_else_still_comes_back(user_project):
+    root = user_project
+    git(root, "commit", "-qm", "second", "--allow-empty")
+    staged_before = git(root, "diff", "--cached", "--name-status")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "clean", "-qfdx")
+    for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/acr").split():
+        git(root, "update-ref", "-d", ref)
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    with pytest.raises(WorkspaceError, match="HEAD"):
+        ws.restore(cp)
+    assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"  # from acr's own store
+    assert (root / "notes.md").read_text() == "the user's untracked notes\n"
+    assert "# the user's fix, uncommitted" in (root / "calc.py").read_text()
+    assert git(root, "diff", "--cached", "--name-status") == staged_before
+
+
+def test_replace_refs_shallow_alternates_and_lock_directories_are_undone(user_project, tmp_path):
+    root = user_project
+    state = git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    blob = git(root, "rev-parse", "HEAD:calc.py").strip()
+    import subprocess
+
+    evil = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="import os  # planted\n",
+                          capture_output=True, text=True).stdout.strip()
+    git(root, "replace", "-f", blob, evil)
+    (root / ".git" / "shallow").write_text(git(root, "rev-parse", "HEAD"))
+    (root / ".git" / "objects" / "info" / "alternates").write_text(str(tmp_path) + "\n")
+    (root / ".git" / "index.lock").mkdir()
+    report = ws.restore(cp)
+    assert not git(root, "replace", "-l").strip()
+    assert not (root / ".git" / "shallow").exists() and not (root / ".git" / "objects" / "info" / "alternates").exists()
+    assert not (root / ".git" / "index.lock").exists() and git_state(root) == state
+    assert any("object replacement" in s for s in report.git_state)
+
+
+def test_a_directory_swapped_for_a_symlink_comes_back_as_a_directory_and_nothing_is_written_outside(project, tmp_path):
+    (project / "pkg").mkdir()
+    (project / "pkg" / "m.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "pkg")
+    mode = stat.S_IMODE((project / "pkg").stat().st_mode)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    import shutil
+
+    shutil.rmtree(project / "pkg")
+    os.symlink(outside, project / "pkg")
+    ws.restore(cp)
+    assert not (project / "pkg").is_symlink() and stat.S_IMODE((project / "pkg").stat().st_mode) == mode
+    assert (project / "pkg" / "m.py").read_text() == "x = 1\n" and not list(outside.iterdir())

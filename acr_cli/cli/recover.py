@@ -57,7 +57,7 @@ def recover(
         out: dict = {"root": str(ws.root), "checkpoints": found, "restored": None, "saved_as": None,
                      "discarded": [], "killed": [], "report": None}
         if found and not list_:
-            alive = process.find_marked(f"{ws.store.key}/")
+            alive = [p for marker in ws.markers(found) for p in process.find_marked(marker)]
             if alive and not kill:
                 raise AcrError(
                     "processes of the killed run are still alive and could undo the recovery: "

@@ -32,6 +32,8 @@ class Checkpoint:
     locks: frozenset[str] = field(default=frozenset(), repr=False)  # git lock files there were
     outside: dict[str, list] = field(default_factory=dict, repr=False)  # see outside_signatures
     marker: str = ""  # ACR_ATTEMPT of the attempt's processes (see acr_cli.process)
+    dotgit: list | None = field(default=None, repr=False)  # what the work tree's .git was (rollback.dotgit_identity)
+    replace: dict[str, str] = field(default_factory=dict, repr=False)  # refs/replace/*: name -> object
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -48,7 +50,8 @@ class Checkpoint:
                 "unprotected": list(self.unprotected), "raw": self.raw,
                 "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
-                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside, "marker": self.marker}
+                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside, "marker": self.marker,
+                "dotgit": self.dotgit, "replace": self.replace}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -57,7 +60,8 @@ class Checkpoint:
                    tuple(obj["unprotected"]), None, dict(obj["raw"]), frozenset(obj["untracked_dirs"]),
                    tuple(obj["opaque_dirs"]), {k: int(v) for k, v in obj["modes"].items()},
                    frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
-                   frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""))
+                   frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
+                   obj.get("dotgit"), dict(obj.get("replace", {})))
 
 
 def signature(path: str) -> list | None:

@@ -54,9 +54,12 @@ def bases(root: Path, git_dir: Path, common_dir: Path) -> dict[str, Path]:
 def _watched(b: dict[str, Path]) -> list[tuple[str, Path]]:
     """(key, path) of the watched tops: files, or directories watched whole."""
     tops = [("common:config", b["common"] / "config"), ("common:hooks", b["common"] / "hooks"),
-            ("common:info", b["common"] / "info"), ("gitdir:config.worktree", b["gitdir"] / "config.worktree")]
+            ("common:info", b["common"] / "info"), ("common:shallow", b["common"] / "shallow"),
+            ("common:objects/info/alternates", b["common"] / "objects" / "info" / "alternates"),
+            ("gitdir:config.worktree", b["gitdir"] / "config.worktree"), ("gitdir:HEAD", b["gitdir"] / "HEAD"),
+            ("gitdir:commondir", b["gitdir"] / "commondir")]  # git honours a commondir file in any git directory
     if b["gitdir"] != b["common"]:
-        tops += [("gitdir:info", b["gitdir"] / "info")]
+        tops += [("gitdir:info", b["gitdir"] / "info"), ("gitdir:gitdir", b["gitdir"] / "gitdir")]
     if (b["root"] / ".git").is_file() or b["gitdir"] != b["common"]:  # a linked worktree's pointer file
         tops += [("root:.git", b["root"] / ".git")]
     return tops
@@ -159,7 +162,11 @@ def _inside(p: Path, root: Path) -> bool:
 def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
     """Put every watched file back as it was (byte for byte, mode, symlinks); returns what changed.
 
-    Plain file operations only: no git command runs before this is done."""
+    Plain file operations only: no git command runs before this is done. A watched directory the
+    attempt made unreadable (``chmod 000 .git/hooks``, to hide what it planted) is opened first:
+    its mode comes back below."""
+    for _, top in _watched(b):
+        _open_up(top)
     now, paths, _ = _scan(b, budget=False)
     changed = differences(b, before)
     # Remove what was not there (deepest first), then write what differs (shallowest first).
@@ -199,6 +206,28 @@ def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
             os.chmod(tmp, e.mode)
             os.replace(tmp, p)
     return changed
+
+
+def _open_up(p: Path) -> None:
+    """Give the owner read/write/search on ``p`` and the directories under it (not through symlinks)."""
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    if st.st_mode & 0o700 != 0o700:
+        try:
+            os.chmod(p, stat.S_IMODE(st.st_mode) | 0o700)
+        except OSError:
+            return
+    try:
+        children = list(os.scandir(p))
+    except OSError:
+        return
+    for c in children:
+        if c.is_dir(follow_symlinks=False):
+            _open_up(Path(c.path))
 
 
 def _path_of(b: dict[str, Path], key: str) -> Path:

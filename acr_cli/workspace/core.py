@@ -30,7 +30,7 @@ class Workspace:
         self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
         self.store = Store(store_base or default_base(), root, git_dir)
         self.git = Git(root, git_dir, common_dir, self.store.objects)
-        self.snap = Snapshots(self.git, _inside(self.store.dir.parent.parent, root))
+        self.snap = Snapshots(self.git, self.store.dir, _inside(self.store.dir.parent.parent, root))
         self._lock_fd: int | None = None
         self._unnamed = 0
         self._held_key: tuple | None = None
@@ -92,9 +92,10 @@ class Workspace:
             self._unnamed += 1
             name = f"checkpoint-{os.getpid()}-{self._unnamed}"
         self.store.prepare()
+        self.git.invalidate()
         bases = control.bases(self.root, self.git_dir, self.common_dir)
         ctl = control.capture(bases)
-        tree, sparse_absent = self.snap.take()
+        tree, sparse_absent = self.snap.take(unreadable_ok=False)
         head, branch = refs.head(self.git)
         kept_refs, stash, commits = refs.listed(self.git)
         index = rollback._read_index(self.git_dir)
@@ -111,7 +112,8 @@ class Workspace:
         outside = {link: [target, signature(target)] for link, target in self.snap.outside_links(tree).items()}
         cp = Checkpoint(name, tree, head, branch, index, ctl, ignored_tree, kept, over, ignored_index, raw,
                         untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
-                        rollback.git_locks(self.git_dir, self.common_dir), outside, marker)
+                        rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
+                        rollback.dotgit_identity(self.root), refs.replace_refs(self.git))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)
@@ -160,6 +162,18 @@ class Workspace:
                                  hint=f"its files are in {self.store.dir}; `acr recover --discard {name}` "
                                       "removes it") from None
 
+    def markers(self, names: list[str]) -> list[str]:
+        """The process markers (ACR_ATTEMPT) of these checkpoints' attempts, where they can be read."""
+        out = []
+        for name in names:
+            try:
+                marker = self.store.load(name)[0].get("marker")
+            except WorkspaceError:
+                continue
+            if marker:
+                out.append(marker)
+        return out
+
     def interrupted_checkpoints(self) -> list[str]:
         """Checkpoints of this worktree an ``acr run`` that died left behind (call while holding :meth:`lock`),
         oldest first."""
@@ -173,7 +187,8 @@ class Workspace:
 
     def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
         """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
-        rollback.require_repository(self.git_dir, self.root)
+        rollback.require_repository(self.git_dir, self.root, cp.dotgit)
+        self.git.invalidate()
         return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
 
     def side_effects(self, cp: Checkpoint) -> list[str]:
@@ -189,6 +204,7 @@ class Workspace:
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
         """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
         under ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
+        self.git.invalidate()
         report = rollback.restore(self.snap, cp, keep_as, self.publish)
         refs.prune_attempts(self.git)
         return report
@@ -199,10 +215,11 @@ class Workspace:
 
     def save_current(self, ref: str) -> str:
         """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
+        self.git.invalidate()
         tree = self.snap.tree()
         self.publish()
         head, _ = refs.head(self.git)
-        parents = ["-p", head] if head else []
+        parents = ["-p", head] if head and refs.exists(self.git, head) else []  # HEAD's commit may be pruned
         commit = self.git("commit-tree", tree, *parents, "-m", f"acr: saved before {ref}", env=ident(),
                           repo_objects=True).decode().strip()
         self.git("update-ref", ref, commit, repo_objects=True)

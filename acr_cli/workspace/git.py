@@ -6,7 +6,8 @@ A failed attempt may have planted configuration that runs code: hooks (``referen
 reads, ``core.worktree`` that points the rollback at another directory. acr's own git commands
 (checkpoint, rollback, recover) therefore run with:
 
-* ``GIT_DIR`` and ``GIT_WORK_TREE`` pinned to what they were when the workspace was opened;
+* ``GIT_DIR``, ``GIT_COMMON_DIR`` and ``GIT_WORK_TREE`` pinned to what they were when the workspace
+  was opened (a planted ``core.worktree`` or ``commondir`` file cannot redirect them);
 * command-line configuration, which wins over every config file: no hooks, no fsmonitor, every
   filter driver found in the configuration emptied (``filter.<name>.clean/smudge/process`` = "",
   ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion;
@@ -14,8 +15,9 @@ reads, ``core.worktree`` that points the rollback at another directory. acr's ow
   acr's own environment;
 * a time limit per command, so nothing can hang acr.
 
-The filter drivers are read from ``git config --list`` (itself run guarded) whenever the config
-files changed since the last read. Files with a filter attribute are written back from their
+The filter drivers are read from ``git config --list`` (itself run guarded: every config file git
+reads, included and global ones too) at the start of every checkpoint, change check and rollback
+(:meth:`Git.invalidate`), and again whenever ``.git/config`` changes. Files with a filter attribute are written back from their
 exact bytes, which the checkpoint keeps (see :mod:`.snapshot`). Needs git 2.31 or later
 (configuration through ``GIT_CONFIG_COUNT``).
 """
@@ -40,6 +42,10 @@ SAFE_CONFIG = {
     "core.safecrlf": "false",
     "core.quotepath": "false",
     "commit.gpgSign": "false",
+    "log.showSignature": "false",  # `git log -g refs/stash` would verify a planted signature
+    "gpg.program": "false",  # and should anything still ask for one, no program of the repository's runs
+    "gpg.ssh.program": "false",
+    "gpg.x509.program": "false",
     "gc.auto": "0",
     "maintenance.auto": "false",
     "advice.detachedHead": "false",
@@ -82,12 +88,18 @@ class Git:
                 pairs[f"filter.{name}.{key}"] = ""
             pairs[f"filter.{name}.required"] = "false"
         env = safe_env(pairs)
-        env.update({"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.root)})
+        env.update({"GIT_DIR": str(self.git_dir), "GIT_COMMON_DIR": str(self.common_dir),
+                    "GIT_WORK_TREE": str(self.root)})
         if self.objects is not None and not repo_objects:
             env["GIT_OBJECT_DIRECTORY"] = str(self.objects)
             env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.common_dir / "objects")
         env.update(extra or {})
         return env
+
+    def invalidate(self) -> None:
+        """Read the filter drivers again before the next command (an included or global config file,
+        which the stamp does not watch, may have changed)."""
+        self._config_stamp = None
 
     def refresh(self) -> None:
         """Re-read the filter drivers to neutralise if a config file changed (cheap when none did)."""

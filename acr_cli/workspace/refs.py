@@ -121,6 +121,33 @@ def _put_aside(git: Git, ref: str, obj: str, what: str) -> str:
     return f"{what} (could not come back: its objects are gone, pruned meanwhile)"
 
 
+def exists(git: Git, obj: str) -> bool:
+    return git.ok("cat-file", "-e", obj)
+
+
+def replace_refs(git: Git) -> dict[str, str]:
+    """refs/replace/*: they swap one object for another in every later git command of the user's."""
+    out = git("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/replace/").decode("utf-8", "surrogateescape")
+    return dict(line.split("\0", 1) for line in out.splitlines() if "\0" in line)
+
+
+def restore_replace_refs(git: Git, before: dict[str, str]) -> list[str]:
+    """Delete replace refs the attempt made or moved (recreating those it deleted); returns what changed."""
+    now = replace_refs(git)
+    lines, changed = [], []
+    for name in sorted(set(now) | set(before)):
+        if now.get(name) == before.get(name):
+            continue
+        if name in before:  # deleted or moved by the attempt: back as it was
+            lines.append(f"update {name} {before[name]}\n")
+        else:
+            lines.append(f"delete {name}\n")
+        changed.append(f"undid the object replacement {printable(name)} the attempt made")
+    if lines and not git.ok("update-ref", "--stdin", input="".join(lines).encode("utf-8", "surrogateescape")):
+        changed.append("could not put refs/replace/ back as it was: check `git replace -l`")
+    return changed
+
+
 def prune_attempts(git: Git, keep: int = ATTEMPTS_KEPT) -> int:
     """Delete all but the newest ``keep`` attempt refs; returns how many were deleted."""
     raw = git("for-each-ref", "--sort=-committerdate", "--format=%(refname)", ATTEMPT_REFS).decode()

@@ -69,18 +69,21 @@ class RestoreReport:
 def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> RestoreReport:
     git, root = snap.git, snap.root
     report = RestoreReport()
+    require_repository(git.git_dir, root, cp.dotgit)
     report.git_state = control.restore(control.bases(root, git.git_dir, git.common_dir), cp.control)
-    require_repository(git.git_dir, root)
     report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
     left: list[str] = []
     now = snap.tree(cp.sparse_absent)
     if keep_as and now != cp.tree:
-        publish()  # the attempt's ref lives in the repository: so must its objects
-        parents = ["-p", cp.head] if cp.head else []
-        commit = git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
-                     env=ident(), repo_objects=True).decode().strip()
-        git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
-        report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
+        try:
+            publish()  # the attempt's ref lives in the repository: so must its objects
+            parents = ["-p", cp.head] if cp.head and refs.exists(git, cp.head) else []  # HEAD may be pruned
+            commit = git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
+                         env=ident(), repo_objects=True).decode().strip()
+            git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
+            report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
+        except (WorkspaceError, OSError) as e:  # keeping a copy must never stop the rollback itself
+            report.refs_put_aside.append(f"the attempt's tree could not be kept under a ref ({_message(e)})")
     changed = _undo_list(snap, cp, now)
     # The ignore rules first (a .gitignore changed, deleted or added), so that files ignored before
     # the attempt do not look added, and get removed, because a rule changed.
@@ -90,8 +93,13 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         changed = rules + [c for c in _undo_list(snap, cp, snap.tree(cp.sparse_absent)) if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
     publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
-    report.refs_put_back, report.refs_put_aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
-    refs.restore_head(git, cp.head, cp.branch)
+    back, aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
+    report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + aside
+    report.git_state += refs.restore_replace_refs(git, cp.replace)
+    try:
+        refs.restore_head(git, cp.head, cp.branch)
+    except WorkspaceError as e:  # e.g. its commit was pruned: the index and ignored files still come back
+        left.append(f"HEAD ({_message(e)})")
     if _read_index(git.git_dir) != cp.index:
         _write_index(git.git_dir, cp.index)
     ignored_changed: list[tuple[str, str]] = []
@@ -126,27 +134,49 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     return report
 
 
-def require_repository(git_dir: Path, root: Path) -> None:
-    """After an attempt: stop with what to do if it removed the repository (``rm -rf .git``)."""
-    if (git_dir / "HEAD").is_file() and os.path.lexists(root / ".git"):
-        return
-    raise WorkspaceError(
-        f"the attempt removed the git repository of {root} (its .git): nothing could be rolled back, "
-        "the files are as the attempt left them",
-        hint="put .git back from a backup or a fresh `git clone` of your remote, then review the "
-             "changes with `git status`; acr stopped this task")
+def dotgit_identity(root: Path) -> list | None:
+    """What the work tree's ``.git`` is: a directory (with its device and inode) or a file (a linked
+    worktree's pointer, whose content the control files keep)."""
+    try:
+        st = os.lstat(root / ".git")
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return ["dir", st.st_dev, st.st_ino]
+    return ["file"] if stat.S_ISREG(st.st_mode) else ["other"]
+
+
+def require_repository(git_dir: Path, root: Path, expected: list | None = None) -> None:
+    """After an attempt: stop, touching nothing, if it removed the repository (``rm -rf .git``) or moved
+    or replaced it (``mv .git .git2 && ln -s .git2 .git``: a snapshot would then read the repository's
+    own files as the attempt's, and a rollback delete them)."""
+    now = dotgit_identity(root)
+    if not (git_dir / "HEAD").exists() or now is None:
+        raise WorkspaceError(
+            f"the attempt removed the git repository of {root} (its .git): nothing could be rolled back, "
+            "the files are as the attempt left them",
+            hint="put .git back from a backup or a fresh `git clone` of your remote, then review the "
+                 "changes with `git status`; acr stopped this task")
+    if expected is not None and now != expected:
+        raise WorkspaceError(
+            f"the attempt moved or replaced the git repository of {root} ({root / '.git'} is now "
+            f"{'a symlink or another kind of file' if now[0] != expected[0] else 'another directory'}): "
+            "nothing was rolled back, so nothing of it could be deleted",
+            hint="put the original .git back in place (`ls -la` shows what the attempt left), then run "
+                 "`acr recover`")
 
 
 def git_locks(git_dir: Path, common_dir: Path) -> frozenset[str]:
-    """Git's lock files there are now (``index.lock``, ``HEAD.lock``, ``refs/heads/main.lock``...)."""
+    """Git's lock files there are now (``index.lock``, ``HEAD.lock``, ``refs/heads/main.lock``...;
+    a directory of that name locks as well)."""
     found = set()
     for d in dict.fromkeys([git_dir, common_dir]):
         try:
-            found.update(str(d / e.name) for e in os.scandir(d) if e.name.endswith(".lock") and e.is_file())
+            found.update(str(d / e.name) for e in os.scandir(d) if e.name.endswith(".lock"))
         except OSError:
             pass
-        for top, _, names in os.walk(d / "refs"):
-            found.update(os.path.join(top, n) for n in names if n.endswith(".lock"))
+        for top, dirs, names in os.walk(d / "refs"):
+            found.update(os.path.join(top, n) for n in names + dirs if n.endswith(".lock"))
     return frozenset(found)
 
 
@@ -156,17 +186,27 @@ def remove_new_locks(git_dir: Path, common_dir: Path, before: frozenset[str]) ->
         if Path(p).name.startswith("acr-"):  # acr's own (the run lock, a temporary index)
             continue
         try:
-            os.unlink(p)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
             out.append(p)
         except OSError:
             pass
     return out
 
 
+def _message(e: Exception) -> str:
+    return e.message if isinstance(e, WorkspaceError) else (getattr(e, "strerror", None) or str(e))
+
+
 def _undo_list(snap: Snapshots, cp: Checkpoint, now: str) -> list[tuple[str, str]]:
     """What differs from the checkpoint; a file the attempt created where a sparse checkout had none
-    counts as added (it goes, rather than be replaced by the committed version)."""
-    return [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now)]
+    counts as added (it goes, rather than be replaced by the committed version), and so does a path
+    git could not read (a FIFO, an unreadable file) that is not the checkpoint's."""
+    out = [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now)]
+    listed = {path for _, path in out}
+    return out + [("A", path) for path in snap.unreadable if path not in listed]
 
 
 def _remove_created_dirs(snap: Snapshots, cp: Checkpoint, removed: list[str]) -> None:
@@ -203,6 +243,8 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
             if status != "A":
                 if target.is_dir() and not target.is_symlink():  # a directory stands where a file was
                     _rmtree_unless_repository(target)
+                elif os.path.lexists(target) and not (target.is_file() or target.is_symlink()):
+                    target.unlink()  # a FIFO or socket where a file was
                 to_write.append(path)
         except (WorkspaceError, OSError) as e:  # the rest is still put back; restore() says what was not
             left.append(f"{path} ({e.message if isinstance(e, WorkspaceError) else e.strerror or e})")
@@ -211,8 +253,9 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
     umask = current_umask()
     for path in to_write:  # directories a file goes back into get the user's usual mode, not 0700
         parent = os.path.dirname(path)
-        if parent and not os.path.isdir(root / parent):
+        if parent and (os.path.islink(root / parent) or not os.path.isdir(root / parent)):
             try:
+                _replace_links_on_the_way(root, parent)  # a directory swapped for a symlink: never write through it
                 os.makedirs(root / parent, exist_ok=True)
             except OSError:
                 pass  # checkout-index says why below
@@ -241,6 +284,18 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
         if stat.S_ISREG(st.st_mode):  # a symlink's mode is its target's: never chmod through one
             default = (0o777 if st.st_mode & stat.S_IXUSR else 0o666) & ~umask  # what git would have written
             os.chmod(root / path, modes.get(path, default))
+
+
+def _replace_links_on_the_way(root: Path, parent: str) -> None:
+    """Remove symlinks (and files) standing where the directories of ``parent`` belong; the
+    checkpoint's own symlinks are never on such a way (git writes no file under one)."""
+    d = root
+    for part in Path(parent).parts:
+        d = d / part
+        if os.path.islink(d) or (os.path.lexists(d) and not os.path.isdir(d)):
+            d.unlink()
+        if not os.path.lexists(d):
+            return
 
 
 def _read_index(git_dir: Path) -> bytes | None:

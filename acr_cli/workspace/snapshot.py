@@ -35,10 +35,12 @@ class Snapshots:
     """``private``: paths inside the work tree that are acr's own (its data directory when the project
     holds it, e.g. a dotfiles repository in ``$HOME``): never snapshotted, so never rolled back."""
 
-    def __init__(self, git: Git, private: tuple[str, ...] = ()):
+    def __init__(self, git: Git, tmp_dir: Path, private: tuple[str, ...] = ()):
         self.git = git
         self.root = git.root
+        self.tmp_dir = tmp_dir
         self.private = private
+        self.unreadable: list[str] = []  # paths the last take() could not read (see there)
         self._sparse_flag: list[str] | None = None
         self._file_mode: bool | None = None
         self._links: dict[str, dict[str, str]] = {}
@@ -46,28 +48,41 @@ class Snapshots:
     # ------------------------------------------------------------------ the work tree
 
     def temp_index(self, seed: bool) -> str:
-        fd, path = tempfile.mkstemp(prefix="acr-index-", dir=self.git.git_dir)
+        """A temporary index in acr's own folder (never in ``.git``, which the attempt may have made
+        read-only), seeded from the user's index when ``seed`` and it can be read as a file."""
+        self.tmp_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, path = tempfile.mkstemp(prefix="acr-index-", dir=self.tmp_dir)
         os.close(fd)
         os.unlink(path)  # git wants to create it; a missing file is an empty index
         real = self.git.git_dir / "index"
-        if seed and real.exists():
-            # copy2 keeps the mtime: git's racy-entry check then works as on the real index
-            shutil.copy2(real, path)  # reuse its stat cache: only changed files are re-hashed
+        if seed and real.is_file() and not real.is_symlink():
+            try:
+                # copy2 keeps the mtime: git's racy-entry check then works as on the real index
+                shutil.copy2(real, path)  # reuse its stat cache: only changed files are re-hashed
+            except OSError:
+                pass  # unreadable: every file is hashed instead
         return path
 
-    def tree(self, sparse_absent: frozenset[str] | None = None) -> str:
-        """The work tree as a tree. ``sparse_absent``: the checkpoint's files a sparse checkout left off disk
-        (only those stay "as committed" while absent; see :meth:`_unhide`)."""
-        return self.take(sparse_absent)[0]
+    def tree(self, sparse_absent: frozenset[str] | None = None, unreadable_ok: bool = True) -> str:
+        """The work tree as a tree, after an attempt. ``sparse_absent``: the checkpoint's files a sparse
+        checkout left off disk (only those stay "as committed" while absent; see :meth:`_unhide`)."""
+        return self.take(sparse_absent, unreadable_ok)[0]
 
-    def take(self, sparse_absent: frozenset[str] | None = None) -> tuple[str, frozenset[str]]:
-        """(tree, the files a sparse checkout leaves off disk now): see :meth:`tree`."""
+    def take(self, sparse_absent: frozenset[str] | None = None,
+             unreadable_ok: bool = False) -> tuple[str, frozenset[str]]:
+        """(tree, the files a sparse checkout leaves off disk now): see :meth:`tree`.
+
+        A nested repository without a commit cannot be added (git stops at the first one): it is left
+        out of every snapshot, so a rollback never touches it either. With ``unreadable_ok`` (after an
+        attempt), a path git cannot read (a FIFO or socket where a file was, a file made unreadable)
+        is left out too and listed in ``self.unreadable``: the tree then says it is gone, and the
+        rollback puts the checkpoint's back (or removes it, when it is new). Before an attempt such a
+        path stops the checkpoint with git's message: it is the user's, and cannot be kept."""
         idx = self.temp_index(seed=True)
+        self.unreadable = []
         try:
             env = {"GIT_INDEX_FILE": idx}
             absent = self._unhide(env, sparse_absent)
-            # A nested repository without a commit cannot be added (git stops at the first one): such a
-            # directory is left out of every snapshot, so a rollback never touches it either.
             skip: list[str] = []
             while True:
                 try:
@@ -76,9 +91,13 @@ class Snapshots:
                     break
                 except WorkspaceError as e:
                     found = [p for p in _UNBORN_NESTED.findall(e.message) if p not in skip]
-                    if not found:
+                    bad = [p for p in _unreadable(e.message) if p not in skip] if unreadable_ok else []
+                    if not found and not bad:
                         raise
-                    skip += found
+                    skip += found + bad
+                    self.unreadable += bad
+                    if bad:  # tracked ones must not keep the seeded entry: they read as deleted
+                        self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(bad))
             return self.git("write-tree", env=env).decode().strip(), absent
         finally:
             unlink_index(idx)
@@ -194,6 +213,11 @@ class Snapshots:
             if present:  # a file git cannot read is left out (best effort), never a reason to stop a run
                 self.git("add", "-A", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
                          env=env, input=nul_join(present), check=False)
+            if seed is not None:  # a seeded entry git could not re-read (a FIFO where .env was) reads as gone
+                listed = self.git("ls-files", "-z", env=env).decode("utf-8", "surrogateescape").split("\0")
+                stale = [p for p in listed if p and not _plain(self.root / p)]
+                if stale:
+                    self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(stale))
             tree = self.git("write-tree", env=env).decode().strip()
             return tree, (Path(idx).read_bytes(), os.stat(idx).st_mtime_ns)
         finally:
@@ -290,6 +314,24 @@ class Snapshots:
             old_mode, new_mode, _, _, status = parts[i].lstrip(":").split(" ")
             out.append((status[0], parts[i + 1], GITLINK in (old_mode, new_mode)))
         return out
+
+
+_CANNOT_ADD = re.compile(r"error: '?(.+?)'?: can only add regular files|error: open\(\"(.+?)\"\): |"
+                         r"error: unable to index file '?(.+?)'?$|error: read error while indexing (.+?)$", re.M)
+
+
+def _unreadable(message: str) -> list[str]:
+    """The paths git add named as ones it cannot read, from its error message."""
+    return list(dict.fromkeys(next(g for g in m.groups() if g) for m in _CANNOT_ADD.finditer(message)))
+
+
+def _plain(path: Path) -> bool:
+    """A regular file or a symlink, as git can keep it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 def current_umask() -> int:
