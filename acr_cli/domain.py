@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
 VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, CANCELLED)
@@ -82,6 +83,10 @@ class Feedback:
     # info/; put back by a rollback, kept with a passing attempt), lock files it left, files outside the
     # project changed through a symlink (never restored)
     side_effects: list[str] = field(default_factory=list)
+    # an error's kind (acr_cli.health.errors.Problem: set-up or transient), and what acr now does about
+    # the arm ("set aside...", "cooling down until..."): arm health, never evidence of skill
+    problem: Any = None
+    health: str | None = None
     # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
     abort: Exception | None = field(default=None, repr=False, compare=False)
 

@@ -9,7 +9,7 @@ roll the work tree back unless the attempt passed.
 from __future__ import annotations
 
 import os
-import shutil
+import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +20,9 @@ from acr_cli.agents.base import Adapter, AgentResult, short
 from acr_cli.context import Context
 from acr_cli.domain import (CANCELLED, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED, PASSED, TIMEOUT, Arm,
                             Feedback, TaskState)
-from acr_cli.errors import AcrError, WorkspaceError
+from acr_cli.errors import WorkspaceError
+from acr_cli.health.errors import classify as classify_error
+from acr_cli.health.state import HealthBook
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import run_verifier
@@ -41,17 +43,6 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None) -> str:
     if last.verifier_tail and verify:
         lines += [f"The check `{verify}` printed (last lines):", "```", last.verifier_tail, "```"]
     return "\n".join(lines)
-
-
-def agent_unavailable(profile: Profile, agent: str) -> str | None:
-    """Why ``agent`` cannot run here (unknown to the profile, or its CLI not on PATH), or None."""
-    try:
-        adapter = agents.get(agent, profile.agents)
-    except AcrError as e:
-        return e.message
-    if shutil.which(adapter.executable) is None:
-        return f"`{adapter.executable}` is not installed (not found on PATH)"
-    return None
 
 
 class AttemptLog:
@@ -98,7 +89,7 @@ class AttemptLog:
 class LiveEnvironment:
     def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
-                 interactive: bool = False, on_output: OutputCallback | None = None):
+                 interactive: bool = False, on_output: OutputCallback | None = None, health: HealthBook | None = None):
         self.profile = profile
         self.project = project
         self.logs_dir = logs_dir
@@ -109,12 +100,17 @@ class LiveEnvironment:
         self.permissions = permissions
         self.interactive = interactive
         self.on_output = on_output
+        self.health = health  # arm health in memory: set-up errors set arms aside, transient ones cool them
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
 
     def unavailable(self, arm: Arm) -> str | None:
-        return agent_unavailable(self.profile, arm.agent)
+        why = agents.unavailable(arm.agent, self.profile.agents)
+        if why is None and self.health is not None:
+            h = self.health.of([arm]).get(arm.id)
+            why = h.describe() if h else None
+        return why
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
         adapter = self.adapter(arm)
@@ -124,7 +120,7 @@ class LiveEnvironment:
         started = time.monotonic()
         fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
         name = f"{task_id}-{seq}"
-        marker = f"{self.workspace.store.key if self.workspace else '-'}/{name}"
+        marker = secrets.token_hex(8)  # in the agent's environment: says nothing of where the checkpoint is
         with AttemptLog(log_path) as log:
             with self._guarded(name, marker) as guard:
                 if guard is not None and guard.cp.unprotected:
@@ -154,7 +150,20 @@ class LiveEnvironment:
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
         if log.problem:  # said in the attempt itself: memory and the run's output
             fb.reason = f"{fb.reason} (its log is incomplete: {log.problem})".lstrip()
+        self._note_health(arm, fb)
         return fb
+
+    def _note_health(self, arm: Arm, fb: Feedback) -> None:
+        """What an error says about the arm (not about the model's skill), kept in memory for later runs."""
+        if fb.verdict == ERROR:
+            fb.problem = classify_error(arm.agent, arm.model, fb.reason)
+        if self.health is None:
+            return
+        with interrupts.deferred():
+            if fb.problem is not None:
+                fb.health = self.health.record(arm, fb.problem, fb.reason).describe()
+            elif fb.verdict != ERROR:
+                self.health.ran(arm)
 
     @contextmanager
     def _guarded(self, name: str, marker: str) -> Iterator[Guard | None]:

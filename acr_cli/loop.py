@@ -168,6 +168,8 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "detail": redact(fb.reason),
                 "log": fb.log_path,
                 "side_effects": fb.side_effects,
+                "problem": fb.problem.kind if fb.problem else None,
+                "health": fb.health,
             }
             for d, fb in result.steps
         ],

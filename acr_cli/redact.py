@@ -200,20 +200,21 @@ def _mask_pem(text: str) -> str:
 
 # ---------------------------------------------------------------- environment values
 
-_cache: tuple[int, dict[str, str], list[str]] | None = None
+_cache: tuple[frozenset[str], dict[str, str], list[str]] | None = None
 
 
 def _secret_values() -> list[str]:
     """Values of secret-looking environment variables (and the lines of multi-line ones), longest first.
 
-    Scanning the environment costs more than redacting, and a replay redacts
-    thousands of strings, so the scan is reused while the environment keeps
-    its size and the secret variables keep their values.
+    Deciding which names look secret costs more than redacting, and a replay redacts thousands of
+    strings, so that scan is reused while the environment has the same variable names and the
+    secret ones keep their values (a variable removed and a secret one added is a new scan).
     """
     global _cache
+    names = frozenset(os.environ)
     if _cache is not None:
-        size, seen, values = _cache
-        if size == len(os.environ) and all(os.environ.get(k) == v for k, v in seen.items()):
+        known, seen, values = _cache
+        if known == names and all(os.environ.get(k) == v for k, v in seen.items()):
             return values
     seen = {k: v for k, v in os.environ.items() if len(v) >= MIN_ENV_VALUE and secret_name(k)}
     found = set(seen.values())
@@ -221,7 +222,7 @@ def _secret_values() -> list[str]:
         if "\n" in v:
             found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= MIN_ENV_VALUE)
     values = sorted(found, key=len, reverse=True)
-    _cache = (len(os.environ), seen, values)
+    _cache = (names, seen, values)
     return values
 
 

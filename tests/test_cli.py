@@ -72,7 +72,7 @@ def test_bad_input_is_explained_with_exit_2(args, message):
     assert "Traceback" not in r.output
 
 
-def test_route_explain_and_json(tmp_path):
+def test_route_explain_and_json(tmp_path, fakes_on_path):
     r = invoke("route", "fix the failing parser test", "--explain", "--project", str(tmp_path))
     assert r.exit_code == 0
     assert "bug_fix" in r.output and "'fix'" in r.output and "groups" in r.output
@@ -160,7 +160,7 @@ def test_doctor_json(acr_home, fakes_on_path):
     assert "not a readable acr memory" in out["memory"]["problem"] and "mv " in out["memory"]["problem"]
 
 
-def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch):
+def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch, fakes_on_path):
     assert invoke("config", "set", "profile", "cheap").exit_code == 0
     monkeypatch.chdir(tmp_path)
     out = json.loads(invoke("config", "show", "--json").output)
@@ -217,7 +217,7 @@ def test_config_set_and_unset_keep_the_users_comments_and_layout(acr_home):
     assert r.exit_code == 2 and "finite" in r.output
 
 
-def test_a_subdirectory_is_learned_as_its_repository(tmp_path):
+def test_a_subdirectory_is_learned_as_its_repository(tmp_path, fakes_on_path):
     from conftest import init_repo
 
     (tmp_path / "toy" / "docs").mkdir(parents=True)

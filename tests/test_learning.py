@@ -41,7 +41,7 @@ def record(home, project, winner: Arm, loser: Arm, n: int) -> None:
     mem.close()
 
 
-def test_routing_follows_the_evidence_and_turns_back(tmp_path, acr_home):
+def test_routing_follows_the_evidence_and_turns_back(tmp_path, acr_home, fakes_on_path):
     profile = tmp_path / "two.yaml"
     profile.write_text(PROFILE)
     project = tmp_path / "proj"

@@ -146,7 +146,7 @@ def test_a_profile_can_extend_another(tmp_path):
         profiles.load("loop", user)
 
 
-def test_a_relative_profile_path_in_a_settings_file_means_the_same_file_from_anywhere(tmp_path, acr_home):
+def test_a_relative_profile_path_in_a_settings_file_means_the_same_file_from_anywhere(tmp_path, acr_home, fakes_on_path):
     from conftest import init_repo
 
     proj = init_repo(tmp_path / "proj", {"a.py": "x = 1\n"})

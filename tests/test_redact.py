@@ -239,3 +239,11 @@ def test_export_carries_no_secret_even_from_rows_written_before_these_rules(tmp_
     assert dst.import_(io.StringIO(old_export + "\n")) == (1, 0)
     dump = "\n".join(str(tuple(r)) for t in ("tasks", "attempts") for r in dst.db.execute(f"SELECT * FROM {t}"))
     assert "pg-pass-0451-zeta" not in dump and "bPxRfiCY" not in dump and "denied: " + MASK in dump
+
+
+def test_a_secret_added_while_another_variable_went_is_still_masked(monkeypatch):
+    monkeypatch.setenv("ACR_TEST_PLAIN", "nothing secret here")
+    redact("warm the cache")
+    monkeypatch.delenv("ACR_TEST_PLAIN")
+    monkeypatch.setenv("ACR_TEST_DB_PASS", "hunter2-correct-horse")  # same number of variables
+    assert "hunter2-correct-horse" not in redact("connecting with hunter2-correct-horse")

@@ -35,4 +35,17 @@ def get(name: str, profile_agents: dict[str, dict[str, Any]] | None = None) -> A
     raise ConfigError(f"unknown agent {name!r}", hint=f"valid agents: {valid} (add others under `agents:` in a profile)")
 
 
-__all__ = ["Adapter", "AgentResult", "Invocation", "get", "BUILTIN"]
+def unavailable(name: str, profile_agents: dict[str, dict[str, Any]] | None = None) -> str | None:
+    """Why agent ``name`` cannot run here (unknown to the profile, or its CLI not on PATH), or None."""
+    import shutil
+
+    try:
+        adapter = get(name, profile_agents)
+    except ConfigError as e:
+        return e.message
+    if shutil.which(adapter.executable) is None:
+        return f"`{adapter.executable}` is not installed (not found on PATH)"
+    return None
+
+
+__all__ = ["Adapter", "AgentResult", "Invocation", "get", "unavailable", "BUILTIN"]

@@ -10,10 +10,14 @@ import typer
 from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
 
 
-def agent_versions(names: list[str], profile_agents: dict) -> dict[str, dict]:
+def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[Path] = None,
+                   refresh: bool = False) -> dict[str, dict]:
+    """Each agent's executable, where it is and its version (cached in ``cache_dir`` until the
+    executable changes: see :func:`acr_cli.health.readiness.installed_version`)."""
     import shutil
 
-    from acr_cli import agents, process
+    from acr_cli import agents
+    from acr_cli.health.readiness import VERSION_TIMEOUT_S, installed_version
 
     out = {}
     for name in names:
@@ -21,13 +25,47 @@ def agent_versions(names: list[str], profile_agents: dict) -> dict[str, dict]:
         path = shutil.which(adapter.executable)
         info = {"executable": adapter.executable, "path": path, "version": None, "found": path is not None}
         if path:
-            res = process.run(adapter.version_argv(), cwd=Path.cwd(), timeout=20)
-            text = (res.stdout or res.stderr).strip().splitlines()
-            info["version"] = text[0] if text and not res.timed_out else None
-            if res.timed_out:
-                info["problem"] = "`--version` did not answer within 20 s"
+            info["version"] = installed_version(adapter.executable, cache_dir=cache_dir,
+                                                version_argv=adapter.version_argv(), refresh=refresh)
+            if info["version"] is None:
+                info["problem"] = f"`--version` did not answer within {VERSION_TIMEOUT_S:.0f} s, or said nothing"
         out[name] = info
     return out
+
+
+def arm_readiness(prof, cache_dir: Path, refresh: bool = False) -> list[dict]:
+    """Per arm of ``prof``: installed (version), readiness (state, reason, fix), priced.
+
+    One status command per credential scope (``readiness.scope``), cached in ``cache_dir`` until what
+    it depends on changes (``readiness.fingerprint``); ``refresh`` asks again."""
+    from acr_cli import agents
+    from acr_cli.health import readiness
+
+    out = []
+    for arm in prof.arms:
+        adapter = agents.get(arm.agent, prof.agents)
+        r = readiness.check(arm.agent, arm.model, adapter.executable, cache_dir=cache_dir, refresh=refresh,
+                            version_argv=adapter.version_argv())
+        priced = arm.price_in is not None and arm.price_out is not None
+        out.append({"arm": arm.id, "agent": arm.agent, "model": arm.model,
+                    "scope": readiness.scope(arm.agent, arm.model),
+                    "usable": r.version is not None,  # the CLI is installed (kept for scripts that read it)
+                    "installed": r.version is not None, "version": r.version,
+                    "state": r.state, "reason": r.reason, "fix": r.fix,
+                    "priced": priced, "price_note": None if priced else "no price in the profile"})
+    return out
+
+
+def readiness_counts(arms: list[dict]) -> dict[str, int]:
+    from acr_cli.health.readiness import STATES
+
+    return {"total": len(arms), **{s: sum(a["state"] == s for a in arms) for s in STATES}}
+
+
+def readiness_summary(name: str, counts: dict[str, int]) -> str:
+    """"profile balanced: 3 of 8 arms ready, 2 unknown, 3 not ready"."""
+    extra = [f"{counts[k]} {label}" for k, label in (("unknown", "unknown"), ("not_ready", "not ready")) if counts[k]]
+    return f"profile {name}: {counts['ready']} of {counts['total']} arms ready" + "".join(", " + e for e in extra)
 
 
 def doctor(
@@ -38,14 +76,27 @@ def doctor(
     timeout: float = typer.Option(120.0, "--timeout", min=5, help="With --check: seconds per agent."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    refresh: bool = typer.Option(False, "--refresh", help="Ask the CLIs again instead of using the cached "
+                                                          "readiness and versions."),
+    reset: bool = typer.Option(False, "--reset", help="Forget arm health: arms set aside after a set-up error "
+                                                      "and arms cooling down after transient ones are tried again."),
 ) -> None:
-    """Which agent CLIs are installed (with versions), which arms are usable, where config and memory live.
+    """Which agent CLIs are installed (with versions), which arms are ready, where config and memory live.
+
+    Each arm of the profile is ready (its CLI is installed and has credentials for its provider),
+    not ready (with what to do), or unknown (a check could not tell: the arm is still tried). The
+    answers of the CLIs' login status commands are cached until the CLI or its credential files or
+    API-key variables change; --refresh asks again.
 
     With --check, each installed CLI (claude, codex, opencode) runs one tiny task against a mock model
     API on 127.0.0.1 (nothing leaves the machine, no API key needed): a quick way to know whether an
     agent update changed something acr relies on. Exit 1 if a check fails.
 
-    Examples: acr doctor; acr doctor --check --agent codex
+    Arms acr set aside after a set-up error (not logged in, 401, unknown model, quota) or is cooling
+    down after transient ones (429, 5xx) are shown with the reason and until when; --reset forgets
+    that (a changed CLI, credential file or API-key variable brings a set-aside arm back by itself).
+
+    Examples: acr doctor; acr doctor --refresh; acr doctor --reset; acr doctor --check --agent codex
     """
     from acr_cli.agents import BUILTIN
     from acr_cli.errors import AcrError
@@ -57,8 +108,10 @@ def doctor(
     p = paths()
     prof, settings = load_profile(profile, Path.cwd())
     names = list(BUILTIN) + sorted(prof.agents)
-    found = agent_versions(names, prof.agents)
-    arms = [{"arm": a.id, "usable": found.get(a.agent, {}).get("found", False)} for a in prof.arms]
+    found = agent_versions(names, prof.agents, cache_dir=p.cache_dir, refresh=refresh)
+    arms = arm_readiness(prof, p.cache_dir, refresh=refresh)
+    forgotten = _arm_health(memory, prof, arms, reset)
+    counts = readiness_counts(arms)
     mem_path = p.memory_path(memory)
     mem_info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
     if mem_path.exists():
@@ -70,7 +123,7 @@ def doctor(
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
     report = {
         "agents": found,
-        "profile": {"name": prof.name, "path": str(prof.path), "arms": arms},
+        "profile": {"name": prof.name, "path": str(prof.path), "arms": arms, "readiness": counts},
         "paths": {"config": str(p.config_dir), "data": str(p.data_dir), "cache": str(p.cache_dir),
                   "logs": str(p.logs_dir), "profiles": str(p.profiles_dir), "resolved_from": p.source,
                   "project_config": str(settings.project_file) if settings.project_file else None},
@@ -79,11 +132,15 @@ def doctor(
     checks = _run_checks(agent, found, timeout, quiet=json_out) if check else None
     if checks is not None:
         report["checks"] = checks
+    if forgotten is not None:
+        report["health_reset"] = forgotten
     if json_out:
         print_json(report)
         _exit_on_failed(checks, mem_info, arms)
         return
     con = console()
+    if forgotten is not None:
+        con.print(f"forgot the health of {forgotten} arm(s) or credential scope(s): every arm is tried again")
     con.print("[bold]agents[/]")
     for name, info in found.items():
         if info["found"]:
@@ -91,9 +148,12 @@ def doctor(
         else:
             con.print(f"  [red]✗[/] {name:9} not found on PATH")
     usable = sum(a["usable"] for a in arms)
-    con.print(f"[bold]profile[/] {prof.name}: {usable} of {len(arms)} arms usable")
+    from rich.markup import escape
+
+    con.print("[bold]profile[/] " + escape(readiness_summary(prof.name, counts).removeprefix("profile ")))
+    width = max((len(a["arm"]) for a in arms), default=0)
     for a in arms:
-        con.print(f"  {'[green]✓[/]' if a['usable'] else '[red]✗[/]'} {a['arm']}")
+        _print_arm(con, a, width)
     con.print("[bold]paths[/]")
     for k, v in report["paths"].items():
         if v:
@@ -108,6 +168,8 @@ def doctor(
     if usable == 0:
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")
+    elif not _any_runnable(arms):
+        con.print("[yellow]no arm of this profile is ready: do what the arms above say, then `acr doctor`[/]")
     if checks is not None:
         con.print("[bold]check against a local mock model API[/]")
         for c in checks:
@@ -123,6 +185,61 @@ def doctor(
         if not checks:
             con.print("  no agent CLI installed to check")
     _exit_on_failed(checks, mem_info, arms)
+
+
+_MARK = {"ready": "[green]✓[/]", "unknown": "[yellow]?[/]", "not_ready": "[red]✗[/]"}
+_LABEL = {"ready": "ready", "unknown": "unknown", "not_ready": "not ready"}
+
+
+def _print_arm(con, a: dict, width: int) -> None:
+    """One arm: mark, id, state and why; the fix of a not-ready arm; a missing price."""
+    from rich.markup import escape
+
+    head = f"  {_MARK[a['state']]} {escape(a['arm'].ljust(width))}  {_LABEL[a['state']]}"
+    if a["state"] == "ready":  # why, on the same line as far as it fits (all of it in --json)
+        con.print(f"{head}  [dim]{escape(a['reason'])}[/]", no_wrap=True, overflow="ellipsis")
+    else:
+        con.print(head)
+        con.print(f"      {escape(a['reason'])}")
+        if a["state"] == "not_ready" and a["fix"]:
+            con.print(f"      fix: {escape(a['fix'])}")
+        elif a["state"] == "unknown":
+            con.print("      [dim]still tried" + (f"; to find out: {escape(a['fix'])}" if a["fix"] else "") + "[/]")
+    if a.get("health"):
+        con.print(f"      [yellow]{escape(a['health']['text'])}[/]")
+    if not a["priced"]:
+        con.print("      [yellow]price unknown[/]: no price in the profile (its cost is recorded as unknown "
+                  "unless the agent reports one)")
+
+
+def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> int | None:
+    """Add to each arm what memory knows of its health (set aside, cooling down); with ``reset``, forget
+    all of it first and return how many entries went (None without ``reset``)."""
+    from acr_cli.cli.common import open_memory
+    from acr_cli.errors import AcrError
+    from acr_cli.health.state import HealthBook
+
+    try:
+        mem = open_memory(memory, create=reset, read_only=not reset)
+    except AcrError:
+        if reset:
+            raise
+        return None  # a memory that cannot be read is reported below, with the other memory figures
+    try:
+        book = HealthBook(mem)
+        forgotten = book.reset() if reset else None
+        health = book.of(prof.arms)
+    finally:
+        mem.close()
+    for a in arms:
+        h = health.get(a["arm"])
+        a["health"] = None if h is None else {"state": h.state, "reason": h.reason, "fix": h.fix,
+                                              "until": h.until, "since": h.since, "text": h.describe()}
+    return forgotten
+
+
+def _any_runnable(arms: list[dict]) -> bool:
+    return any(a["state"] in ("ready", "unknown") for a in arms)
 
 
 def _memory_figures(memory: Optional[Path], mem_path: Path) -> dict:
@@ -165,6 +282,8 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
 
 
 def _exit_on_failed(checks: Optional[list], mem_info: dict, arms: list[dict]) -> None:
-    """Exit 1 when a check failed, the memory cannot be read or no arm of the profile could run."""
-    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem") or not any(a["usable"] for a in arms):
+    """Exit 1 when a check failed, the memory cannot be read, or no arm of the profile could run:
+    none installed, or none ready or unknown."""
+    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem") or not any(a["usable"] for a in arms) \
+            or not _any_runnable(arms):
         raise typer.Exit(1)

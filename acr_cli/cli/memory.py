@@ -55,6 +55,9 @@ def show(
                            expected_cost=rk.cost)
                 merged.append(row)
         merged += list(by_key.values())  # arms no longer in the profile
+        from acr_cli.health.state import HealthBook
+
+        health = HealthBook(mem).of(prof.arms)
     finally:
         mem.close()
     if json_out:
@@ -67,10 +70,16 @@ def show(
                         "mean_cost_usd": s.mean_cost, "mean_duration_s": s.mean_duration, "last_used": s.last_used,
                         "posterior_mean": r.get("mean"), "interval90": [r.get("low"), r.get("high")],
                         "expected_cost_usd": r.get("expected_cost"), "expected_reward": r.get("reward"),
-                        "order": r.get("rank")})
+                        "order": r.get("rank"), "health": _health_json(health.get(f"{r['agent']}:{r['model']}"))})
         print_json({"profile": prof.name, "kinds": out})
     else:
-        memory_table([r for r in merged if r["stats"].n or r.get("rank")])
+        memory_table([r for r in merged if r["stats"].n or r.get("rank")], health)
+
+
+def _health_json(h) -> dict | None:
+    """An arm that cannot be tried now (set aside after a set-up error, cooling after transient ones)."""
+    return None if h is None else {"state": h.state, "reason": h.reason, "fix": h.fix, "until": h.until,
+                                   "errors": h.errors, "since": h.since}
 
 
 @app.command()

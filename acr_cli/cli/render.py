@@ -41,6 +41,10 @@ class LiveView:
                            f" · {fb.duration_s:.1f}s")
             if fb.verdict != "passed" and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
+            if fb.health:
+                from rich.markup import escape
+
+                self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
 
     def output(self, adapter, stream: str, line: str) -> None:
         if self.quiet or stream != "out":
@@ -74,8 +78,9 @@ def print_run_summary(result, verify: str | None, rollback: bool = True) -> None
     con.print(f"[dim]task {result.task_id} · `acr memory log` shows the attempts[/]")
 
 
-def print_route(ctx, profile, policy, ranked, explain: bool) -> None:
-    """Plain text on purpose: `acr route` must start fast, so no rich import here."""
+def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None) -> None:
+    """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
+    that cannot be tried now (arm id -> why), listed after the plan."""
     import typer
 
     typer.echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
@@ -99,10 +104,13 @@ def print_route(ctx, profile, policy, ranked, explain: bool) -> None:
     for row in ([head] if explain else []) + rows:
         typer.echo("  ".join(c.ljust(w) if j in (1, len(head) - 1) else c.rjust(w)
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
+    for arm_id, why in (blocked or {}).items():
+        typer.echo(f"  -  {arm_id}: cannot run now: {why}")
 
 
-def memory_table(rows: list[dict[str, Any]]) -> None:
-    """One table per task kind, arms in the order the router would try them now."""
+def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None:
+    """One table per task kind, arms in the order the router would try them now; then the arms that
+    cannot be tried now (``health``: arm id -> acr_cli.health.state.Health) and why."""
     from rich.table import Table
 
     con = console()
@@ -118,7 +126,8 @@ def memory_table(rows: list[dict[str, Any]]) -> None:
         items.sort(key=lambda r: r.get("rank") or 1_000)
         total = sum(r["stats"].n for r in items)
         table = Table(title=f"[bold]{kind}[/] · {total} attempts", title_justify="left", box=None, pad_edge=False)
-        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("pass", "right"), ("posterior (90%)", "right"),
+        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("err", "right"), ("pass", "right"),
+                ("posterior (90%)", "right"),
                 ("cost", "right"), ("reward", "right")] + ([("time", "right"), ("last used", "left")] if wide else [])
         for col, just in cols:
             table.add_column(col, justify=just, no_wrap=True, min_width=arm_width if col == "arm" else None)
@@ -126,7 +135,8 @@ def memory_table(rows: list[dict[str, Any]]) -> None:
             s = r["stats"]
             rank = r.get("rank")
             row = [
-                "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n),
+                "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n_judged),
+                str(s.n - s.n_judged) if s.n > s.n_judged else "-",
                 fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
                 "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
                 fmt_money(s.mean_cost if s.mean_cost is not None else r.get("expected_cost"), 3),
@@ -137,6 +147,13 @@ def memory_table(rows: list[dict[str, Any]]) -> None:
             table.add_row(*row)
         con.print(table)
         con.print()
-    con.print("[dim]# = the order acr would try the arms in now · n = attempts · cost = observed mean per "
+    from rich.markup import escape
+
+    for arm_id, h in sorted((health or {}).items()):
+        con.print(f"[yellow]{escape(arm_id)}[/] is {escape(h.describe())}")
+    if health:
+        con.print()
+    con.print("[dim]# = the order acr would try the arms in now · n = judged attempts (passed, failed, timeout) · "
+              "err = attempts that ended in an error or were cancelled (not evidence of skill) · cost = observed mean per "
               "attempt, else expected · reward = posterior - lambda x cost" + ("" if wide else
               " · a wider terminal (or --json) also shows time and last use") + "[/]")

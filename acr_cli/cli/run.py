@@ -44,10 +44,10 @@ def _require_an_agent(profile, arm_ids: list[str] | None) -> None:
     """Refuse a run none of whose arms could start: a set-up problem (exit 2), not a failed task."""
     from acr_cli.domain import parse_arm_id
     from acr_cli.errors import AcrError
-    from acr_cli.live import agent_unavailable
+    from acr_cli.agents import unavailable
 
     names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
-    reasons = {n: agent_unavailable(profile, n) for n in dict.fromkeys(names)}
+    reasons = {n: unavailable(n, profile.agents) for n in dict.fromkeys(names)}
     if all(reasons.values()):
         raise AcrError("no agent this run may use can start: " + "; ".join(reasons.values()),
                        hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
@@ -157,6 +157,7 @@ def run(
     from acr_cli.live import LiveEnvironment
     from acr_cli.loop import run_task, summary
     from acr_cli.routing.factory import live_policy
+    from acr_cli.health.state import HealthBook
     from acr_cli.workspace import Workspace
 
     text = _prompt(prompt, prompt_file)
@@ -229,7 +230,8 @@ def run(
         view = LiveView(quiet=quiet)
         env = LiveEnvironment(profile=prof, project=proj, logs_dir=p.logs_dir, workspace=workspace,
                               verify=verify_cmd, timeout=float(t_agent), verify_timeout=float(t_verify),
-                              permissions=perm, interactive=interactive, on_output=view.output)
+                              permissions=perm, interactive=interactive, on_output=view.output,
+                              health=HealthBook(mem))
         view.start(ctx, pol, verify_cmd, workspace is not None)
         result = run_task(ctx, pol, env, mem, max_attempts=int(n_max),
                           max_cost=None if cost_max is None else float(cost_max), verifier=verify_cmd,
@@ -283,8 +285,10 @@ def route(
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
         ranked = pol.rank(ctx, TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost))
+        blocked = _cannot_run(prof, mem, [r.arm for r in ranked])
     finally:
         mem.close()
+    planned = [r for r in ranked if r.arm.id not in blocked]
     if json_out:
         print_json({
             "context": {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
@@ -293,7 +297,28 @@ def route(
             "policy": pol.name,
             "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),
                        "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
-                      for r in ranked],
+                      for r in planned],
+            "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id]}
+                           for r in ranked if r.arm.id in blocked],
         })
     else:
-        print_route(ctx, prof, pol, ranked, explain)
+        print_route(ctx, prof, pol, planned, explain, blocked)
+    if ranked and not planned:
+        from acr_cli.errors import AcrError
+
+        raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
+
+
+def _cannot_run(profile, memory, arms) -> dict[str, str]:
+    """arm id -> why it cannot be tried now: its CLI is missing, or it is set aside or cooling down."""
+    from acr_cli.health.state import HealthBook
+    from acr_cli.agents import unavailable
+
+    out = {}
+    missing = {a.agent: unavailable(a.agent, profile.agents) for a in arms}
+    health = HealthBook(memory).of([a for a in arms if not missing[a.agent]])
+    for a in arms:
+        why = missing[a.agent] or (health[a.id].describe() if a.id in health else None)
+        if why:
+            out[a.id] = why
+    return out

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from acr_cli.memory.store import Memory
+from acr_cli.memory.store import PRICED_COST, Memory
 
 JUDGED_SQL = "('passed','failed','timeout')"
 SCORE = "COALESCE(a.score, a.verdict = 'passed')"
@@ -151,7 +151,7 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
             f" SUM(a.verdict IN {JUDGED_SQL}),"
             f" SUM(a.verdict IN ('failed','timeout')),"
             f" TOTAL(CASE WHEN a.verdict IN ('failed','timeout') THEN {SCORE} END),"
-            " COUNT(a.cost_usd), SUM(a.cost_usd > 0),"
+            f" COUNT({PRICED_COST}), SUM(a.cost_usd > 0),"
             " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) END),"
             " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END),"
             " SUM(a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0),"

@@ -99,8 +99,31 @@ def _m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
+def _m002_arm_health(db: sqlite3.Connection) -> None:
+    """Arm health beside skill: arms set aside after a set-up error and arms cooling down after
+    transient ones (see acr_cli/health/). Never read as evidence about a model's skill."""
+    _script(
+        db,
+        """
+        CREATE TABLE arm_health (
+            key TEXT PRIMARY KEY,                  -- 'scope:<credential scope>' or 'arm:<agent>:<model>'
+            state TEXT NOT NULL,                   -- 'set_aside' | 'cooling'
+            agent TEXT NOT NULL,
+            model TEXT,                            -- the arm whose error it was
+            reason TEXT,                           -- what went wrong (redacted)
+            fix TEXT,                              -- what to do about it
+            fingerprint TEXT,                      -- set aside: what readiness depended on then
+            errors INTEGER NOT NULL DEFAULT 1,     -- cooling: transient errors in a row
+            until TEXT,                            -- cooling: when it ends (UTC ISO)
+            updated_at TEXT NOT NULL
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
+    ("002_arm_health", _m002_arm_health),
 ]
 
 

@@ -26,6 +26,8 @@ from acr_cli.redact import redact
 # Verdicts that say something about the arm's ability (errors and cancels do not).
 JUDGED = ("passed", "failed", "timeout")
 _JUDGED_SQL = "('passed','failed','timeout')"
+# An attempt's cost as a price: an error's $0 (it never reached the model) is no evidence of cheapness.
+PRICED_COST = "CASE WHEN a.verdict <> 'error' OR a.cost_usd > 0 THEN a.cost_usd END"
 
 TASK_FIELDS = ("id", "created_at", "source", "project", "prompt", "prompt_sha256", "kind", "language", "size",
                "ref", "policy", "passed", "score", "cost_usd", "final_arm", "oracle_reward", "oracle_arm",
@@ -82,8 +84,8 @@ _STATS_COLUMNS = f"""
     SUM(a.verdict IN {_JUDGED_SQL}) AS n_judged,
     SUM(CASE WHEN a.verdict IN {_JUDGED_SQL} THEN COALESCE(a.score, a.verdict = 'passed') ELSE 0 END) AS score_sum,
     SUM(a.verdict = 'passed') AS n_passed,
-    TOTAL(a.cost_usd) AS cost_sum,
-    COUNT(a.cost_usd) AS n_cost,
+    TOTAL({PRICED_COST}) AS cost_sum,
+    COUNT({PRICED_COST}) AS n_cost,
     TOTAL(a.duration_s) AS duration_sum,
     MAX(a.started_at) AS last_used
 """

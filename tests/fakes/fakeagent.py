@@ -17,13 +17,29 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
          "commands": [["git", "stash", "pop"]],   # run in the project before the files above, as its shell tool would
          "tokens": [12000, 800], "cost": 0.05,      # cost null: not reported
          "text": "Fixed add()",
-         "error": null,        # "500" | "401" | "rate_limit": an API error in the CLI's format, exit 1
+         "error": null,        # an API error in the CLI's own format, exit 1: "500" | "401" | "rate_limit" |
+                               # "login" | "403" | "quota" | "unknown_model" | "unknown_model_named" |
+                               # "503" | "overloaded" (see ERRORS below)
          "deny": false,        # claude: every tool call denied (exit 0, permission_denials)
          "hang": false,        # sleep forever after the first event (and start a sleeping child)
          "sleep": 0,           # seconds before finishing
          "exit": 0}]}
 
 Without a scenario every call succeeds without touching any file.
+
+Login status commands (``claude auth status``, ``codex login status``, ``opencode auth list``)
+answer like the real ones (claude 2.1.197, codex-cli 0.169.0, opencode 1.18.33), driven by:
+
+* ``FAKE_AGENT_LOGGED_OUT=claude,codex,opencode``: those report not logged in (claude still
+  reports a login from ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN, as the
+  real one does; opencode lists no stored credential). Default: logged in.
+* ``FAKE_AGENT_OPENCODE_PROVIDERS=anthropic,openai``: the providers ``opencode auth list`` shows as
+  stored (empty: none). Default: every provider of :data:`OPENCODE_PROVIDERS`. Provider keys in the
+  environment are listed in a second section, as the real one does.
+* ``FAKE_AGENT_STATUS_HANG=codex``: the status command sleeps (an hour).
+* ``FAKE_AGENT_STATUS_UNSUPPORTED=claude``: the status command is refused like a CLI version without
+  it would (usage error on stderr).
+* ``FAKE_AGENT_STATUS_LOG=/path``: each status call appends a JSON line ``{"agent", "argv"}``.
 """
 
 from __future__ import annotations
@@ -151,7 +167,133 @@ def hang(first_event) -> None:
         time.sleep(1)
 
 
+# --------------------------------------------------------------------------- login status commands
+
+# id -> (display name, API-key variable), as opencode 1.18.33's catalogue names them
+OPENCODE_PROVIDERS = {
+    "anthropic": ("Anthropic", "ANTHROPIC_API_KEY"), "openai": ("OpenAI", "OPENAI_API_KEY"),
+    "zhipuai": ("Zhipu AI", "ZHIPU_API_KEY"), "zai": ("Z.AI", "ZHIPU_API_KEY"),
+    "alibaba": ("Alibaba", "DASHSCOPE_API_KEY"), "moonshotai": ("Moonshot AI", "MOONSHOT_API_KEY"),
+    "minimax": ("MiniMax (minimax.io)", "MINIMAX_API_KEY"), "openrouter": ("OpenRouter", "OPENROUTER_API_KEY"),
+    "deepseek": ("DeepSeek", "DEEPSEEK_API_KEY"), "google": ("Google", "GEMINI_API_KEY"),
+}
+STATUS_COMMANDS = {"claude": [["auth", "status"]], "codex": [["login", "status"]],
+                   "opencode": [["auth", "list"], ["auth", "ls"], ["providers", "list"], ["providers", "ls"]]}
+GREY, RESET = "\x1b[90m", "\x1b[0m"
+
+
+def _listed(var: str) -> list[str]:
+    return [x.strip() for x in os.environ.get(var, "").split(",") if x.strip()]
+
+
+def status_command(agent: str, argv: list[str]) -> int | None:
+    """Answer a login status command like the real CLI; None when ``argv`` is not one."""
+    if not any(argv[:len(c)] == c for c in STATUS_COMMANDS.get(agent, [])):
+        return None
+    log = os.environ.get("FAKE_AGENT_STATUS_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(json.dumps({"agent": agent, "argv": argv}) + "\n")
+    if agent in _listed("FAKE_AGENT_STATUS_HANG"):
+        time.sleep(3600)
+    if agent in _listed("FAKE_AGENT_STATUS_UNSUPPORTED"):
+        sys.stderr.write({"claude": f"error: unknown command '{argv[0]}'\n",
+                          "codex": f"error: unrecognized subcommand '{argv[0]}'\n\nUsage: codex [OPTIONS] [PROMPT]\n",
+                          "opencode": "opencode [project]\n\nstart opencode tui\n"}[agent])
+        return {"claude": 1, "codex": 2, "opencode": 1}[agent]
+    logged_out = agent in _listed("FAKE_AGENT_LOGGED_OUT")
+    if agent == "claude":
+        status = {"loggedIn": True, "authMethod": "claude.ai", "apiProvider": "firstParty", "email": None,
+                  "subscriptionType": "pro"}
+        if logged_out:
+            if os.environ.get("ANTHROPIC_API_KEY"):
+                status = {"loggedIn": True, "authMethod": "api_key", "apiProvider": "firstParty",
+                          "apiKeySource": "ANTHROPIC_API_KEY"}
+            elif os.environ.get("ANTHROPIC_AUTH_TOKEN") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN"):
+                status = {"loggedIn": True, "authMethod": "oauth_token", "apiProvider": "firstParty"}
+            else:
+                status = {"loggedIn": False, "authMethod": "none", "apiProvider": "firstParty"}
+        print(json.dumps(status, indent=2))
+        return 0 if status["loggedIn"] else 1
+    if agent == "codex":  # the real one writes its answer to stderr
+        sys.stderr.write("Not logged in\n" if logged_out else "Logged in using ChatGPT\n")
+        return 1 if logged_out else 0
+    # opencode: stored credentials, then the provider keys found in the environment, with ANSI colours
+    if "FAKE_AGENT_OPENCODE_PROVIDERS" in os.environ:
+        stored = _listed("FAKE_AGENT_OPENCODE_PROVIDERS")
+    else:
+        stored = list(OPENCODE_PROVIDERS)
+    if logged_out:
+        stored = []
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "opencode" / "auth.json"
+    out = [f"┌  Credentials {GREY}{str(data).replace(str(Path.home()), '~', 1)}", "│"]
+    for pid in stored:
+        out += [f"●  {OPENCODE_PROVIDERS.get(pid, (pid,))[0]} {GREY}api", "│"]
+    out += [f"└  {len(stored)} credentials", ""]
+    env = [(name, var) for name, var in OPENCODE_PROVIDERS.values() if os.environ.get(var)]
+    if env:
+        out += ["┌  Environment", "│"]
+        for name, var in env:
+            out += [f"●  {name} {GREY}{var}", "│"]
+        out += [f"└  {len(env)} environment variables", ""]
+    print("\n".join(out) + RESET)
+    return 0
+
+
 # --------------------------------------------------------------------------- output formats
+
+# Error modes of the scenario's "error" key beyond "500" / "401" / "rate_limit", with what each real CLI
+# printed (claude 2.1.197 and codex-cli 0.169.0 against a local server answering with the provider's
+# error body; opencode 1.18.33 likewise, and without credentials). {model} is the arm's model.
+CLAUDE_ERRORS = {  # mode -> (api_error_status, result text)
+    "login": (None, "Not logged in · Please run /login"),
+    "403": (403, "Failed to authenticate. API Error: 403 Your API key does not have permission to use the "
+                 "specified resource."),
+    "quota": (400, "Credit balance is too low"),
+    "unknown_model": (404, "There's an issue with the selected model ({model}). It may not exist or you may not "
+                           "have access to it. Run --model to pick a different model."),
+    "503": (503, "API Error: 503 Service Unavailable. This is a server-side issue, usually temporary — try again "
+                 "in a moment."),
+    "overloaded": (529, "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in "
+                        "a moment."),
+}
+CODEX_ERRORS = {  # mode -> the message of its error event and turn.failed
+    "login": "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header, "
+             "url: https://api.openai.com/v1/responses",
+    "403": "Project `proj_acr` does not have access to model `{model}`",
+    "quota": "Quota exceeded. Check your plan and billing details.",
+    "unknown_model": "The model `{model}` does not exist or you do not have access to it.",
+    "503": "unexpected status 503 Service Unavailable: Service Unavailable, url: https://api.openai.com/v1/responses",
+    "overloaded": "unexpected status 503 Service Unavailable: The server is overloaded or not ready yet., "
+                  "url: https://api.openai.com/v1/responses",
+}
+
+
+def opencode_error(mode: str, model: str) -> dict:
+    """The ``error`` of opencode's error event for ``mode``. Without credentials for the provider and
+    for a model it does not know, opencode 1.18.33 prints the same UnknownError (its log, with
+    --print-logs, says ProviderModelNotFoundError); "unknown_model_named" is that error by name."""
+    provider, _, model_id = model.partition("/")
+    unexpected = {"name": "UnknownError", "data": {"message": "Unexpected server error. Check server logs for "
+                                                              "details.", "ref": "err_" + uuid.uuid4().hex[:8]}}
+    if mode in ("login", "unknown_model"):
+        return unexpected
+    if mode == "unknown_model_named":
+        return {"name": "ProviderModelNotFoundError", "data": {"providerID": provider, "modelID": model_id,
+                                                               "suggestions": []}}
+    status, message, body = {
+        "403": (403, "Your account is not authorized to access this model",
+                {"error": {"message": "Your account is not authorized to access this model",
+                           "type": "permission_denied_error"}}),
+        "quota": (429, "You exceeded your current quota, please check your plan and billing details.",
+                  {"error": {"message": "You exceeded your current quota, please check your plan and billing "
+                                        "details.", "type": "insufficient_quota", "code": "insufficient_quota"}}),
+        "503": (503, "Service Unavailable", {"error": {"message": "Service Unavailable", "type": "server_error"}}),
+        "overloaded": (529, "Overloaded", {"error": {"message": "Overloaded", "type": "overloaded_error"}}),
+    }[mode]
+    return {"name": "APIError", "data": {"message": message, "statusCode": status, "isRetryable": status >= 429,
+                                         "responseBody": json.dumps(body)}}
+
 
 
 def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
@@ -170,9 +312,14 @@ def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
             "modelUsage": {model: {"inputTokens": tin, "outputTokens": tout, "costUSD": rule.get("cost", 0.01)}},
             "permission_denials": []}
     if err:
-        status = 429 if err == "rate_limit" else int(err)
-        text = {500: "API Error: 500 Internal server error", 401: "Failed to authenticate. API Error: 401 invalid x-api-key",
-                429: "API Error: 429 rate_limit_error: This request would exceed your rate limit"}[status]
+        if str(err) in CLAUDE_ERRORS:
+            status, text = CLAUDE_ERRORS[str(err)]
+            text = text.format(model=model)
+        else:
+            status = 429 if err == "rate_limit" else int(err)
+            text = {500: "API Error: 500 Internal server error",
+                    401: "Failed to authenticate. API Error: 401 invalid x-api-key",
+                    429: "API Error: 429 rate_limit_error: This request would exceed your rate limit"}[status]
         emit({**base, "subtype": "success", "is_error": True, "api_error_status": status, "result": text,
               "total_cost_usd": 0, "usage": {"input_tokens": 0, "output_tokens": 0}})
         return 1
@@ -209,7 +356,8 @@ def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
     err = rule.get("error")
     if err:
         msg = {"500": "unexpected status 500 Internal Server Error", "401": "unexpected status 401 Unauthorized",
-               "rate_limit": "exceeded retry limit, last status: 429 Too Many Requests"}[str(err)]
+               "rate_limit": "exceeded retry limit, last status: 429 Too Many Requests",
+               **CODEX_ERRORS}[str(err)].format(model=model)
         emit({"type": "error", "message": msg})
         emit({"type": "turn.failed", "error": {"message": msg}})
         return 1
@@ -232,10 +380,13 @@ def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
     time.sleep(rule.get("sleep", 0))
     err = rule.get("error")
     if err:
-        status = 429 if err == "rate_limit" else int(err)
-        emit({"type": "error", "timestamp": ts, "sessionID": sid,
-              "error": {"name": "APIError", "data": {"message": f"Request failed with status {status}",
-                                                     "statusCode": status, "isRetryable": status != 401}}})
+        if str(err) in ("500", "401", "rate_limit"):
+            status = 429 if err == "rate_limit" else int(err)
+            error = {"name": "APIError", "data": {"message": f"Request failed with status {status}",
+                                                  "statusCode": status, "isRetryable": status != 401}}
+        else:
+            error = opencode_error(str(err), model)
+        emit({"type": "error", "timestamp": ts, "sessionID": sid, "error": error})
         return 1
     for rel in apply_files(rule, root):
         emit({"type": "tool_use", "timestamp": ts, "sessionID": sid,
@@ -276,6 +427,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-v"):
         print({"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.169.0", "opencode": "1.18.33"}.get(agent, "0"))
         return
+    status = status_command(agent, sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
     if (agent == "codex" and sys.argv[1:2] != ["exec"]) or (agent == "claude" and "-p" not in sys.argv):
         scen_path = os.environ.get("FAKE_AGENT_SCENARIO")
         interactive(agent, sys.argv[1:], json.loads(Path(scen_path).read_text()) if scen_path else {})

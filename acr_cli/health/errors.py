@@ -1,0 +1,86 @@
+"""What kind of error ended an attempt: set-up, transient, or neither (read from the CLI's own words).
+
+* **set-up**: the arm cannot work here until a person does something: not logged in, 401/403,
+  an unknown model, a provider that is not configured, quota or credit exhausted. The arm is set
+  aside for later tasks (see :mod:`acr_cli.health.state`).
+* **transient**: it may work in a minute: 429 / rate limit, 5xx, overloaded, a connection reset,
+  a network timeout. The arm cools down for a while that grows with repeated errors.
+
+Neither is evidence about the model's skill. An error matching neither (a crash of the CLI, an
+argument it refused) is left to the router like any other error. The patterns are the CLIs'
+observed messages (``../shared/AGENT_CLIS.md``) and the HTTP statuses they quote; a quota message
+wins over its 429, an authentication message over a generic "server error".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SETUP = "setup"
+TRANSIENT = "transient"
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # SETUP | TRANSIENT
+    what: str  # short, for people: "not logged in", "rate limited (429)"
+    fix: str | None = None  # what to do (set-up errors)
+
+
+_FIX = {
+    "claude": "log in: run `claude` and type /login, or set ANTHROPIC_API_KEY",
+    "codex": "log in: `codex login` (or `printenv OPENAI_API_KEY | codex login --with-api-key`), or set CODEX_API_KEY",
+    "opencode": "add credentials for the model's provider: `opencode auth login`, or set its API key "
+                "(e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY)",
+}
+
+# (pattern, kind, what, fix key): first match wins, so the more specific come first
+_RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
+    (re.compile(p, re.I), kind, what, fix) for p, kind, what, fix in [
+        (r"insufficient[_ ]quota|exceeded your current quota|credit balance is too low|out of credits|"
+         r"billing|payment required|\b402\b", SETUP, "quota or credit exhausted", "billing"),
+        (r"not logged in|please run /login|please log ?in|login required|no credentials|missing bearer|"
+         r"missing api key|api key (is )?(missing|not (set|found))|no api key", SETUP, "not logged in", "login"),
+        (r"\b401\b|unauthori[sz]ed|failed to authenticate|invalid[ _-]?(x-)?api[ _-]?key|authentication[_ ]error|"
+         r"incorrect api key", SETUP, "credentials refused (401)", "login"),
+        (r"\b403\b|forbidden|permission[_ ]denied.*(model|api)|not allowed to (use|access)", SETUP,
+         "access refused (403)", "access"),
+        (r"model[^\n]{0,80}(not found|does not exist|is not supported|unknown)|unknown model|"
+         r"providermodelnotfound|model metadata[^\n]*not found|invalid model", SETUP, "unknown model", "model"),
+        (r"provider[^\n]{0,60}(not (found|configured)|unknown)|provideriniterror|no provider", SETUP,
+         "provider not configured", "login"),
+        (r"\b429\b|rate[_ ]?limit|too many requests", TRANSIENT, "rate limited (429)", None),
+        (r"\b529\b|overloaded", TRANSIENT, "overloaded", None),
+        (r"\b50[0234]\b|internal server error|bad gateway|service unavailable|gateway time-?out|"
+         r"unexpected server error|server_error", TRANSIENT, "server error (5xx)", None),
+        (r"econnreset|connection (reset|refused|closed|error)|socket hang up|etimedout|network (error|timeout)|"
+         r"timed out|dns|getaddrinfo|enotfound|eai_again|stream (disconnected|error)", TRANSIENT, "network error", None),
+    ]
+]
+
+
+def classify(agent: str, model: str, text: str | None) -> Problem | None:
+    """The problem an error attempt's message shows, or None when it is neither kind."""
+    if not text:
+        return None
+    if agent == "opencode" and re.search(r"unexpected server error", text, re.I):
+        # what opencode says for a provider without credentials and for an unknown model alike
+        # (observed with opencode 1.18.33; its logs name the cause); a real 5xx carries its status
+        return Problem(SETUP, "provider refused the request (no credentials for it, or an unknown model)",
+                       _fix(agent, model, "login") + f"; check the model name {model!r} too")
+    for pattern, kind, what, fix in _RULES:
+        if pattern.search(text):
+            return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None)
+    return None
+
+
+def _fix(agent: str, model: str, key: str | None) -> str:
+    if key == "billing":
+        return f"add credit or raise the quota of the account {agent} uses, then `acr doctor --reset`"
+    if key == "model":
+        return (f"check the model name {model!r} (`{agent}` lists the ones it knows), or remove the arm "
+                "from your profile")
+    if key == "access":
+        return f"the account {agent} uses may not use {model}: check its plan, or remove the arm from your profile"
+    return _FIX.get(agent, f"check {agent}'s credentials and configuration") + ", then `acr doctor`"

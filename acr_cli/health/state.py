@@ -1,0 +1,155 @@
+"""Arm health kept in memory (table ``arm_health``), so parallel runs and later runs share it.
+
+* A **set-up** error sets the arm's credential scope aside (every claude arm when claude is not
+  logged in; one opencode provider when its key is refused) for later tasks. It comes back when
+  what its readiness depends on changes (the CLI, its credential or config files, the API-key
+  variables: :func:`acr_cli.health.readiness.fingerprint`), or with ``acr doctor --reset``.
+* A **transient** error cools the arm down for ``COOL_BASE_S`` x 2^(errors in a row - 1), at most
+  ``COOL_MAX_S``; the count starts again after an attempt that ran (any verdict but error).
+
+Settings, from first principles (no benchmark data involved): a provider's rate-limit window is
+typically a minute, so the first cooldown is one; doubling reaches the hour cap after seven
+errors in a row, by when the problem is not transient and a person should look.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Iterable
+
+from acr_cli.domain import Arm
+from acr_cli.health.errors import SETUP, Problem
+from acr_cli.redact import redact
+
+COOL_BASE_S = 60.0
+COOL_MAX_S = 3600.0
+SET_ASIDE, COOLING = "set_aside", "cooling"
+
+
+@dataclass(frozen=True)
+class Health:
+    state: str  # SET_ASIDE | COOLING
+    reason: str
+    fix: str | None = None
+    until: str | None = None  # cooling: UTC ISO time it ends
+    errors: int = 1
+    since: str | None = None
+
+    def describe(self) -> str:
+        if self.state == SET_ASIDE:
+            return f"set aside since {_local(self.since)}: {self.reason}" + (f"; {self.fix}" if self.fix else "")
+        return f"cooling down until {_local(self.until)} after {self.errors} error(s) in a row: {self.reason}"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(s: str) -> datetime:
+    return datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def _local(s: str | None) -> str:
+    if not s:
+        return "?"
+    t = _parse(s).astimezone()
+    return t.strftime("%H:%M:%S") if t.date() == datetime.now().astimezone().date() else t.strftime("%Y-%m-%d %H:%M")
+
+
+def cooldown_s(errors: int) -> float:
+    return min(COOL_BASE_S * 2 ** max(errors - 1, 0), COOL_MAX_S)
+
+
+class HealthBook:
+    """Read and write arm health in a memory. ``scope_of(agent, model)`` names an arm's credential
+    scope, ``fingerprint_of(agent, model)`` what its readiness depends on now (both cheap)."""
+
+    def __init__(self, memory, scope_of: Callable[[str, str], str] | None = None,
+                 fingerprint_of: Callable[[str, str], str] | None = None):
+        if scope_of is None or fingerprint_of is None:
+            from acr_cli.health import readiness
+
+            scope_of, fingerprint_of = scope_of or readiness.scope, fingerprint_of or readiness.fingerprint
+        self.m = memory
+        self.scope_of, self.fingerprint_of = scope_of, fingerprint_of
+
+    def _rows(self) -> list[sqlite3.Row]:
+        try:
+            return list(self.m.db.execute("SELECT * FROM arm_health"))
+        except sqlite3.OperationalError:  # a read-only memory from before arm health: nothing known
+            return []
+
+    def record(self, arm: Arm, problem: Problem, detail: str | None = None, now: datetime | None = None) -> Health:
+        """Remember what an error attempt showed; returns the arm's health now."""
+        now = now or _now()
+        reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
+        if problem.kind == SETUP:
+            key = f"scope:{self.scope_of(arm.agent, arm.model)}"
+            self.m._write("INSERT OR REPLACE INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
+                          " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)",
+                          (key, SET_ASIDE, arm.agent, arm.model, reason, problem.fix,
+                           self.fingerprint_of(arm.agent, arm.model), _iso(now)))
+            return Health(SET_ASIDE, reason, problem.fix, since=_iso(now))
+        key = f"arm:{arm.id}"
+        row = self.m.db.execute("SELECT errors FROM arm_health WHERE key = ?", (key,)).fetchone()
+        errors = (row["errors"] if row else 0) + 1
+        until = _iso(now + timedelta(seconds=cooldown_s(errors)))
+        self.m._write("INSERT OR REPLACE INTO arm_health (key, state, agent, model, reason, fix, fingerprint, errors,"
+                      " until, updated_at) VALUES (?,?,?,?,?,NULL,NULL,?,?,?)",
+                      (key, COOLING, arm.agent, arm.model, reason, errors, until, _iso(now)))
+        return Health(COOLING, reason, until=until, errors=errors, since=_iso(now))
+
+    def ran(self, arm: Arm) -> None:
+        """An attempt of ``arm`` ran (any verdict but error): its transient errors are behind it."""
+        try:
+            self.m._write("DELETE FROM arm_health WHERE key = ?", (f"arm:{arm.id}",))
+        except Exception:  # a read-only memory: nothing to forget
+            pass
+
+    def of(self, arms: Iterable[Arm], now: datetime | None = None) -> dict[str, Health]:
+        """arm id -> its health, for the arms that cannot be tried now. A set-aside scope whose
+        readiness inputs changed since is lifted (and forgotten)."""
+        now = now or _now()
+        rows = {r["key"]: r for r in self._rows()}
+        if not rows:
+            return {}
+        out: dict[str, Health] = {}
+        lifted: list[str] = []
+        fingerprints: dict[str, str] = {}
+        for arm in arms:
+            scope = self.scope_of(arm.agent, arm.model)
+            r = rows.get(f"scope:{scope}")
+            if r is not None and r["key"] not in lifted:
+                fp = fingerprints.get(scope) or fingerprints.setdefault(scope, self.fingerprint_of(arm.agent, arm.model))
+                if fp == r["fingerprint"]:
+                    out[arm.id] = Health(SET_ASIDE, r["reason"], r["fix"], since=r["updated_at"])
+                    continue
+                lifted.append(r["key"])
+            c = rows.get(f"arm:{arm.id}")
+            if c is not None and c["until"] and _parse(c["until"]) > now:
+                out[arm.id] = Health(COOLING, c["reason"], until=c["until"], errors=c["errors"], since=c["updated_at"])
+        for key in lifted:
+            try:
+                self.m._write("DELETE FROM arm_health WHERE key = ?", (key,))
+            except Exception:
+                pass
+        return out
+
+    def entries(self) -> list[dict]:
+        """Everything recorded, for `acr doctor` and `memory show` (expired cooldowns included)."""
+        return [dict(r) for r in self._rows()]
+
+    def reset(self) -> int:
+        """Forget all arm health (`acr doctor --reset`)."""
+        return self.m._write("DELETE FROM arm_health").rowcount
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
