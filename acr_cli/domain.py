@@ -18,7 +18,9 @@ PERMISSIONS = ("read-only", "workspace-write", "full")
 POLICIES = ("learned", "fixed")
 
 # Where an attempt's cost came from.
-COST_REPORTED, COST_PRICED, COST_UNKNOWN = "reported", "priced", "unknown"
+# where an attempt's cost comes from: the agent's report, the profile's prices, the price catalog
+# (acr_cli.pricing, for a model the profile gives no price for), or nowhere
+COST_REPORTED, COST_PRICED, COST_CATALOG, COST_UNKNOWN = "reported", "priced", "catalog", "unknown"
 
 
 def parse_arm_id(text: str) -> tuple[str, str]:

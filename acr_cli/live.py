@@ -18,8 +18,8 @@ from typing import Callable, Iterator
 from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
 from acr_cli.context import Context
-from acr_cli.domain import (CANCELLED, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED, PASSED, TIMEOUT, Arm,
-                            Feedback, TaskState)
+from acr_cli.domain import (CANCELLED, COST_CATALOG, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED,
+                            PASSED, TIMEOUT, Arm, Feedback, TaskState)
 from acr_cli.errors import WorkspaceError
 from acr_cli.health.errors import classify as classify_error
 from acr_cli.health.state import HealthBook
@@ -265,4 +265,10 @@ class LiveEnvironment:
             fb.cost_usd, fb.cost_source = parsed.cost_usd, COST_REPORTED
         else:
             priced = arm.price(parsed.tokens_in, parsed.tokens_out)
-            fb.cost_usd, fb.cost_source = (priced, COST_PRICED) if priced is not None else (None, COST_UNKNOWN)
+            if priced is not None:
+                fb.cost_usd, fb.cost_source = priced, COST_PRICED
+            else:  # no price in the profile: the catalog's, else unknown
+                from acr_cli.pricing import catalog_price
+
+                listed = catalog_price(arm.agent, arm.model, parsed.tokens_in, parsed.tokens_out)
+                fb.cost_usd, fb.cost_source = (listed, COST_CATALOG) if listed is not None else (None, COST_UNKNOWN)

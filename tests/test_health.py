@@ -145,3 +145,13 @@ def test_doctor_shows_a_set_aside_arm_and_reset_brings_it_back(project, fakes_on
     assert "forgot the health of 1" in r.stdout
     acr("run", "fix", "--verify", "true", *arms, cwd=project)
     assert len(calls(log)) == 2
+
+
+def test_an_arm_without_a_profile_price_is_priced_from_the_catalog(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "codex"}, "cost": None, "tokens": [3800, 150]})
+    r = acr("run", "fix", "--verify", "true", "--arms", "codex:gpt-5.5", "--json", cwd=project)  # in no profile
+    attempt = json.loads(r.stdout)["attempts"][0]
+    assert attempt["cost_source"] == "catalog"
+    assert attempt["cost_usd"] == pytest.approx((3800 * 5 + 150 * 30) / 1e6)  # the catalog's gpt-5.5 rates
+    r = acr("run", "fix", "--verify", "true", "--arms", "codex:no-such-model-9", "--json", cwd=project)
+    assert json.loads(r.stdout)["attempts"][0]["cost_source"] == "unknown"

@@ -369,13 +369,15 @@ def test_doctor_exits_1_when_no_arm_is_ready_or_unknown(tmp_path, isolated):
 def test_doctor_shows_an_arm_without_a_price(tmp_path):
     prof = tmp_path / "mine.yaml"
     prof.write_text("description: mine\narms:\n  - agent: claude\n    model: claude-opus-4-6\n"
-                    "  - agent: codex\n    model: gpt-5.4\n    price: {input: 2.5, output: 15}\n")
+                    "  - agent: codex\n    model: gpt-5.4\n    price: {input: 2.5, output: 15}\n"
+                    "  - agent: codex\n    model: no-such-model-9\n")
     arms = json.loads(doctor("--json", "--profile", str(prof)).stdout)["profile"]["arms"]
     assert [(a["arm"], a["priced"], a["price_note"]) for a in arms] == [
-        ("claude:claude-opus-4-6", False, "no price in the profile"), ("codex:gpt-5.4", True, None)]
+        ("claude:claude-opus-4-6", True, "priced from the catalog (genai-prices)"), ("codex:gpt-5.4", True, None),
+        ("codex:no-such-model-9", False, "no price in the profile or the catalog")]
     r = doctor("--profile", str(prof))
-    assert r.returncode == 0 and "profile mine: 2 of 2 arms ready" in r.stdout  # no price is not "not ready"
-    assert "no price in the profile" in r.stdout
+    assert r.returncode == 0 and "profile mine: 3 of 3 arms ready" in r.stdout  # no price is not "not ready"
+    assert "no price in the profile or the catalog" in r.stdout
 
 
 # --------------------------------------------------------------------------- the fakes' error modes

@@ -47,12 +47,17 @@ def arm_readiness(prof, cache_dir: Path, refresh: bool = False) -> list[dict]:
         r = readiness.check(arm.agent, arm.model, adapter.executable, cache_dir=cache_dir, refresh=refresh,
                             version_argv=adapter.version_argv())
         priced = arm.price_in is not None and arm.price_out is not None
+        from acr_cli.pricing import known
+
+        catalog = not priced and known(arm.agent, arm.model)
         out.append({"arm": arm.id, "agent": arm.agent, "model": arm.model,
                     "scope": readiness.scope(arm.agent, arm.model),
                     "usable": r.version is not None,  # the CLI is installed (kept for scripts that read it)
                     "installed": r.version is not None, "version": r.version,
                     "state": r.state, "reason": r.reason, "fix": r.fix,
-                    "priced": priced, "price_note": None if priced else "no price in the profile"})
+                    "priced": priced or catalog,
+                    "price_note": None if priced else ("priced from the catalog (genai-prices)" if catalog
+                                                       else "no price in the profile or the catalog")})
     return out
 
 
@@ -208,8 +213,8 @@ def _print_arm(con, a: dict, width: int) -> None:
     if a.get("health"):
         con.print(f"      [yellow]{escape(a['health']['text'])}[/]")
     if not a["priced"]:
-        con.print("      [yellow]price unknown[/]: no price in the profile (its cost is recorded as unknown "
-                  "unless the agent reports one)")
+        con.print("      [yellow]price unknown[/]: no price in the profile or the catalog (its cost is recorded "
+                  "as unknown unless the agent reports one)")
 
 
 def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> int | None:
