@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from acr_cli import __version__
-from acr_cli.cli import bench, config, doctor, memory, profiles, recover, run
+from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run
 
 
 class AcrGroup(TyperGroup):
@@ -135,6 +135,7 @@ app.command("run")(run.run)
 app.command("route")(run.route)
 app.command("recover")(recover.recover)
 app.command("doctor")(doctor.doctor)
+app.command("init")(init.init)
 app.add_typer(memory.app, name="memory")
 app.add_typer(profiles.app, name="profiles")
 app.add_typer(bench.app, name="bench")

@@ -1,0 +1,102 @@
+"""``acr init``: a profile of the arms that can actually run here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP
+
+BUILTIN_SOURCES = ("balanced", "quality", "cheap")  # where known models' prices and priors come from, in order
+
+
+def init(
+    name: str = typer.Option("mine", "--name", "-n", help="Profile name: written to <config>/profiles/NAME.yaml."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing profile of that name."),
+    include_unknown: bool = typer.Option(False, "--include-unknown", help="Also keep arms whose readiness a check "
+                                         "could not tell (they may run)."),
+    refresh: bool = typer.Option(False, "--refresh", help="Ask the CLIs again instead of using cached answers."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write a profile with only the arms that can run here: installed CLIs with credentials.
+
+    Every arm of the built-in profiles (balanced, quality, cheap) is checked as `acr doctor` does
+    (installed, logged in or keyed for its provider); the ready ones go into the new profile with the
+    built-in prices and priors, in the built-in order. It prints what it kept and what it left out and
+    why, and makes the profile the active one when none is set.
+
+    Examples: acr init; acr init --name work --force; acr init --include-unknown --json
+    """
+    import yaml
+
+    from acr_cli import agents
+    from acr_cli.cli.common import paths, print_json
+    from acr_cli.config import read_toml, set_user_value
+    from acr_cli.errors import AcrError, ConfigError
+    from acr_cli.health import readiness
+    from acr_cli.profiles import builtin_dir
+
+    if not name or "/" in name or name.startswith(".") or name in BUILTIN_SOURCES:
+        raise ConfigError(f"--name {name!r}: give a plain name that is not a built-in profile's",
+                          hint="e.g. acr init --name mine")
+    p = paths()
+    target = p.profiles_dir / f"{name}.yaml"
+    if target.exists() and not force:
+        raise AcrError(f"{target} exists", hint="pass --force to overwrite it, or --name to write another")
+    sources = [yaml.safe_load((builtin_dir() / f"{s}.yaml").read_text()) for s in BUILTIN_SOURCES]
+    candidates: dict[str, dict] = {}  # arm id -> its built-in entry (first source that lists it)
+    for src in sources:
+        for arm in src.get("arms", []):
+            candidates.setdefault(f"{arm['agent']}:{arm['model']}", arm)
+    kept, left = [], []
+    for arm_id, entry in candidates.items():
+        adapter = agents.get(entry["agent"])
+        r = readiness.check(entry["agent"], entry["model"], adapter.executable, cache_dir=p.cache_dir,
+                            refresh=refresh, version_argv=adapter.version_argv())
+        row = {"arm": arm_id, "state": r.state, "reason": r.reason, "fix": r.fix}
+        (kept if r.state == "ready" or (include_unknown and r.state == "unknown") else left).append(row)
+    ids = {k["arm"] for k in kept}
+    out = {"profile": name, "path": str(target), "kept": kept, "left_out": left, "written": False,
+           "active": False}
+    if kept:
+        base = sources[0]
+        order = {kind: [a for a in arms if a in ids] for kind, arms in (base.get("order") or {}).items()}
+        doc = {"description": f"Written by `acr init`: the arms that were ready here ({len(kept)}).",
+               "settings": base.get("settings", {}),
+               "arms": [candidates[a] for a in candidates if a in ids],
+               "order": {k: v for k, v in order.items() if v}}
+        if not doc["order"]:
+            del doc["order"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        header = ("# acr profile written by `acr init`; edit freely (see `acr profiles show`). Prices: USD per\n"
+                  "# 1M tokens; priors: the built-in profiles' per-kind mean scores.\n")
+        tmp = target.with_suffix(".yaml.tmp")
+        tmp.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120))
+        tmp.replace(target)
+        out["written"] = True
+        if not read_toml(p.config_file).get("profile"):
+            set_user_value(p.config_file, "profile", name)
+            out["active"] = True
+    if json_out:
+        print_json(out)
+    else:
+        _print(out)
+    if not kept:
+        raise typer.Exit(1)
+
+
+def _print(out: dict) -> None:
+    echo = typer.echo
+    for k in out["kept"]:
+        echo(f"  ✓ {k['arm']}" + ("" if k["state"] == "ready" else f"  (unknown: {k['reason']})"))
+    for k in out["left_out"]:
+        echo(f"  ✗ {k['arm']}: {k['reason']}" + (f"; {k['fix']}" if k.get("fix") else ""))
+    if not out["written"]:
+        echo("no arm is ready here, so no profile was written: do what the lines above say, then "
+             "`acr init` again (or `acr init --include-unknown`)")
+        return
+    echo(f"wrote {out['path']} with {len(out['kept'])} arm(s)"
+         + ("; it is now the active profile" if out["active"] else
+            f"; make it the active one with `acr config set profile {out['profile']}`"))
