@@ -190,8 +190,11 @@ def test_a_prompt_too_long_for_one_argument_reaches_the_model(agent, project, tm
 
 def test_doctor_check_understands_every_installed_cli():
     r = acr("doctor", "--check", "--json", timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    checks = {c["agent"]: c for c in json.loads(r.stdout)["checks"]}
+    report = json.loads(r.stdout)
+    # nothing is logged in here: exit 1 says no arm is ready (doctor's rule), but only for that reason
+    nothing_ready = not any(a["state"] in ("ready", "unknown") for a in report["profile"]["arms"])
+    assert r.returncode == (1 if nothing_ready else 0), r.stdout + r.stderr
+    checks = {c["agent"]: c for c in report["checks"]}
     assert set(checks) == set(AGENTS)
     for agent, c in checks.items():
         assert c["ok"], f"{agent} {c['version']}: {c['problems']}"
