@@ -141,10 +141,6 @@ class HealthBook:
                 pass
         return out
 
-    def entries(self) -> list[dict]:
-        """Everything recorded, for `acr doctor` and `memory show` (expired cooldowns included)."""
-        return [dict(r) for r in self._rows()]
-
     def reset(self) -> int:
         """Forget all arm health (`acr doctor --reset`)."""
         return self.m._write("DELETE FROM arm_health").rowcount

@@ -14,7 +14,7 @@ stash commit as parents, so a ``git gc`` during the attempt cannot prune one it 
 
 from __future__ import annotations
 
-from acr_cli.errors import WorkspaceError, printable
+from acr_cli.errors import printable
 from acr_cli.workspace.git import Git, ident
 
 KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")
@@ -24,7 +24,6 @@ RECOVERED_REFS = "refs/acr/recovered/"
 PUT_ASIDE_REFS = "refs/acr/put-aside/"
 ATTEMPTS_KEPT = 50
 KEEP_ALIVE_MAX = 5000  # commits of branches, tags and stash entries a keep-alive commit holds
-EMPTY_TREE_INPUT = b""
 
 
 def head(git: Git) -> tuple[str | None, str | None]:
@@ -60,7 +59,7 @@ def keep_alive(git: Git, name: str, head_commit: str | None, commits: list[str])
     alive = [c for c in dict.fromkeys(([head_commit] if head_commit else []) + commits)][:KEEP_ALIVE_MAX]
     if not alive:
         return
-    empty = git("mktree", input=EMPTY_TREE_INPUT, repo_objects=True).decode().strip()
+    empty = git("mktree", input=b"", repo_objects=True).decode().strip()
     parents = [x for c in alive for x in ("-p", c)]
     commit = git("commit-tree", empty, *parents, "-m", f"acr: keeps {name}'s refs alive", env=ident(),
                  repo_objects=True).decode().strip()
@@ -155,10 +154,3 @@ def prune_attempts(git: Git, keep: int = ATTEMPTS_KEPT) -> int:
     if old:
         git("update-ref", "--stdin", input="".join(f"delete {r}\n" for r in old).encode())
     return len(old)
-
-
-def require(git: Git, ref: str) -> str:
-    found = git("rev-parse", "--verify", "-q", ref, check=False).decode().strip()
-    if not found:
-        raise WorkspaceError(f"no such ref {ref}")
-    return found
