@@ -17,11 +17,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from acr_cli.domain import Arm
-from acr_cli.health.errors import SETUP, Problem
 from acr_cli.redact import redact
+
+if TYPE_CHECKING:  # the error patterns compile on import: routing, which only reads health, skips them
+    from acr_cli.health.errors import Problem
 
 COOL_BASE_S = 60.0
 COOL_MAX_S = 3600.0
@@ -85,8 +87,10 @@ class HealthBook:
         except sqlite3.OperationalError:  # a read-only memory from before arm health: nothing known
             return []
 
-    def record(self, arm: Arm, problem: Problem, detail: str | None = None, now: datetime | None = None) -> Health:
+    def record(self, arm: Arm, problem: "Problem", detail: str | None = None, now: datetime | None = None) -> Health:
         """Remember what an error attempt showed; returns the arm's health now."""
+        from acr_cli.health.errors import SETUP
+
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == SETUP:

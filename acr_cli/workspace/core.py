@@ -95,7 +95,7 @@ class Workspace:
         self.git.invalidate()
         bases = control.bases(self.root, self.git_dir, self.common_dir)
         ctl = control.capture(bases)
-        tree, sparse_absent = self.snap.take(unreadable_ok=False)
+        tree, sparse_absent, _ = self.snap.take(unreadable_ok=False)
         head, branch = refs.head(self.git)
         kept_refs, stash, commits = refs.listed(self.git)
         index = rollback._read_index(self.git_dir)

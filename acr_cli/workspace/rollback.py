@@ -29,7 +29,7 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.git import ident
-from acr_cli.workspace.snapshot import Snapshots, current_umask, nul_join, unlink_index
+from acr_cli.workspace.snapshot import Snapshot, Snapshots, current_umask, nul_join, unlink_index
 
 
 @dataclass
@@ -73,12 +73,12 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     report.git_state = control.restore(control.bases(root, git.git_dir, git.common_dir), cp.control)
     report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
     left: list[str] = []
-    now = snap.tree(cp.sparse_absent)
-    if keep_as and now != cp.tree:
+    now = snap.take(cp.sparse_absent, unreadable_ok=True)
+    if keep_as and now.tree != cp.tree:
         try:
             publish()  # the attempt's ref lives in the repository: so must its objects
             parents = ["-p", cp.head] if cp.head and refs.exists(git, cp.head) else []  # HEAD may be pruned
-            commit = git("commit-tree", now, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
+            commit = git("commit-tree", now.tree, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
                          env=ident(), repo_objects=True).decode().strip()
             git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
             report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
@@ -90,7 +90,8 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     rules = [c for c in changed if os.path.basename(c[1]) == ".gitignore"]
     if rules:
         _put_back(snap, cp.tree, rules, cp.raw, cp.modes, left)
-        changed = rules + [c for c in _undo_list(snap, cp, snap.tree(cp.sparse_absent)) if c not in rules]
+        changed = rules + [c for c in _undo_list(snap, cp, snap.take(cp.sparse_absent, unreadable_ok=True))
+                           if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
     publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
     back, aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
@@ -200,13 +201,13 @@ def _message(e: Exception) -> str:
     return e.message if isinstance(e, WorkspaceError) else (getattr(e, "strerror", None) or str(e))
 
 
-def _undo_list(snap: Snapshots, cp: Checkpoint, now: str) -> list[tuple[str, str]]:
+def _undo_list(snap: Snapshots, cp: Checkpoint, now: Snapshot) -> list[tuple[str, str]]:
     """What differs from the checkpoint; a file the attempt created where a sparse checkout had none
     counts as added (it goes, rather than be replaced by the committed version), and so does a path
     git could not read (a FIFO, an unreadable file) that is not the checkpoint's."""
-    out = [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now)]
+    out = [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now.tree)]
     listed = {path for _, path in out}
-    return out + [("A", path) for path in snap.unreadable if path not in listed]
+    return out + [("A", path) for path in now.unreadable if path not in listed]
 
 
 def _remove_created_dirs(snap: Snapshots, cp: Checkpoint, removed: list[str]) -> None:

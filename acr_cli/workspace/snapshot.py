@@ -20,6 +20,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace.git import Git
@@ -31,6 +32,12 @@ _UNBORN_NESTED = re.compile(r"error: '(.+)/' does not have a commit checked out$
 GITLINK = "160000"  # the mode of a nested repository (submodule) in a tree
 
 
+class Snapshot(NamedTuple):
+    tree: str
+    sparse_absent: frozenset[str]  # files a sparse checkout leaves off disk
+    unreadable: tuple[str, ...] = ()  # paths git could not read, left out (see Snapshots.take)
+
+
 class Snapshots:
     """``private``: paths inside the work tree that are acr's own (its data directory when the project
     holds it, e.g. a dotfiles repository in ``$HOME``): never snapshotted, so never rolled back."""
@@ -40,7 +47,6 @@ class Snapshots:
         self.root = git.root
         self.tmp_dir = tmp_dir
         self.private = private
-        self.unreadable: list[str] = []  # paths the last take() could not read (see there)
         self._sparse_flag: list[str] | None = None
         self._file_mode: bool | None = None
         self._links: dict[str, dict[str, str]] = {}
@@ -66,20 +72,20 @@ class Snapshots:
     def tree(self, sparse_absent: frozenset[str] | None = None, unreadable_ok: bool = True) -> str:
         """The work tree as a tree, after an attempt. ``sparse_absent``: the checkpoint's files a sparse
         checkout left off disk (only those stay "as committed" while absent; see :meth:`_unhide`)."""
-        return self.take(sparse_absent, unreadable_ok)[0]
+        return self.take(sparse_absent, unreadable_ok).tree
 
     def take(self, sparse_absent: frozenset[str] | None = None,
-             unreadable_ok: bool = False) -> tuple[str, frozenset[str]]:
-        """(tree, the files a sparse checkout leaves off disk now): see :meth:`tree`.
+             unreadable_ok: bool = False) -> "Snapshot":
+        """The tree, the files a sparse checkout leaves off disk now, and the paths git could not read.
 
         A nested repository without a commit cannot be added (git stops at the first one): it is left
         out of every snapshot, so a rollback never touches it either. With ``unreadable_ok`` (after an
         attempt), a path git cannot read (a FIFO or socket where a file was, a file made unreadable)
-        is left out too and listed in ``self.unreadable``: the tree then says it is gone, and the
+        is left out too and listed in ``unreadable``: the tree then says it is gone, and the
         rollback puts the checkpoint's back (or removes it, when it is new). Before an attempt such a
         path stops the checkpoint with git's message: it is the user's, and cannot be kept."""
         idx = self.temp_index(seed=True)
-        self.unreadable = []
+        unreadable: list[str] = []
         try:
             env = {"GIT_INDEX_FILE": idx}
             absent = self._unhide(env, sparse_absent)
@@ -95,10 +101,10 @@ class Snapshots:
                     if not found and not bad:
                         raise
                     skip += found + bad
-                    self.unreadable += bad
+                    unreadable += bad
                     if bad:  # tracked ones must not keep the seeded entry: they read as deleted
                         self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(bad))
-            return self.git("write-tree", env=env).decode().strip(), absent
+            return Snapshot(self.git("write-tree", env=env).decode().strip(), absent, tuple(unreadable))
         finally:
             unlink_index(idx)
 
