@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
-VERDICTS = (PASSED, FAILED, ERROR, TIMEOUT, CANCELLED)
+# Accepted on the agent's own word: it finished without an error and no verifier checked its work.
+# It ends the task like a pass, but it is weak evidence of skill (memory.aggregates.UNVERIFIED_WEIGHT).
+UNVERIFIED = "unverified"
+VERDICTS = (PASSED, UNVERIFIED, FAILED, ERROR, TIMEOUT, CANCELLED)
 
 # What an agent may touch, and the routing policies a profile or --policy may name.
 PERMISSIONS = ("read-only", "workspace-write", "full")
@@ -94,7 +97,13 @@ class Feedback:
 
     @property
     def passed(self) -> bool:
+        """A verifier checked the work and it passed."""
         return self.verdict == PASSED
+
+    @property
+    def accepted(self) -> bool:
+        """The attempt ends the task and its changes are kept: it passed, or it finished with no verifier."""
+        return self.verdict in (PASSED, UNVERIFIED)
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,9 @@ class TaskState:
     excluded: set[str] = field(default_factory=set)  # arm ids that cannot run (e.g. CLI missing)
     max_attempts: int | None = None
     max_cost: float | None = None
+    # a verifier judges each attempt; without one the first attempt that finishes ends the task, so a
+    # policy should pick the arm with the best expected score, not plan an escalation on verdicts
+    verified: bool = True
 
     @property
     def spent(self) -> float:

@@ -19,7 +19,7 @@ from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
 from acr_cli.context import Context
 from acr_cli.domain import (CANCELLED, COST_CATALOG, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED,
-                            PASSED, TIMEOUT, Arm, Feedback, TaskState)
+                            PASSED, TIMEOUT, UNVERIFIED, Arm, Feedback, TaskState)
 from acr_cli.errors import WorkspaceError
 from acr_cli.health.errors import classify as classify_error
 from acr_cli.health.state import HealthBook
@@ -130,7 +130,7 @@ class LiveEnvironment:
                     fb = self._run(adapter, arm, prompt, log, fb, started, marker)
                     if guard is not None:
                         fb.apply_ok = bool(guard.changes())
-                        guard.passed = fb.passed
+                        guard.passed = fb.accepted
                 except (process.Cancelled, KeyboardInterrupt) as e:
                     # The attempt's own verdict stands if it had one (the signal came during its rollback).
                     if fb.verdict == ERROR and not fb.reason:
@@ -239,8 +239,8 @@ class LiveEnvironment:
             fb.verdict, fb.reason = FAILED, parsed.failed
             return fb
         if not self.verify:
-            fb.verdict, fb.score = PASSED, None
-            fb.reason = "no verifier: accepted on the agent's own exit status"
+            fb.verdict, fb.score = UNVERIFIED, None
+            fb.reason = "no verifier: accepted on the agent's own word (unverified)"
             return fb
         try:
             v = run_verifier(self.verify, self.project, self.verify_timeout, log)

@@ -6,7 +6,7 @@ live ``acr run`` (an :class:`Environment` that runs agent CLIs) and for
 
     decide with what memory knows -> act -> verify -> record -> decide again
 
-It stops when an attempt passes, the policy says stop, the attempts are
+It stops when an attempt passes (or, with no verifier, finishes: ``unverified``), the policy says stop, the attempts are
 used up, ``max_cost`` would be exceeded, or the user cancels.
 """
 
@@ -43,6 +43,16 @@ class TaskResult:
     skipped: list[tuple[Arm, str]] = field(default_factory=list)
     stop_reason: str = ""
     cancelled: bool = False  # Ctrl-C, SIGTERM or SIGHUP ended the task
+    accepted: bool = False  # an attempt ended the task and its changes are kept: passed, or unverified
+
+    @property
+    def verdict(self) -> str:
+        """The task's outcome: passed, unverified (accepted with no verifier), cancelled or failed."""
+        if self.passed:
+            return "passed"
+        if self.accepted:
+            return "unverified"
+        return "cancelled" if self.cancelled else "failed"
 
     @property
     def score(self) -> float:
@@ -59,12 +69,16 @@ def run_task(
     max_attempts: int | None = None,
     max_cost: float | None = None,
     verifier: str | None = None,
+    verified: bool = True,
     task_id: str | None = None,
     oracle: tuple[float, str] | None = None,
     on_event: Events | None = None,
     timestamp: str | None = None,
 ) -> TaskResult:
-    """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start)."""
+    """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start).
+
+    ``verified=False``: no verifier judges the attempts (a live run without one), so the first attempt
+    that finishes is accepted as ``unverified`` and the policy decides as for a single action."""
     emit = on_event or (lambda *a, **k: None)
     task_id = memory.begin_task(
         source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
@@ -72,7 +86,7 @@ def run_task(
         task_id=task_id, oracle_reward=oracle[0] if oracle else None, oracle_arm=oracle[1] if oracle else None,
         created_at=timestamp,
     )
-    state = TaskState(max_attempts=max_attempts, max_cost=max_cost)
+    state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified)
     result = TaskResult(task_id, False, 0.0)
     while True:
         if max_attempts is not None and len(state.tried) >= max_attempts:
@@ -120,9 +134,9 @@ def run_task(
             with interrupts.deferred():
                 _finish(memory, result, state)
             raise fb.abort
-        if fb.passed:
-            result.passed = True
-            result.stop_reason = "passed"
+        if fb.accepted:
+            result.passed, result.accepted = fb.passed, True
+            result.stop_reason = "passed" if fb.passed else "accepted without a verifier (unverified)"
             break
         if fb.verdict == CANCELLED or interrupts.received is not None:
             result.cancelled = True
@@ -142,7 +156,9 @@ def _usd(x: float) -> str:
 def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:
     result.cost_usd = state.spent
     final = result.steps[-1][1].arm.id if result.steps else None
-    memory.finish_task(result.task_id, passed=result.passed, score=result.score if result.steps else None,
+    unverified = result.accepted and not result.passed  # nobody knows whether it passed: NULL, not 0
+    memory.finish_task(result.task_id, passed=None if unverified else result.passed,
+                       score=result.score if result.steps and not unverified else None,
                        cost_usd=result.cost_usd, final_arm=final)
 
 
@@ -151,6 +167,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
     return {
         "task_id": result.task_id,
         "passed": result.passed,
+        "verdict": result.verdict,
         "cost_usd": round(result.cost_usd, 6),
         "stop_reason": redact(result.stop_reason),
         "attempts": [

@@ -56,6 +56,53 @@ def test_oldest_schema_is_brought_up_to_date(tmp_path):
     assert [r[0] for r in mem.db.execute("SELECT name FROM migrations")] == [n for n, _ in dbmod.MIGRATIONS]
 
 
+def test_attempts_accepted_without_a_verifier_become_unverified_when_an_old_memory_is_opened(tmp_path):
+    path = tmp_path / "old.sqlite"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, step in dbmod.MIGRATIONS[:2]:  # the schema before 003
+        step(raw)
+        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    raw.close()
+    old = Memory(sqlite3.connect(path, isolation_level=None), path)
+    old.db.row_factory = sqlite3.Row
+    for verifier, source in ((None, "live"), ("pytest -q", "live"), (None, "bench:ood176:r1")):
+        tid = old.begin_task(source=source, kind="bug_fix", groups=["kind=bug_fix"], prompt="p")
+        old.add_attempt(tid, 1, Decision(A, "x"), Feedback(A, "passed", score=None if source == "live" else 1.0),
+                        verifier=verifier)
+        old.finish_task(tid, passed=True, score=None, cost_usd=0, final_arm=A.id)
+    old.db.close()
+    mem = Memory.open(path)
+    rows = mem.db.execute("SELECT t.source, a.verifier, a.verdict, t.passed FROM tasks t JOIN attempts a"
+                          " ON a.task_id = t.id ORDER BY t.rowid").fetchall()
+    assert [tuple(r) for r in rows] == [("live", None, "unverified", None), ("live", "pytest -q", "passed", 1),
+                                        ("bench:ood176:r1", None, "passed", 1)]
+
+
+def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
+    from acr_cli.context import Context
+    from acr_cli.domain import TaskState
+    from acr_cli.routing.learned import LearnedPolicy
+
+    def posterior(outcomes: list[str], state: TaskState) -> float:
+        mem = Memory.open(tmp_path / f"{len(outcomes)}-{outcomes[0]}-{state.verified}.sqlite")
+        for verdict in outcomes:
+            tid = mem.begin_task(source="live", kind="docs", groups=["kind=docs"], prompt="p")
+            mem.add_attempt(tid, 1, Decision(A, "x"), Feedback(A, verdict, score=None))
+            mem.finish_task(tid, passed=None if verdict == "unverified" else True, score=None, cost_usd=0,
+                            final_arm=A.id)
+        st = group_stats(mem, "live", ["kind=docs"])["kind=docs"]
+        assert st.n_tasks == pytest.approx(sum(0.25 if v == "unverified" else 1 for v in outcomes))
+        ctx = Context(prompt="p", kind="docs", groups=("kind=docs",))
+        policy = LearnedPolicy([Arm("codex", "gpt-5.4", 1, 4, prior=(("default", 0.5),)),
+                                Arm("claude", "m", 1, 4, prior=(("default", 0.5),))], GroupCache(mem, "live"))
+        return next(r.mean for r in policy.rank(ctx, state) if r.arm.id == A.id)
+
+    for state in (TaskState(max_attempts=3), TaskState(max_attempts=3, verified=False)):
+        weak, one = posterior(["unverified"] * 4, state), posterior(["passed"], state)
+        assert weak == pytest.approx(one, abs=1e-6) and weak > posterior(["unverified"] * 2, state) > 0.5
+
+
 def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-SECRETSECRETSECRET123")
     mem = Memory.open(tmp_path / "m.sqlite")
@@ -156,7 +203,7 @@ def _task(**fields) -> str:
 
 @pytest.mark.parametrize("line, problem", [
     (_task(attempt={"cost_usd": "cheap"}), "cost_usd is \"cheap\", should be a number >= 0"),
-    (_task(attempt={"verdict": "weird"}), "verdict is \"weird\", should be passed or failed"),
+    (_task(attempt={"verdict": "weird"}), "verdict is \"weird\", should be passed or unverified or failed"),
     (_task(attempt={"score": 5}), "score is 5, should be a number from 0 to 1"),
     (_task(attempt={"tokens_in": -3}), "tokens_in is -3, should be a whole number >= 0"),
     (_task(passed="yes"), "passed is \"yes\", should be true, false, 0 or 1"),

@@ -500,3 +500,24 @@ def test_a_blank_verifier_means_none_not_a_pass(project, fakes_on_path, scenario
     out = json.loads(r.stdout)
     assert r.returncode == 1 and out["attempts"][0]["verdict"] != "passed"  # the agent's own failure decides
     assert "verify: none" in r.stderr
+
+
+def test_a_run_without_a_verifier_is_unverified_its_change_kept_and_shown_apart(project, fakes_on_path, scenario,
+                                                                                acr_home):
+    scenario({"match": {"agent": "opencode"}, "error": "login"},  # a set-up error: acr moves on
+             {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}, "tokens": [3800, 150]})
+    r = acr("run", "fix add", "--arms", TWO_ARMS, "--json", cwd=project)
+    assert r.returncode == 0, r.stderr  # accepted: the task ended with an attempt that finished
+    out = json.loads(r.stdout)
+    assert (out["passed"], out["verdict"]) == (False, "unverified")  # nobody checked: not "passed"
+    assert [a["verdict"] for a in out["attempts"]] == ["error", "unverified"]
+    assert (project / "calc.py").read_text() == GOOD  # kept for review, as a pass would be
+    log = json.loads(acr("memory", "log", "--json").stdout)["tasks"][0]
+    assert (log["state"], log["passed"]) == ("unverified", None)
+    shown = json.loads(acr("memory", "show", "--json").stdout)["kinds"]
+    codex = next(k for k in shown if k["agent"] == "codex" and k["attempts"])
+    assert (codex["attempts"], codex["unverified"], codex["judged"], codex["passed"]) == (1, 1, 0, 0)
+    text = acr("memory", "show", cwd=project).stdout
+    assert "unv" in text and "a quarter of a verified pass" in text.replace("\n", " ")
+    plain = acr("run", "fix add", "--arms", "codex:gpt-5.4", cwd=project)
+    assert plain.returncode == 0 and "done, unverified" in plain.stdout and "--verify" in plain.stdout

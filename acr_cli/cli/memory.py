@@ -65,7 +65,7 @@ def show(
         for r in merged:
             s = r["stats"]
             out.append({"kind": r["kind"], "agent": r["agent"], "model": r["model"], "attempts": s.n,
-                        "judged": s.n_judged, "passed": s.n_passed,
+                        "judged": s.n_judged, "passed": s.n_passed, "unverified": s.n_unverified,
                         "pass_rate": s.n_passed / s.n_judged if s.n_judged else None,
                         "mean_cost_usd": s.mean_cost, "mean_duration_s": s.mean_duration, "last_used": s.last_used,
                         "posterior_mean": r.get("mean"), "interval90": [r.get("low"), r.get("high")],
@@ -108,7 +108,7 @@ def log(
         keep = ("id", "created_at", "kind", "language", "project", "prompt", "passed", "cost_usd")
         print_json({"tasks": [{**{k: t[k] for k in keep},
                                "passed": None if t["passed"] is None else bool(t["passed"]),
-                               "attempts": t["attempts"]} for t in tasks]})
+                               "state": _state(t), "attempts": t["attempts"]} for t in tasks]})
         return
     con = console()
     if not tasks:
@@ -119,7 +119,7 @@ def log(
     from acr_cli.cli.render import MARK, VERDICT_STYLE
 
     for t in tasks:
-        state = "running" if t["passed"] is None else ("passed" if t["passed"] else "not passed")
+        state = _state(t)
         head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], 4)}", style="bold")
         con.print(head)
         con.print(Text("  " + (t["prompt"] or "").splitlines()[0][:100] if t["prompt"] else "  ", style="italic"))
@@ -128,6 +128,15 @@ def log(
                         f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {a['detail'] or ''}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
+
+
+def _state(task: dict) -> str:
+    """running, passed, unverified (accepted with no verifier: ``passed`` is NULL) or not passed."""
+    if task["finished_at"] is None:
+        return "running"
+    if task["passed"] is None:
+        return "unverified"
+    return "passed" if task["passed"] else "not passed"
 
 
 @app.command("export")

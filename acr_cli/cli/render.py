@@ -6,8 +6,9 @@ from typing import Any
 
 from acr_cli.cli.common import console, fmt_money, fmt_pct
 
-VERDICT_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "timeout": "magenta", "cancelled": "dim"}
-MARK = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗", "cancelled": "■"}
+VERDICT_STYLE = {"passed": "green", "unverified": "cyan", "failed": "red", "error": "yellow", "timeout": "magenta",
+                 "cancelled": "dim"}
+MARK = {"passed": "✓", "unverified": "?", "failed": "✗", "error": "!", "timeout": "⧗", "cancelled": "■"}
 
 
 class LiveView:
@@ -39,7 +40,7 @@ class LiveView:
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {fb.reason} · {cost} · {tokens}"
                            f" · {fb.duration_s:.1f}s")
-            if fb.verdict != "passed" and fb.apply_ok is not None:
+            if not fb.accepted and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
             if fb.health:
                 from rich.markup import escape
@@ -62,10 +63,12 @@ def print_run_summary(result, verify: str | None, rollback: bool = True) -> None
     con = console()
     tree = ("the work tree is as it was" if rollback
             else "with --no-rollback, whatever the attempts changed is still in the directory")
-    if result.passed:
+    if result.accepted:
         fb = result.steps[-1][1]
         kept = "The changes are in your work tree, uncommitted." if rollback else "The changes are in the directory."
-        con.print(f"[green bold]passed[/] with {fb.arm.id} after {len(result.steps)} attempt(s), "
+        head = ("[green bold]passed[/]" if result.passed else
+                "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
+        con.print(f"{head} with {fb.arm.id} after {len(result.steps)} attempt(s), "
                   f"{fmt_money(result.cost_usd, 4)} in total. {kept}")
         if fb.side_effects:  # not in the diff a person reviews: say it
             con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
@@ -126,7 +129,7 @@ def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None
         items.sort(key=lambda r: r.get("rank") or 1_000)
         total = sum(r["stats"].n for r in items)
         table = Table(title=f"[bold]{kind}[/] · {total} attempts", title_justify="left", box=None, pad_edge=False)
-        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("err", "right"), ("pass", "right"),
+        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("err", "right"), ("pass", "right"), ("unv", "right"),
                 ("posterior (90%)", "right"),
                 ("cost", "right"), ("reward", "right")] + ([("time", "right"), ("last used", "left")] if wide else [])
         for col, just in cols:
@@ -136,8 +139,9 @@ def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None
             rank = r.get("rank")
             row = [
                 "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n_judged),
-                str(s.n - s.n_judged) if s.n > s.n_judged else "-",
+                str(s.n - s.n_judged - s.n_unverified) if s.n > s.n_judged + s.n_unverified else "-",
                 fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
+                str(s.n_unverified) if s.n_unverified else "-",
                 "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
                 fmt_money(s.mean_cost if s.mean_cost is not None else r.get("expected_cost"), 3),
                 "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
@@ -154,6 +158,7 @@ def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None
     if health:
         con.print()
     con.print("[dim]# = the order acr would try the arms in now · n = judged attempts (passed, failed, timeout) · "
-              "err = attempts that ended in an error or were cancelled (not evidence of skill) · cost = observed mean per "
+              "err = attempts that ended in an error or were cancelled (not evidence of skill) · unv = accepted with no "
+              "verifier (each counts a quarter of a verified pass) · cost = observed mean per "
               "attempt, else expected · reward = posterior - lambda x cost" + ("" if wide else
               " · a wider terminal (or --json) also shows time and last use") + "[/]")

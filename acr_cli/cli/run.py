@@ -233,7 +233,7 @@ def run(
                               permissions=perm, interactive=interactive, on_output=view.output,
                               health=HealthBook(mem))
         view.start(ctx, pol, verify_cmd, workspace is not None)
-        result = run_task(ctx, pol, env, mem, max_attempts=int(n_max),
+        result = run_task(ctx, pol, env, mem, max_attempts=int(n_max), verified=bool(verify_cmd),
                           max_cost=None if cost_max is None else float(cost_max), verifier=verify_cmd,
                           on_event=view.event)
     except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
@@ -250,7 +250,7 @@ def run(
         print_run_summary(result, verify_cmd, rollback=workspace is not None)
     if result.cancelled:
         raise typer.Exit(interrupts.exit_code())
-    if not result.passed:
+    if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
         raise typer.Exit(EXIT_NOT_PASSED)
 
 
@@ -284,6 +284,7 @@ def route(
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
+        # planned as for a run with a verifier (a run without one takes the single best arm: the first here)
         ranked = pol.rank(ctx, TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost))
         blocked = _cannot_run(prof, mem, [r.arm for r in ranked])
     finally:

@@ -16,6 +16,9 @@ and the judged attempts and score sums per arm in every finer group below it: th
 data of the single-action model (:mod:`acr_cli.routing.effects`), which needs
 every sub-group of the kind, not only the task's own.
 
+An ``unverified`` attempt (accepted with no verifier, on the agent's own word) is a pass worth
+``UNVERIFIED_WEIGHT`` of a verified one, in the verdict patterns and in the chains alike.
+
 All of it comes from ``SELECT ... GROUP BY`` over ``attempts`` joined with the
 task's groups; nothing learned is stored. ``GroupCache`` keeps these sums for a
 long replay and adds only the tasks finished since its last look.
@@ -30,6 +33,20 @@ from acr_cli.memory.store import PRICED_COST, Memory
 
 JUDGED_SQL = "('passed','failed','timeout')"
 SCORE = "COALESCE(a.score, a.verdict = 'passed')"
+
+# How much a task accepted with no verifier tells about an arm's skill, as a share of a verified
+# pass: four such tasks count as one verified pass. An agent that finishes without an error says
+# it is done on nearly every task, good work or not, so its word separates arms only weakly (it
+# does separate them from arms whose agent gives up or reports failure, which are judged fully).
+# Counting it fully would let the first arm tried win every later no-verifier task by its own
+# claims; counting it as nothing would leave a user who never verifies with the profile's priors
+# forever. A quarter lets a verified failure outweigh three claims. No benchmark task is
+# unverified, so replays do not depend on this setting.
+UNVERIFIED_WEIGHT = 0.25
+# verdicts that enter the success estimates, and each one's weight and pass flag
+EVIDENCE_SQL = "('passed','failed','timeout','unverified')"
+WEIGHT = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE 1.0 END)"
+WEIGHTED_SCORE = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE {SCORE} END)"
 
 
 @dataclass
@@ -163,11 +180,13 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
         stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
                                         r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0)
     # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
+    # (a task that ended unverified counts UNVERIFIED_WEIGHT of a task)
     for key, pattern, count in db.execute(
-            "SELECT key, pattern, COUNT(*) FROM ("
-            " SELECT g.key AS key,"
-            "        group_concat(a.agent || ':' || a.model || '=' || (a.verdict = 'passed'), char(9)) AS pattern"
-            f" {one} WHERE {where} AND a.verdict IN {JUDGED_SQL} GROUP BY g.key, t.id)"
+            f"SELECT key, pattern, TOTAL(CASE WHEN weak THEN {UNVERIFIED_WEIGHT} ELSE 1 END) FROM ("
+            " SELECT g.key AS key, MAX(a.verdict = 'unverified') AS weak,"
+            "        group_concat(a.agent || ':' || a.model || '=' || (a.verdict IN ('passed','unverified')),"
+            "                     char(9)) AS pattern"
+            f" {one} WHERE {where} AND a.verdict IN {EVIDENCE_SQL} GROUP BY g.key, t.id)"
             " GROUP BY key, pattern", params):
         tried, passed = set(), set()
         for item in pattern.split("\t"):
@@ -226,7 +245,7 @@ class Chains:
 def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None = None,
                   root: str | None = None) -> list[tuple[tuple[str, ...], dict[str, list]]]:
     """Per finished task of ``scope`` with after < rowid <= upto (and in group ``root``, if given):
-    its group keys coarse to fine and {arm: [judged attempts, score sum]}."""
+    its group keys coarse to fine and {arm: [judged attempts, score sum]} (unverified ones weighted)."""
     where, params = _finished(scope, after, upto)
     if root is not None:
         tasks = "FROM task_groups r JOIN tasks t ON t.id = r.task_id"
@@ -240,8 +259,8 @@ def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None =
         groups.setdefault(task, {})[level] = key
     arms: dict[str, dict[str, list]] = {}
     for task, arm, n, s in memory.db.execute(
-            f"SELECT t.id, a.agent || ':' || a.model, COUNT(*), TOTAL({SCORE}) {tasks}"
-            f" JOIN attempts a ON a.task_id = t.id WHERE {where} AND a.verdict IN {JUDGED_SQL}"
+            f"SELECT t.id, a.agent || ':' || a.model, TOTAL({WEIGHT}), TOTAL({WEIGHTED_SCORE}) {tasks}"
+            f" JOIN attempts a ON a.task_id = t.id WHERE {where} AND a.verdict IN {EVIDENCE_SQL}"
             " GROUP BY t.id, a.agent, a.model", params):
         arms.setdefault(task, {})[arm] = [n, s]
     return [(tuple(levels[k] for k in sorted(levels)), arms[task]) for task, levels in groups.items() if task in arms]

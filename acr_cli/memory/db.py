@@ -121,9 +121,27 @@ def _m002_arm_health(db: sqlite3.Connection) -> None:
     )
 
 
+def _m003_unverified(db: sqlite3.Connection) -> None:
+    """Attempts accepted with no verifier were recorded as ``passed`` (with no score and no verifier):
+    they become ``unverified``, weak evidence (memory.aggregates.UNVERIFIED_WEIGHT), and their
+    tasks' ``passed`` becomes NULL (nobody knows). Benchmark rows always have a score: untouched."""
+    _script(
+        db,
+        """
+        UPDATE attempts SET verdict = 'unverified'
+         WHERE verdict = 'passed' AND verifier IS NULL AND score IS NULL
+           AND task_id IN (SELECT id FROM tasks WHERE source = 'live');
+        UPDATE tasks SET passed = NULL, score = NULL
+         WHERE source = 'live' AND finished_at IS NOT NULL
+           AND EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = tasks.id AND a.verdict = 'unverified');
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
+    ("003_unverified", _m003_unverified),
 ]
 
 

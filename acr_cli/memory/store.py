@@ -52,6 +52,7 @@ class ArmStats:
 
     n: int = 0  # attempts
     n_judged: int = 0  # attempts whose verdict says something about the arm (passed/failed/timeout)
+    n_unverified: int = 0  # accepted with no verifier: weak evidence, shown apart
     score_sum: float = 0.0  # sum of scores over judged attempts (pass = 1)
     n_passed: int = 0
     cost_sum: float = 0.0
@@ -62,6 +63,7 @@ class ArmStats:
     def add(self, other: "ArmStats") -> None:
         self.n += other.n
         self.n_judged += other.n_judged
+        self.n_unverified += other.n_unverified
         self.score_sum += other.score_sum
         self.n_passed += other.n_passed
         self.cost_sum += other.cost_sum
@@ -82,6 +84,7 @@ class ArmStats:
 _STATS_COLUMNS = f"""
     COUNT(*) AS n,
     SUM(a.verdict IN {_JUDGED_SQL}) AS n_judged,
+    SUM(a.verdict = 'unverified') AS n_unverified,
     SUM(CASE WHEN a.verdict IN {_JUDGED_SQL} THEN COALESCE(a.score, a.verdict = 'passed') ELSE 0 END) AS score_sum,
     SUM(a.verdict = 'passed') AS n_passed,
     TOTAL({PRICED_COST}) AS cost_sum,
@@ -92,7 +95,7 @@ _STATS_COLUMNS = f"""
 
 
 def _stats_from_row(r: sqlite3.Row) -> ArmStats:
-    return ArmStats(r["n"], r["n_judged"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0, r["cost_sum"] or 0.0,
+    return ArmStats(r["n"], r["n_judged"] or 0, r["n_unverified"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0, r["cost_sum"] or 0.0,
                     r["n_cost"] or 0, r["duration_sum"] or 0.0, r["last_used"])
 
 
@@ -170,10 +173,11 @@ class Memory:
              redact(fb.verifier_tail), fb.session_id, fb.log_path),
         )
 
-    def finish_task(self, task_id: str, *, passed: bool, score: float | None, cost_usd: float,
+    def finish_task(self, task_id: str, *, passed: bool | None, score: float | None, cost_usd: float,
                     final_arm: str | None) -> None:
+        """``passed=None``: accepted with no verifier (unverified), so nobody knows."""
         self._write("UPDATE tasks SET passed=?, score=?, cost_usd=?, final_arm=?, finished_at=? WHERE id=?",
-                    (int(passed), score, cost_usd, final_arm, now_iso(), task_id))
+                    (None if passed is None else int(passed), score, cost_usd, final_arm, now_iso(), task_id))
 
     def close_interrupted(self, task_ids: Iterable[str]) -> int:
         """Finish tasks whose ``acr run`` was killed (they would show "running" forever): not passed,
@@ -182,7 +186,7 @@ class Memory:
         for tid in task_ids:
             n += self._write(
                 "UPDATE tasks SET passed=0, finished_at=?, cost_usd=(SELECT COALESCE(SUM(cost_usd), 0) FROM"
-                " attempts WHERE task_id=?) WHERE id=? AND passed IS NULL", (now_iso(), tid, tid)).rowcount
+                " attempts WHERE task_id=?) WHERE id=? AND finished_at IS NULL", (now_iso(), tid, tid)).rowcount
         return n
 
     # ------------------------------------------------------------------ reading

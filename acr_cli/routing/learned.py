@@ -299,7 +299,8 @@ class LearnedPolicy(Policy):
     # ------------------------------------------------------------------ deciding
 
     def _analyse(self, ctx: Context, state: TaskState | None) -> tuple[Fit, list[float], bool, list[int], dict]:
-        verified = state is None or state.max_attempts is None or state.max_attempts > 1
+        # escalation on verdicts needs a verifier and room for a second attempt; else one action decides
+        verified = state is None or (state.verified and (state.max_attempts is None or state.max_attempts > 1))
         fit = self.fit(ctx, verified)
         cost = self.expected_costs(fit, state, fit.corr)
         known_cost = cost is not None
