@@ -41,10 +41,29 @@ def open_memory(memory: Path | None, create: bool = True, read_only: bool = Fals
     return Memory.open(path, read_only=read_only)
 
 
+PIPE_WIDTH = 4096  # columns of output that goes to a pipe or a file: wide enough that no line is cut
+
+
 def console(stderr: bool = False):
+    """A rich Console on stdout (or stderr). On a terminal it wraps at the terminal's width; into a pipe or a
+    file (``| less``, ``> out.txt``, a CI log) lines stay whole unless COLUMNS says otherwise: rich would
+    otherwise wrap and cut at 80 columns, or at the width of a terminal on another stream, splitting the
+    commands, run ids and arm names people copy from it."""
+    import os
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    width = None
+    if not _is_terminal(sys.stderr if stderr else sys.stdout) and not os.environ.get("COLUMNS", "").isdigit():
+        width = PIPE_WIDTH
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):  # closed
+        return False
 
 
 def print_json(obj: Any) -> None:
