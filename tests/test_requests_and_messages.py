@@ -30,6 +30,85 @@ def acr_bytes(*args: str, input: bytes, cwd: Path | None = None) -> subprocess.C
                           timeout=120)
 
 
+# ---------------------------------------------------------------- 5. requests from anywhere
+
+@pytest.mark.parametrize("args", [["run", "-"], ["run"]])
+def test_a_request_piped_in_reaches_the_agent_and_a_dash_is_never_sent(project, fakes_on_path, scenario, args):
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr(*args, "--arms", "codex:gpt-5.4", "--json", cwd=project, input="fix the add function\nin calc.py\n")
+    assert r.returncode == 0, r.stderr
+    assert [c["prompt"] for c in calls(log)] == ["fix the add function\nin calc.py\n"]
+    assert tasks_in_memory()[0]["prompt"] == "fix the add function\nin calc.py\n"
+
+
+def test_route_takes_the_request_from_stdin_or_a_file_like_from_an_argument(tmp_path, fakes_on_path):
+    request = "add unit tests for parser.py"
+    (tmp_path / "request.txt").write_text(request + "\n")
+    by_argument = json.loads(acr("route", request, "--json", cwd=tmp_path).stdout)
+    for args, stdin in ((["route", "-"], request + "\n"), (["route"], request),
+                        (["route", "--prompt-file", str(tmp_path / "request.txt")], None)):
+        r = acr(*args, "--json", cwd=tmp_path, input=stdin)
+        assert r.returncode == 0, (args, r.stderr)
+        out = json.loads(r.stdout)
+        assert out["context"]["kind"] == "test_generation" and out["order"] == by_argument["order"], args
+
+
+@pytest.mark.parametrize("command", ["run", "route"])
+@pytest.mark.parametrize("stdin", ["", "  \n\t\n"])
+def test_an_empty_stdin_is_refused_and_nothing_runs(project, fakes_on_path, scenario, acr_home, command, stdin):
+    log = scenario({"write": {"calc.py": GOOD}})
+    for args in ([command, "-"], [command]):
+        r = acr(*args, "--arms", "codex:gpt-5.4", cwd=project, input=stdin)
+        assert r.returncode == 2 and "the request on stdin is empty" in r.stderr, r.stderr
+        assert f"| acr {command} -" in r.stderr and "Traceback" not in r.stderr
+    assert calls(log) == [] and not (acr_home / "data" / "memory.sqlite").exists()
+
+
+def test_stdin_that_is_not_utf8_or_too_big_is_refused(project, fakes_on_path, scenario, acr_home):
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr_bytes("run", "-", "--arms", "codex:gpt-5.4", cwd=project, input=b"fix the add\nfunction \xff\xfe\n")
+    assert r.returncode == 2 and b"the request on stdin: not UTF-8 text (byte 22, line 2)" in r.stderr, r.stderr
+    r = acr_bytes("route", "-", cwd=project, input=b"fix add " * (600 * 1024))  # 4.7 MiB
+    assert r.returncode == 2 and b"the request on stdin is over 4 MiB" in r.stderr, r.stderr
+    r = acr_bytes("run", "--arms", "codex:gpt-5.4", cwd=project, input=b"fix\x00 add\n")
+    assert r.returncode == 2 and b"NUL byte (line 1)" in r.stderr
+    assert calls(log) == [] and not (acr_home / "data" / "memory.sqlite").exists()
+
+
+def test_a_prompt_file_over_the_limit_or_with_stdin_is_refused(project, tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * ((4 << 20) + 1))
+    r = acr("route", "--prompt-file", str(big), cwd=project)
+    assert r.returncode == 2 and f"--prompt-file {big} is over 4 MiB" in r.stderr
+    (tmp_path / "ok.txt").write_text("fix add\n")
+    r = acr("route", "-", "--prompt-file", str(tmp_path / "ok.txt"), cwd=project, input="fix add\n")
+    assert r.returncode == 2 and "either on stdin (`-`) or with --prompt-file, not both" in r.stderr
+
+
+def test_on_a_terminal_no_request_is_an_error_at_once_and_a_dash_reads_what_is_typed(tmp_path, fakes_on_path):
+    import pexpect
+
+    child = pexpect.spawn(sys.executable, ["-m", "acr_cli", "route"], cwd=str(tmp_path), encoding="utf-8", timeout=30)
+    child.expect(pexpect.EOF)  # not waiting for the terminal: an error straight away
+    child.close()
+    assert child.exitstatus == 2 and "no request given" in child.before and 'acr route "' in child.before
+    child = pexpect.spawn(sys.executable, ["-m", "acr_cli", "route", "-"], cwd=str(tmp_path), encoding="utf-8",
+                          timeout=30)
+    child.expect("type the request, then Ctrl-D")
+    child.sendline("fix the failing parser test")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and "bug_fix" in child.before, child.before
+
+
+def test_help_says_a_dash_reads_stdin():
+    for command in ("run", "route"):
+        r = acr(command, "--help")
+        assert "`-` reads it from stdin" in " ".join(r.stdout.split()), command
+    assert "--prompt-file" in acr("route", "--help").stdout
+
+
 # ---------------------------------------------------------------- 6. output that survives a pipe
 
 def test_output_into_a_pipe_is_not_cut_at_80_columns(project, fakes_on_path, scenario, monkeypatch):

@@ -54,28 +54,84 @@ def _require_an_agent(profile, arm_ids: list[str] | None) -> None:
                             "or name arms you have with --arms; `acr doctor` shows what acr finds")
 
 
+_PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
+                "request is given).")
+_PROMPT_FILE_HELP = "Read the request from a file (UTF-8, at most 4 MiB)."
+PROMPT_MAX_BYTES = 4 << 20  # 4 MiB: past the context window of any model a profile names (~1M tokens)
+_STDIN = "-"
+
+
 def _prompt(prompt: Optional[str], prompt_file: Optional[Path], command: str = "run") -> str:
+    """The request: the argument, ``--prompt-file``, or stdin (``-``, or a piped stdin and no argument)."""
     from acr_cli.errors import AcrError
 
+    example = ('acr run "describe the change you want" --verify "pytest -q"' if command == "run" else
+               'acr route "describe the change you want" --explain')
     if prompt_file is not None:
         if prompt:
-            raise AcrError("give the request either as an argument or with --prompt-file, not both")
+            how = "on stdin (`-`)" if prompt == _STDIN else "as an argument"
+            raise AcrError(f"give the request either {how} or with --prompt-file, not both")
         try:
-            text = prompt_file.read_text(encoding="utf-8")
+            with open(prompt_file, "rb") as f:
+                data = f.read(PROMPT_MAX_BYTES + 1)
         except OSError as e:
             raise AcrError(f"--prompt-file {prompt_file}: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise AcrError(f"--prompt-file {prompt_file}: not a UTF-8 text file") from None
+        text = _request_text(data, f"--prompt-file {prompt_file}")
+    elif prompt == _STDIN or (prompt is None and _stdin_is_piped()):
+        text = _request_text(_read_stdin(command, example), "the request on stdin")
+        if not text.strip():
+            raise AcrError("the request on stdin is empty", hint=f"echo \"describe the change\" | acr {command} -")
+    elif prompt is None:  # nothing given, and stdin is a terminal (or closed): never wait on it
+        raise AcrError("no request given", hint=f"{example}; or pipe it in: echo \"...\" | acr {command} -")
     else:
-        text = prompt or ""
+        text = prompt
     if not text.strip():
-        example = 'acr run "describe the change you want" --verify "pytest -q"' if command == "run" else \
-            'acr route "describe the change you want" --explain'
         raise AcrError("the request is empty", hint=example)
     if "\0" in text:  # no program can receive it in an argument, and no agent reads it as text
         line = text.count("\n", 0, text.index("\0")) + 1
         raise AcrError(f"the request contains a NUL byte (line {line})", hint="remove it; a request is plain text")
     return text
+
+
+def _stdin_is_piped() -> bool:
+    """stdin is open and not a terminal (a pipe, a file, /dev/null): the request may come from it."""
+    try:
+        return sys.stdin is not None and not sys.stdin.isatty()
+    except (ValueError, OSError):  # closed
+        return False
+
+
+def _read_stdin(command: str, example: str) -> bytes:
+    from acr_cli.errors import AcrError
+
+    if sys.stdin is None:
+        raise AcrError("`-` reads the request from stdin, but stdin is closed", hint=example)
+    if sys.stdin.isatty():  # asked for with `-`: read what the user types, and say how to end it
+        sys.stderr.write(f"acr {command}: type the request, then Ctrl-D on a line of its own\n")
+        sys.stderr.flush()
+    stream = getattr(sys.stdin, "buffer", None)
+    try:
+        if stream is None:  # a text-only stdin (an embedding program's)
+            return sys.stdin.read(PROMPT_MAX_BYTES + 1).encode("utf-8", "surrogateescape")
+        return stream.read(PROMPT_MAX_BYTES + 1)
+    except OSError as e:
+        raise AcrError(f"the request could not be read from stdin: {e.strerror or e}") from None
+
+
+def _request_text(data: bytes, where: str) -> str:
+    """Bytes read for the request, as text: bounded and UTF-8, or an error naming where they came from."""
+    from acr_cli.errors import AcrError
+
+    if len(data) > PROMPT_MAX_BYTES:
+        raise AcrError(f"{where} is over {PROMPT_MAX_BYTES >> 20} MiB, more than any model reads",
+                       hint="give the agent the part that matters; it can read the project's files itself")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        what = "not a UTF-8 text file" if where.startswith("--prompt-file") else "not UTF-8 text"
+        raise AcrError(f"{where}: {what} (byte {e.start + 1}, line {line})",
+                       hint="convert it first, e.g. iconv -f latin1 -t utf-8") from None
 
 
 def _project(project: Optional[Path]) -> Path:
@@ -112,7 +168,7 @@ _KIND_HELP = ("Task kind, instead of classifying the prompt: bug_fix, feature, t
 
 
 def run(
-    prompt: Optional[str] = typer.Argument(None, help="The coding request, in plain words.", show_default=False),
+    prompt: Optional[str] = typer.Argument(None, help=_PROMPT_HELP, show_default=False),
     verify: Optional[str] = typer.Option(None, "--verify", "-v",
                                          help="Command that checks the result (exit 0 = pass), e.g. \"pytest -q\". "
                                               "Default: .acr.toml, then config.toml, then the profile; "
@@ -131,7 +187,7 @@ def run(
                                               help="read-only, workspace-write (default) or full."),
     no_rollback: bool = typer.Option(False, "--no-rollback", help="Do not checkpoint/restore the work tree (no git needed)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Open the chosen agent's own interactive screen."),
-    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help="Read the request from a file."),
+    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the summary."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
@@ -255,7 +311,7 @@ def run(
 
 
 def route(
-    prompt: str = typer.Argument(..., help="The coding request, in plain words."),
+    prompt: Optional[str] = typer.Argument(None, help=_PROMPT_HELP, show_default=False),
     explain: bool = typer.Option(False, "--explain", "-e", help="Show the context and the numbers behind the ranking."),
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
@@ -263,11 +319,14 @@ def route(
     kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Decide only: classify the request and show the order acr would try arms in. Runs nothing.
 
     Example: acr route "add type hints to utils.py" --explain
+
+    The request may also come from stdin: git log -1 --format=%B | acr route -
     """
     from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import print_route
@@ -275,7 +334,7 @@ def route(
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
 
-    prompt = _prompt(prompt, None, command="route")
+    prompt = _prompt(prompt, prompt_file, command="route")
     proj = _project(project)
     kind, policy = _kind(kind), _policy(policy)
     prof, _ = load_profile(profile, proj)
