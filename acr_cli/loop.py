@@ -12,12 +12,14 @@ used up, ``max_cost`` would be exceeded, or the user cancels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from acr_cli import interrupts
 from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
+from acr_cli.errors import AcrError
 from acr_cli.memory.store import Memory
 from acr_cli.redact import redact
 from acr_cli.routing.base import Policy
@@ -80,32 +82,44 @@ def run_task(
     ``verified=False``: no verifier judges the attempts (a live run without one), so the first attempt
     that finishes is accepted as ``unverified`` and the policy decides as for a single action."""
     emit = on_event or (lambda *a, **k: None)
-    task_id = memory.begin_task(
-        source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
-        project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
-        task_id=task_id, oracle_reward=oracle[0] if oracle else None, oracle_arm=oracle[1] if oracle else None,
-        created_at=timestamp,
-    )
+    wanted_id = task_id
+
+    def begin() -> str:  # recorded once it is certain the task is not refused (see the budget below)
+        if not result.task_id:
+            result.task_id = memory.begin_task(
+                source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
+                project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
+                task_id=wanted_id, oracle_reward=oracle[0] if oracle else None,
+                oracle_arm=oracle[1] if oracle else None, created_at=timestamp,
+            )
+        return result.task_id
+
     state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified)
-    result = TaskResult(task_id, False, 0.0)
+    result = TaskResult("", False, 0.0)
+    over_budget: dict[str, float] = {}  # arm id -> expected cost, set aside for going over --max-cost alone
     while True:
         if max_attempts is not None and len(state.tried) >= max_attempts:
             result.stop_reason = f"max attempts ({max_attempts}) reached"
             break
         decision = policy.next(ctx, state)
         if decision is None:
-            if state.tried:
-                result.stop_reason = policy.exhausted
-            elif max_cost is not None and max_cost <= 0:
-                result.stop_reason = f"--max-cost ${max_cost:.2f} leaves nothing to spend"
-            else:
-                result.stop_reason = "no usable arm"
+            if not state.tried and max_cost is not None:
+                refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget)
+                if refusal is not None:  # a budget nothing fits in: a usage error, not a failed task
+                    raise refusal
+            result.stop_reason = policy.exhausted if state.tried else "no usable arm"
             break
         why_not = env.unavailable(decision.arm)
         if why_not:
             state.excluded.add(decision.arm.id)
             result.skipped.append((decision.arm, why_not))
             emit("skipped", arm=decision.arm, reason=why_not)
+            continue
+        if max_cost is not None and not state.tried and (decision.expected_cost or 0.0) > max_cost:
+            # The first attempt: an arm the policy itself expects to cost more than the whole budget is not
+            # started (a plan made with the budget never proposes one; a single best pick may).
+            state.excluded.add(decision.arm.id)
+            over_budget[decision.arm.id] = decision.expected_cost or 0.0
             continue
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
@@ -117,6 +131,7 @@ def run_task(
                                       f"(spent {_usd(state.spent)}, next ~{_usd(decision.expected_cost or 0)})")
                 break
         seq = len(state.tried) + 1
+        task_id = begin()
         emit("attempt", seq=seq, decision=decision)
         try:
             fb = env.attempt(decision.arm, ctx, state, task_id, seq)
@@ -143,14 +158,42 @@ def run_task(
             result.stop_reason = f"cancelled ({interrupts.describe()})"
             break
     with interrupts.deferred():
+        begin()
         _finish(memory, result, state)
     policy.task_done(ctx, state)
     return result
 
 
+def _budget_refusal(ctx: Context, policy: Policy, state: TaskState, max_cost: float,
+                    over_budget: dict[str, float]) -> AcrError | None:
+    """Why no first attempt fits in ``max_cost``, naming the cheapest arm and its expected cost; None when
+    the budget is not what stopped the task (no arm can run at all)."""
+    unavailable = state.excluded - set(over_budget)
+    probe = TaskState(excluded=set(unavailable), max_attempts=state.max_attempts, verified=state.verified)
+    # the arms that could run, estimated without the budget (a fixed order ranks every arm it has)
+    ranked = [r for r in policy.rank(ctx, probe) if r.arm.id not in unavailable]
+    if not ranked and not over_budget:
+        return None
+    costs = {r.arm.id: r.cost for r in ranked if r.cost is not None}
+    costs.update(over_budget)
+    hint = ("raise --max-cost or leave it out (a budget can also come from .acr.toml, config.toml or the "
+            "profile's settings); `acr route --explain` shows what each arm is expected to cost")
+    if not costs:  # the policy has no cost estimate to name
+        return AcrError(f"--max-cost {_usd(max_cost)} leaves no arm to try; nothing was run", hint=hint)
+    arm, cost = min(costs.items(), key=lambda kv: (kv[1], kv[0]))
+    if cost <= max_cost:  # something fits: the budget is not why the policy stopped
+        return None
+    return AcrError(f"--max-cost {_usd(max_cost)} is less than any arm is expected to cost: the cheapest, {arm}, "
+                    f"~{_usd(cost)} an attempt; nothing was run", hint=hint)
+
+
 def _usd(x: float) -> str:
-    """Dollars with the digits that matter: $1.25, $0.0021 (cents would show a small budget as $0.00)."""
-    return f"${x:,.2f}" if abs(x) >= 0.1 or x == 0 else f"${x:.4f}"
+    """Dollars with the digits that matter: $1.25, $0.0021, $0.000034 (cents would show a small budget as $0.00)."""
+    if abs(x) >= 0.1 or x == 0:
+        return f"${x:,.2f}"
+    if abs(x) >= 0.0001:
+        return f"${x:.4f}"
+    return f"${x:.{1 - math.floor(math.log10(abs(x)))}f}"  # two significant digits
 
 
 def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:

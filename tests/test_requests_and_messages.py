@@ -137,3 +137,40 @@ def test_columns_still_sets_the_width_of_piped_output(fakes_on_path):
     narrow = acr("doctor", env={"COLUMNS": "60"}).stdout.splitlines()
     wide = acr("doctor", env={"COLUMNS": "500"}).stdout.splitlines()
     assert max(map(len, narrow)) <= 60 < max(map(len, wide))
+
+
+# ---------------------------------------------------------------- 7a. a budget nothing fits in
+
+def _expected_costs(project: Path) -> dict[str, float]:
+    out = json.loads(acr("route", "fix add", "--json", cwd=project).stdout)
+    return {f"{o['agent']}:{o['model']}": o["expected_cost"] for o in out["order"]}
+
+
+@pytest.mark.parametrize("budget", ["0.0001", "0"])
+@pytest.mark.parametrize("verified", [True, False])
+def test_a_max_cost_below_every_arm_is_refused_naming_the_cheapest(project, fakes_on_path, scenario, acr_home,
+                                                                   budget, verified):
+    log = scenario({"write": {"calc.py": GOOD}})
+    costs = _expected_costs(project)
+    cheapest = min(costs, key=costs.get)
+    assert costs[cheapest] > float(budget)
+    r = acr("run", "fix add", "--max-cost", budget, *(["--verify", VERIFY] if verified else []), cwd=project)
+    shown = "$0.0001" if budget == "0.0001" else "$0.00"
+    assert r.returncode == 2, r.stderr
+    assert (f"--max-cost {shown} is less than any arm is expected to cost: the cheapest, {cheapest}, "
+            f"~${costs[cheapest]:.4f} an attempt; nothing was run") in r.stderr
+    assert "acr route --explain" in r.stderr and "Traceback" not in r.stderr
+    assert calls(log) == [] and tasks_in_memory() == []  # no empty task left in memory
+
+
+def test_without_a_verifier_the_first_attempt_is_one_the_budget_covers(project, fakes_on_path, scenario):
+    log = scenario({"write": {"calc.py": GOOD}})
+    costs = _expected_costs(project)
+    ranked = sorted(costs, key=costs.get)
+    budget = costs[ranked[0]] * 1.01
+    assert costs[ranked[1]] > budget  # only the cheapest arm fits
+    r = acr("run", "fix add", "--max-cost", f"{budget:.6f}", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [f"{a['agent']}:{a['model']}" for a in out["attempts"]] == [ranked[0]]
+    assert len(calls(log)) == 1
