@@ -80,7 +80,7 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected 0 or more (USD), got {value!r}"
     if key == "permissions" and value not in PERMISSIONS:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
-    if key in ("profile", "verify", "memory") and not str(value).strip():
+    if key in ("profile", "memory") and not str(value).strip():
         return "expected a non-empty string"
     return None
 
@@ -145,11 +145,21 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
     problem = check_value(key, value)
     if problem:
         raise ConfigError(f"{key}: {problem}")
+    if key == "verify" and not value.strip():
+        value = ""  # no verifier, as `--verify ""`: stored as such, so it overrides the profile's
     if key == "profile":
         from acr_cli import profiles
+        from acr_cli.errors import ProfileError
         from acr_cli.paths import Paths
 
-        profiles.find(value, Paths.from_env().profiles_dir)  # a name that does not resolve is an error now
+        try:  # a profile that does not load would break every later command: check it now
+            profiles.load(value, Paths.from_env().profiles_dir)
+        except ProfileError as e:
+            import shlex
+
+            raise ConfigError(f"profile {value!r} is not valid, so it was not set: {e.message}",
+                              hint=f"fix it, then set it again (`acr profiles validate {shlex.quote(value)}` "
+                                   "checks it)") from None
         if profiles.is_path(value):  # stored as found from here: it must mean the same file from anywhere
             value = str(Path(value).expanduser().resolve())
     data = read_toml(path)

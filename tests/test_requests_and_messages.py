@@ -174,3 +174,51 @@ def test_without_a_verifier_the_first_attempt_is_one_the_budget_covers(project, 
     out = json.loads(r.stdout)
     assert [f"{a['agent']}:{a['model']}" for a in out["attempts"]] == [ranked[0]]
     assert len(calls(log)) == 1
+
+
+# ---------------------------------------------------------------- 7b/c. config set profile / verify ""
+
+def test_config_set_profile_checks_the_profile_before_saving_it(acr_home, fakes_on_path):
+    profiles = acr_home / "config" / "profiles"
+    profiles.mkdir(parents=True)
+    (profiles / "mine.yaml").write_text("description: mine\narms:\n  - agent: codex\n    model: gpt-5.4\n"
+                                        "  - agent: nosuch\n    model: m\n")
+    r = acr("config", "set", "profile", "mine")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"profile 'mine' is not valid, so it was not set: {profiles / 'mine.yaml'}:5: arms[1].agent: " \
+           "unknown agent 'nosuch'" in r.stderr
+    assert "acr profiles validate mine" in r.stderr
+    assert not (acr_home / "config" / "config.toml").exists()
+    assert acr("route", "fix add").returncode == 0  # nothing broken for the commands after it
+    (profiles / "mine.yaml").write_text("description: mine\narms:\n  - agent: codex\n    model: gpt-5.4\n")
+    assert acr("config", "set", "profile", "mine").returncode == 0
+    assert "profile mine" in acr("route", "fix add").stdout
+
+
+def test_config_set_verify_empty_means_no_verifier_over_the_profiles(project, fakes_on_path, scenario, acr_home):
+    profiles = acr_home / "config" / "profiles"
+    profiles.mkdir(parents=True)
+    (profiles / "checked.yaml").write_text("extends: balanced\nsettings:\n  verify: exit 1\n")
+    assert acr("config", "set", "profile", "checked").returncode == 0
+    r = acr("config", "set", "verify", "")
+    assert r.returncode == 0, r.stderr
+    assert 'verify = ""' in (acr_home / "config" / "config.toml").read_text()
+    shown = [line for line in acr("config", "show", cwd=project).stdout.splitlines() if "verify " in line]
+    assert "(none: no verifier)" in shown[0] and "config.toml" in shown[0]
+    scenario({"write": {"calc.py": BAD}})  # a verifier would fail this; with none, the agent's word decides
+    r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verdict"] == "unverified" and "verify: none" in r.stderr
+
+
+def test_a_project_verify_empty_means_no_verifier_over_the_users(project, fakes_on_path, scenario, acr_home):
+    assert acr("config", "set", "verify", "exit 1").returncode == 0
+    (project / ".acr.toml").write_text('verify = ""\n')
+    scenario({"write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verdict"] == "unverified" and "verify: none" in r.stderr
+    (project / ".acr.toml").unlink()
+    git(project, "checkout", "--", "calc.py")
+    r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)  # the user's `exit 1` again
+    assert r.returncode == 1 and json.loads(r.stdout)["verdict"] == "failed"

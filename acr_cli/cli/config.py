@@ -50,6 +50,8 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}")
     for k, r in rows.items():
         shown = "-" if r["value"] is None else str(r["value"])
+        if k == "verify" and r["value"] is not None and not str(r["value"]).strip():
+            shown = "(none: no verifier)"  # `verify = ""`: set on purpose, as `--verify ""`
         typer.echo(f"  {k:15} {shown:30} ({r['source']})")
     if problem:
         typer.echo(f"(the profile could not be loaded: {problem})", err=True)
@@ -58,7 +60,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
 @app.command("set", context_settings={"ignore_unknown_options": True})  # `max_cost -1` is a value, not an option
 def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
          value: str = typer.Argument(..., help="New value.")) -> None:
-    """Set a user setting.
+    """Set a user setting (a profile is checked first; `verify ""` means no verifier).
 
     Example: acr config set profile cheap
     """
@@ -67,7 +69,8 @@ def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
 
     p = paths()
     v = set_user_value(p.config_file, key, value)
-    typer.echo(f"{key} = {v!r} in {p.config_file}")
+    note = " (no verifier: runs accept an attempt on the agent's word, as unverified)" if v == "" else ""
+    typer.echo(f"{key} = {v!r} in {p.config_file}{note}")
 
 
 @app.command()
