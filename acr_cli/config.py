@@ -37,6 +37,7 @@ KEYS = {
     "max_cost": float,
     "permissions": str,
     "memory": str,
+    "baseline": str,  # check | accept | off: the verifier on the untouched tree (acr_cli.session)
 }
 TYPE_NAMES = {int: "whole number", float: "number", str: "string"}
 PROJECT_FILE = ".acr.toml"
@@ -78,6 +79,8 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected at least 1, got {value!r}"
     if key == "max_cost" and value < 0:
         return f"expected 0 or more (USD), got {value!r}"
+    if key == "baseline" and value not in ("check", "accept", "off"):
+        return f"expected check, accept or off, got {value!r}"
     if key == "permissions" and value not in PERMISSIONS:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
     if key in ("profile", "memory") and not str(value).strip():

@@ -92,6 +92,14 @@ class Feedback:
     # the arm ("set aside...", "cooling down until..."): arm health, never evidence of skill
     problem: Any = None
     health: str | None = None
+    # a rolled-back attempt's work, kept in the repository: `git diff <base_tree> <attempt_ref>` shows it
+    attempt_ref: str | None = None
+    base_tree: str | None = None
+    # a failed verifier printed what it printed on the untouched tree (timings aside): the attempt did
+    # not change what the verifier checks (None: no baseline to compare with)
+    verifier_unchanged: bool | None = None
+    # a kept attempt's change: (path, lines added, lines deleted; None for binary files)
+    diffstat: list = field(default_factory=list)
     # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
     abort: Exception | None = field(default=None, repr=False, compare=False)
 

@@ -25,23 +25,31 @@ from acr_cli.health.errors import classify as classify_error
 from acr_cli.health.state import HealthBook
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
-from acr_cli.verify import run_verifier
+from acr_cli.verify import VerifierResult, run_verifier
 from acr_cli.workspace import Guard, Workspace
 
 OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
 
 
-def build_prompt(prompt: str, tried: list[Feedback], verify: str | None) -> str:
-    """The request, plus what the last failed attempt's verifier said (multi-turn routing)."""
+def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_verifier: bool = True) -> str:
+    """The request; on the first attempt, the command that will check the work (unless the profile's
+    ``tell_verifier`` is off); after a failure, what the last failed attempt's verifier said."""
     last = next((fb for fb in reversed(tried) if fb.verdict in (FAILED, TIMEOUT, ERROR)), None)
     if last is None:
-        return prompt
+        if not (verify and tell_verifier):
+            return prompt
+        return "\n".join([prompt, "", "---",
+                          f"Note from acr: when you are done, acr checks the work by running `{verify}` in this "
+                          "directory; the work is accepted when that command exits 0."])
     lines = [prompt, "", "---",
              f"Note from acr: an earlier attempt at this request ({last.arm.id}) did not succeed "
              f"({last.verdict}: {short(last.reason, 300)}). Its changes were rolled back; the files are as "
              "they were before it."]
     if last.verifier_tail and verify:
         lines += [f"The check `{verify}` printed (last lines):", "```", last.verifier_tail, "```"]
+        if last.verifier_unchanged:
+            lines.append("That is what the check printed before the attempt too: the attempt did not change "
+                         "what the check tests.")
     return "\n".join(lines)
 
 
@@ -89,7 +97,8 @@ class AttemptLog:
 class LiveEnvironment:
     def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
-                 interactive: bool = False, on_output: OutputCallback | None = None, health: HealthBook | None = None):
+                 interactive: bool = False, on_output: OutputCallback | None = None, health: HealthBook | None = None,
+                 baseline: VerifierResult | None = None, tell_verifier: bool = True):
         self.profile = profile
         self.project = project
         self.logs_dir = logs_dir
@@ -101,6 +110,8 @@ class LiveEnvironment:
         self.interactive = interactive
         self.on_output = on_output
         self.health = health  # arm health in memory: set-up errors set arms aside, transient ones cool them
+        self.baseline = baseline  # the verifier on the untouched tree: a failure to compare with
+        self.tell_verifier = tell_verifier
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
@@ -116,7 +127,7 @@ class LiveEnvironment:
         adapter = self.adapter(arm)
         log_path = self.logs_dir / task_id / f"{seq}-{arm.agent}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        prompt = build_prompt(ctx.prompt, state.tried, self.verify)
+        prompt = build_prompt(ctx.prompt, state.tried, self.verify, self.tell_verifier)
         started = time.monotonic()
         fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
         name = f"{task_id}-{seq}"
@@ -129,7 +140,11 @@ class LiveEnvironment:
                 try:
                     fb = self._run(adapter, arm, prompt, log, fb, started, marker)
                     if guard is not None:
-                        fb.apply_ok = bool(guard.changes())
+                        if fb.accepted:  # kept: what a person will review
+                            fb.diffstat = guard.diffstat()
+                            fb.apply_ok = bool(fb.diffstat)
+                        else:
+                            fb.apply_ok = bool(guard.changes())
                         guard.passed = fb.accepted
                 except (process.Cancelled, KeyboardInterrupt) as e:
                     # The attempt's own verdict stands if it had one (the signal came during its rollback).
@@ -189,6 +204,7 @@ class LiveEnvironment:
             r = guard.report
             log.write(f"--- rolled back {r.paths} changed path(s)")
             if r.saved_as:
+                fb.attempt_ref, fb.base_tree = r.saved_as, guard.cp.tree
                 log.write(f"; the tree before the rollback is kept as {r.saved_as} "
                           f"(`git diff {guard.cp.tree} {r.saved_as}` shows the attempt's changes)")
             log.write("\n")
@@ -248,6 +264,11 @@ class LiveEnvironment:
             raise KeyboardInterrupt from None
         fb.verdict = PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED)
         fb.score, fb.verifier_tail, fb.reason = v.score, v.tail, v.summary()
+        if fb.verdict == FAILED and self.baseline is not None and not self.baseline.passed:
+            fb.verifier_unchanged = v.same_output(self.baseline)
+            if fb.verifier_unchanged:
+                fb.reason += "; unchanged from before the attempt"
+                log.write("--- the verifier printed what it printed before the attempt (timings aside)\n")
         return fb
 
     def _fill_from_output(self, adapter: Adapter, arm: Arm, fb: Feedback, stdout: str, stderr: str,

@@ -14,6 +14,7 @@ A profile is a YAML file::
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
       verify: null            # default verifier command
+      tell_verifier: true     # the first attempt's prompt names the command that will check its work
     arms:
       - agent: codex          # claude | codex | opencode | a name under `agents:`
         model: gpt-5.4
@@ -63,6 +64,7 @@ class Settings:
     prior_weight: float = 2.0
     typical_tokens: float | None = None
     verify: str | None = None
+    tell_verifier: bool = True
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,10 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
             out[name] = v.choice(val, k, POLICIES)
         elif name == "verify":
             out[name] = None if val is None else v.string(val, k)
+        elif name == "tell_verifier":
+            if not isinstance(val, bool):
+                raise v.error(k, f"expected true or false, got {val!r}")
+            out[name] = val
     return replace(s, **out)
 
 

@@ -35,6 +35,11 @@ class VerifierResult:
     tail: str
     duration_s: float
     timed_out: bool = False
+    gist: str = ""  # a digest of the output with timings, addresses and temporary paths taken out
+
+    def same_output(self, other: "VerifierResult") -> bool:
+        """Did this run print what ``other`` printed, timings and temporary paths aside?"""
+        return bool(self.gist) and self.gist == other.gist and self.exit_code == other.exit_code
 
     def summary(self) -> str:
         if self.timed_out:
@@ -121,4 +126,62 @@ def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = 
     score = parse_score(output, res.exit_code)
     if passed and score < 1.0 and not _SCORE.search(output):
         score = 1.0  # a passing pytest run with skips/xfails is a pass
-    return VerifierResult(passed, score, res.exit_code, tail(output, TAIL_LINES), res.duration_s)
+    return VerifierResult(passed, score, res.exit_code, tail(output, TAIL_LINES), res.duration_s,
+                          gist=gist(output))
+
+
+# What changes between two runs of the same check on the same code: durations (0.12s, 3 ms, 1.5 sec),
+# clock times and dates, memory addresses (0x7f3a...), temporary paths (/tmp/..., pytest's tmp dirs),
+# process ids in "pid 1234". Taken out before two outputs are compared.
+_NOISE = [
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|msec|s|sec|secs|seconds?|minutes?|min)\b"), "<time>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"), "<date>"),
+    (re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b"), "<clock>"),
+    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>"),
+    (re.compile(r"(?:/private)?(?:/tmp|/var/tmp|/var/folders|/dev/shm)/[^\s:'\"),]*"), "<tmp>"),
+    (re.compile(r"\bpid[ =:]\s*\d+", re.I), "pid <n>"),
+]
+
+
+def gist(output: str) -> str:
+    """A digest of ``output`` that two runs of a check share when they found the same things."""
+    import hashlib
+
+    text = output
+    for pattern, repl in _NOISE:
+        text = pattern.sub(repl, text)
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+_MISSING = re.compile(r"not found|no such file|can't open file|cannot open|cannot find module|does not exist|"
+                      r"could not find|no module named", re.I)
+
+
+def cannot_run(command: str, result: VerifierResult) -> str | None:
+    """Why the verifier could not run at all, judged from its run on the untouched tree, or None.
+
+    Only causes that no change to the code can fix count: the shell could not run a program (exit
+    126 or 127: not found, not executable), or the output says that a file or module named *in the
+    command itself* was not found (``python3 chek.py``: "can't open file"; ``pytest tests/x.py``: "file
+    or directory not found"). A test that fails because the code under test misses a file is left
+    alone: its message names another file, and making it pass is the agent's work."""
+    import shlex
+
+    if result.timed_out or result.passed:
+        return None
+    text = result.tail
+    if result.exit_code in (126, 127):
+        last = (text.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
+        return f"the shell could not run it (exit {result.exit_code}: {last.strip()})"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    named = {w for w in words if not w.startswith("-") and "=" not in w and ("/" in w or "." in w)}
+    named |= {b for a, b in zip(words, words[1:]) if a == "-m"}  # python -m pytest: "No module named pytest"
+    named |= {w.split("::")[0] for w in named}
+    for line in text.splitlines():
+        if _MISSING.search(line) and any(w in line for w in named):
+            return f"a file it names is not there ({line.strip()})"
+    return None

@@ -65,7 +65,7 @@ def test_a_set_up_error_is_not_evidence_of_skill_and_its_zero_cost_is_not_a_pric
                                                                                     acr_home):
     scenario({"match": {"agent": "claude"}, "error": "401"},
              {"match": {"agent": "codex"}, "cost": None, "tokens": [1000, 100]})
-    r = acr("run", "fix add", "--verify", "true", "--arms", "claude:claude-sonnet-4-6,codex:gpt-5.4", "--json",
+    r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "claude:claude-sonnet-4-6,codex:gpt-5.4", "--json",
             cwd=project)
     out = json.loads(r.stdout)
     assert [a["verdict"] for a in out["attempts"]] == ["error", "passed"]
@@ -81,12 +81,12 @@ def test_a_set_up_error_is_not_evidence_of_skill_and_its_zero_cost_is_not_a_pric
 def test_a_set_aside_arm_comes_back_when_its_credentials_change(project, fakes_on_path, scenario, acr_home):
     log = scenario({"match": {"agent": "claude"}, "error": "401"})
     arms = ["--arms", "claude:claude-sonnet-4-6"]
-    acr("run", "fix", "--verify", "true", *arms, cwd=project)
-    r = acr("run", "fix", "--verify", "true", *arms, cwd=project)
+    acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
+    r = acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
     assert r.returncode == 1 and "set aside" in r.stderr and len(calls(log)) == 1  # not tried again
     r = acr("route", "fix", *arms, cwd=project)
     assert r.returncode == 2 and "cannot run now" in r.stdout and "acr doctor" in r.stderr
-    acr("run", "fix", "--verify", "true", *arms, cwd=project, env={"ANTHROPIC_API_KEY": "sk-ant-a-new-key-0000000000"})
+    acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project, env={"ANTHROPIC_API_KEY": "sk-ant-a-new-key-0000000000"})
     assert len(calls(log)) == 2  # a new key: tried again
 
 
@@ -94,9 +94,9 @@ def test_a_transient_error_cools_the_arm_down_and_it_comes_back(project, fakes_o
     log = scenario({"match": {"agent": "codex"}, "error": "rate_limit"},
                    {"match": {"agent": "claude"}})
     arms = ["--arms", "codex:gpt-5.4,claude:claude-sonnet-4-6"]
-    r = acr("run", "fix", "--verify", "true", *arms, cwd=project)
+    r = acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
     assert r.returncode == 0 and "cooling down until" in r.stderr
-    r = acr("run", "fix", "--verify", "true", *arms, "--json", cwd=project)
+    r = acr("run", "fix", "--verify", "true", "--yes", *arms, "--json", cwd=project)
     assert json.loads(r.stdout)["skipped"][0]["agent"] == "codex"
     assert [c["agent"] for c in calls(log)] == ["codex", "claude", "claude"]
     mem = Memory.open(acr_home / "data" / "memory.sqlite")
@@ -136,22 +136,22 @@ def test_a_set_up_error_sets_the_whole_credential_scope_aside(tmp_path):
 def test_doctor_shows_a_set_aside_arm_and_reset_brings_it_back(project, fakes_on_path, scenario, acr_home):
     log = scenario({"match": {"agent": "claude"}, "error": "401"})
     arms = ["--arms", "claude:claude-sonnet-4-6"]
-    acr("run", "fix", "--verify", "true", *arms, cwd=project)
+    acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
     out = json.loads(acr("doctor", "--json", cwd=project).stdout)
     claude = [a for a in out["profile"]["arms"] if a["agent"] == "claude"]
     assert claude and all(a["health"]["state"] == "set_aside" for a in claude)
     assert "set aside" in " ".join(acr("doctor", cwd=project).stdout.split())
     r = acr("doctor", "--reset", cwd=project)
     assert "forgot the health of 1" in r.stdout
-    acr("run", "fix", "--verify", "true", *arms, cwd=project)
+    acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
     assert len(calls(log)) == 2
 
 
 def test_an_arm_without_a_profile_price_is_priced_from_the_catalog(project, fakes_on_path, scenario, acr_home):
     scenario({"match": {"agent": "codex"}, "cost": None, "tokens": [3800, 150]})
-    r = acr("run", "fix", "--verify", "true", "--arms", "codex:gpt-5.5", "--json", cwd=project)  # in no profile
+    r = acr("run", "fix", "--verify", "true", "--yes", "--arms", "codex:gpt-5.5", "--json", cwd=project)  # in no profile
     attempt = json.loads(r.stdout)["attempts"][0]
     assert attempt["cost_source"] == "catalog"
     assert attempt["cost_usd"] == pytest.approx((3800 * 5 + 150 * 30) / 1e6)  # the catalog's gpt-5.5 rates
-    r = acr("run", "fix", "--verify", "true", "--arms", "codex:no-such-model-9", "--json", cwd=project)
+    r = acr("run", "fix", "--verify", "true", "--yes", "--arms", "codex:no-such-model-9", "--json", cwd=project)
     assert json.loads(r.stdout)["attempts"][0]["cost_source"] == "unknown"

@@ -258,7 +258,7 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
                 ["bash", "-c", escape]]
     scenario({"commands": commands, "write": {"calc.py": "def add(a, b):\n    return 0\n"}})
     files, state = tree_bytes(root), git_state(root)
-    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=root)
+    r = acr("run", "fix add", "--verify", VERIFY, "--yes", "--arms", "codex:gpt-5.4", "--json", cwd=root)
     assert r.returncode == 1, r.stderr
     attempt = json.loads(r.stdout)["attempts"][0]
     assert attempt["verdict"] == "failed"
@@ -276,7 +276,7 @@ def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path,
     root = user_project
     scenario({"commands": [["git", "config", "core.hooksPath", "/tmp/elsewhere"]],
               "write": {"calc.py": "def add(a, b):\n    return a + b\n"}})
-    r = acr("run", "fix add", "--verify", "true", "--arms", "codex:gpt-5.4", cwd=root)
+    r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", cwd=root)
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
     assert "besides the work tree, the attempt changed: changed .git/config" in out and "review these" in out

@@ -63,15 +63,13 @@ def test_attempts_accepted_without_a_verifier_become_unverified_when_an_old_memo
     for name, step in dbmod.MIGRATIONS[:2]:  # the schema before 003
         step(raw)
         raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    for i, (verifier, source) in enumerate(((None, "live"), ("pytest -q", "live"), (None, "bench:ood176:r1"))):
+        raw.execute("INSERT INTO tasks (id, created_at, source, passed, finished_at) VALUES (?, 't', ?, 1, 't')",
+                    (f"t{i}", source))
+        raw.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, verdict, score, verifier)"
+                    " VALUES (?, 1, 'codex', 'gpt-5.4', 't', 'passed', ?, ?)",
+                    (f"t{i}", None if source == "live" else 1.0, verifier))
     raw.close()
-    old = Memory(sqlite3.connect(path, isolation_level=None), path)
-    old.db.row_factory = sqlite3.Row
-    for verifier, source in ((None, "live"), ("pytest -q", "live"), (None, "bench:ood176:r1")):
-        tid = old.begin_task(source=source, kind="bug_fix", groups=["kind=bug_fix"], prompt="p")
-        old.add_attempt(tid, 1, Decision(A, "x"), Feedback(A, "passed", score=None if source == "live" else 1.0),
-                        verifier=verifier)
-        old.finish_task(tid, passed=True, score=None, cost_usd=0, final_arm=A.id)
-    old.db.close()
     mem = Memory.open(path)
     rows = mem.db.execute("SELECT t.source, a.verifier, a.verdict, t.passed FROM tasks t JOIN attempts a"
                           " ON a.task_id = t.id ORDER BY t.rowid").fetchall()

@@ -222,3 +222,49 @@ def test_a_project_verify_empty_means_no_verifier_over_the_users(project, fakes_
     git(project, "checkout", "--", "calc.py")
     r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)  # the user's `exit 1` again
     assert r.returncode == 1 and json.loads(r.stdout)["verdict"] == "failed"
+
+
+# ---------------------------------------------------------------- 7d. repositories git refuses or acr cannot write
+
+def test_a_repository_git_takes_for_another_users_gets_the_safe_directory_fix(project, fakes_on_path, scenario,
+                                                                              tmp_path, monkeypatch):
+    # git's own switch for "the repository is not owned by you" (git >= 2.35.2); acr passes no GIT_* variable
+    # to git, so a wrapper sets it the way a different owner would make git see it
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text(f'#!/bin/sh\nGIT_TEST_ASSUME_DIFFERENT_OWNER=1 exec {shutil.which("git")} "$@"\n')
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, cwd=project)
+    assert r.returncode == 2, r.stderr
+    assert "dubious ownership" in r.stderr and "not inside a git repository" not in r.stderr
+    assert f"git config --global --add safe.directory {project}" in r.stderr
+    assert calls(log) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory to another user")
+def test_a_repository_owned_by_another_user_names_the_owner(project, fakes_on_path, scenario):
+    log = scenario({"write": {"calc.py": GOOD}})
+    os.chown(project, 65534, 65534)
+    try:
+        r = acr("run", "fix add", "--verify", VERIFY, cwd=project)
+    finally:
+        os.chown(project, 0, 0)
+    assert r.returncode == 2 and "not to you (root)" in r.stderr, r.stderr
+    assert f"git config --global --add safe.directory {project}" in r.stderr
+    assert calls(log) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_git_directory_is_explained_not_a_bare_lock_file_error(project, fakes_on_path, scenario):
+    log = scenario({"write": {"calc.py": GOOD}})
+    (project / ".git").chmod(0o555)
+    try:
+        r = acr("run", "fix add", "--verify", VERIFY, cwd=project)
+    finally:
+        (project / ".git").chmod(0o755)
+    assert r.returncode == 2, r.stderr
+    assert f"acr cannot write to {project / '.git' / 'acr-run.lock'} (Permission denied)" in r.stderr
+    assert f"chmod -R u+w {project / '.git'}" in r.stderr and "Traceback" not in r.stderr
+    assert calls(log) == []

@@ -17,6 +17,7 @@ import pytest
 from conftest import BAD, GOOD, VERIFY, acr, calls, git
 
 TWO_ARMS = "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4"
+NOTE = "\n\n---\nNote from acr: "  # what acr adds after the request (the check's command, an earlier failure)
 
 
 def attempts_in_memory(home: Path) -> list[dict]:
@@ -53,7 +54,7 @@ def test_escalates_after_failed_verifier_and_records_every_attempt(project, fake
                                        "cost_source", "duration_s", "reason"}
     # The second agent saw why the first failed (multi-turn routing).
     prompts = [c["prompt"] for c in calls(log)]
-    assert prompts[0] == "fix the add function"
+    assert prompts[0].startswith("fix the add function\n") and f"running `{VERIFY}`" in prompts[0]  # told its check
     assert "did not succeed" in prompts[1] and "assert" in prompts[1]
     # The passing change is left for review; the memory has both attempts.
     assert (project / "calc.py").read_text() == GOOD
@@ -144,7 +145,8 @@ def test_prompt_reaches_the_agent_verbatim_and_is_never_run_by_a_shell(project, 
         r = acr("run", "--arms", agent, "--verify", VERIFY, "--", prompt, cwd=project)
         assert r.returncode == 0, r.stderr
         git(project, "checkout", "--", "calc.py")
-    assert [c["prompt"] for c in calls(log)] == [prompt] * 3
+    sent = [c["prompt"].split(NOTE)[0] for c in calls(log)]  # the request, then acr's note naming the check
+    assert sent == [prompt] * 3 and all(NOTE in c["prompt"] for c in calls(log))
     assert not canary.exists()
 
 
@@ -156,7 +158,7 @@ def test_a_prompt_longer_than_an_argument_can_be_reaches_every_agent(project, fa
         r = acr("run", "--arms", agent, "--verify", VERIFY, "--prompt-file", str(tmp_path / "long.txt"), cwd=project)
         assert r.returncode == 0, r.stderr
         git(project, "checkout", "--", "calc.py")
-    assert [c["prompt"] for c in calls(log)] == [prompt] * 3
+    assert [c["prompt"].split(NOTE)[0] for c in calls(log)] == [prompt] * 3
     assert "refs/acr/keep" not in git(project, "for-each-ref")
 
 

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from acr_cli import __version__
-from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run
+from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run, show
 
 
 class AcrGroup(TyperGroup):
@@ -133,6 +133,7 @@ def main(
 
 app.command("run")(run.run)
 app.command("route")(run.route)
+app.command("show")(show.show)
 app.command("recover")(recover.recover)
 app.command("doctor")(doctor.doctor)
 app.command("init")(init.init)

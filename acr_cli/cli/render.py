@@ -28,7 +28,9 @@ class LiveView:
     def event(self, what: str, **data: Any) -> None:
         if self.quiet:
             return
-        if what == "skipped":
+        if what == "start":
+            self.start(data["ctx"], data["policy"], data["verify"], data["rollback"])
+        elif what == "skipped":
             self.con.print(f"  [yellow]skip[/] {data['arm'].id}: {data['reason']}")
         elif what == "attempt":
             d = data["decision"]
@@ -40,6 +42,9 @@ class LiveView:
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {fb.reason} · {cost} · {tokens}"
                            f" · {fb.duration_s:.1f}s")
+            if not fb.accepted:
+                for line in why_failed(fb):
+                    self.con.print(line, highlight=False)
             if not fb.accepted and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
             if fb.health:
@@ -57,28 +62,96 @@ class LiveView:
             self.con.print(Text(f"  │ {text}", style="dim"))
 
 
-def print_run_summary(result, verify: str | None, rollback: bool = True) -> None:
+FAILURE_LINES = 6  # of the verifier's output, under a failed attempt (the whole tail is in the log and `acr show`)
+
+
+def why_failed(fb) -> list:
+    """Lines (rich Text) that say why an attempt failed: the verifier's last lines, where its work is
+    kept and how to see it, its log."""
+    from rich.text import Text
+
+    from acr_cli.session import diff_command
+
+    out = []
+    if fb.verifier_tail:
+        lines = fb.verifier_tail.rstrip().splitlines()[-FAILURE_LINES:]
+        out.append(Text("    the verifier printed (last lines):", style="dim"))
+        out += [Text(f"    │ {line}") for line in lines]
+    cmd = diff_command(fb.base_tree, fb.attempt_ref)
+    if cmd:
+        out.append(Text(f"    its work is kept in {fb.attempt_ref}; see it with: {cmd}", style="dim"))
+    if fb.log_path:
+        out.append(Text(f"    log: {fb.log_path}", style="dim"))
+    return out
+
+
+def print_baseline(base, verify: str, quiet: bool = False) -> None:
+    """What the verifier said on the untouched tree (stderr, with the live view)."""
+    if quiet:
+        return
+    con = console(stderr=True)
     from rich.markup import escape
 
-    con = console()
-    tree = ("the work tree is as it was" if rollback
+    if base.passed:
+        con.print(f"[yellow]baseline[/]: `{escape(verify)}` already passes before any change "
+                  f"({base.duration_s:.1f}s): it cannot tell whether the work gets done")
+    else:
+        con.print(f"[dim]baseline: `{escape(verify)}` fails before any change ({base.summary()}, "
+                  f"{base.duration_s:.1f}s), as it should until the work is done[/]")
+
+
+def diffstat_lines(diffstat: list) -> list[str]:
+    """``calc.py | +2 -1`` per file, and a total."""
+    if not diffstat:
+        return []
+    width = max(len(p) for p, _, _ in diffstat)
+    rows = [f"  {p.ljust(width)}  " + ("binary" if a is None else f"+{a} -{d}") for p, a, d in diffstat]
+    added = sum(a or 0 for _, a, _ in diffstat)
+    deleted = sum(d or 0 for _, _, d in diffstat)
+    return rows + [f"  {len(diffstat)} file(s) changed, +{added} -{deleted}"]
+
+
+def print_run_summary(report) -> None:
+    """On stdout: the answer of the attempt that ended the task, in full, then what happened."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    result, con = report.result, console()
+    answer = report.answer
+    if answer and answer.strip():
+        fb = report.final
+        con.print(Text(f"── answer from {fb.arm.id} ──", style="bold"))
+        con.print(Text(answer.rstrip("\n")), soft_wrap=True)
+        con.print(Text("──", style="bold"))
+    tree = ("the work tree is as it was" if report.rollback
             else "with --no-rollback, whatever the attempts changed is still in the directory")
     if result.accepted:
-        fb = result.steps[-1][1]
-        kept = "The changes are in your work tree, uncommitted." if rollback else "The changes are in the directory."
+        fb = report.final
         head = ("[green bold]passed[/]" if result.passed else
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
-        con.print(f"{head} with {fb.arm.id} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total. {kept}")
+        con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
+                  f"{fmt_money(result.cost_usd, 4)} in total.")
+        if report.kept:
+            where = "uncommitted in your work tree" if report.rollback else "in the directory"
+            con.print(f"Changed {len(report.kept)} file(s), {where}:")
+            for line in diffstat_lines(report.kept):
+                con.print(Text(line))
+        elif report.rollback:
+            con.print("No file changed.")
         if fb.side_effects:  # not in the diff a person reviews: say it
             con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
                       + " [dim](review these: .git's files can run code on your next git command)[/]")
     elif result.cancelled:
-        con.print(f"[yellow]{result.stop_reason}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
+        con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
     else:
-        con.print(f"[red bold]not passed[/]: {result.stop_reason}. {len(result.steps)} attempt(s), "
+        con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
                   f"{fmt_money(result.cost_usd, 4)} spent; {tree}.")
-    con.print(f"[dim]task {result.task_id} · `acr memory log` shows the attempts[/]")
+        for i, (_, fb) in enumerate(result.steps, 1):
+            con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {fb.reason}"))
+        if result.steps:
+            for line in why_failed(result.steps[-1][1]):
+                con.print(line)
+    con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None) -> None:

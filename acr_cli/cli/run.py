@@ -15,43 +15,10 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
 
 
 def _arms(text: Optional[str], profile) -> list[str] | None:
-    """The ``--arms`` list, checked: AGENT:MODEL items whose agent acr knows."""
-    if text is None:
-        return None
-    from acr_cli import agents
-    from acr_cli.domain import parse_arm_id
-    from acr_cli.errors import AcrError
+    """The ``--arms`` list, checked (see acr_cli.session.parse_arms)."""
+    from acr_cli.session import parse_arms
 
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
-        raise AcrError("--arms: no arm given", hint="--arms AGENT:MODEL[,AGENT:MODEL...], e.g. --arms codex:gpt-5.4")
-    for item in items:
-        try:
-            agent, _ = parse_arm_id(item)
-        except ValueError as e:
-            raise AcrError(f"--arms: {e}") from None
-        try:
-            agents.get(agent, profile.agents)
-        except AcrError as e:
-            raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
-    twice = sorted({x for x in items if items.count(x) > 1})
-    if twice:  # a task tries an arm once: a second mention would change nothing but the count shown
-        raise AcrError(f"--arms: {', '.join(twice)} listed twice", hint="list each AGENT:MODEL once")
-    return items
-
-
-def _require_an_agent(profile, arm_ids: list[str] | None) -> None:
-    """Refuse a run none of whose arms could start: a set-up problem (exit 2), not a failed task."""
-    from acr_cli.domain import parse_arm_id
-    from acr_cli.errors import AcrError
-    from acr_cli.agents import unavailable
-
-    names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
-    reasons = {n: unavailable(n, profile.agents) for n in dict.fromkeys(names)}
-    if all(reasons.values()):
-        raise AcrError("no agent this run may use can start: " + "; ".join(reasons.values()),
-                       hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
-                            "or name arms you have with --arms; `acr doctor` shows what acr finds")
+    return parse_arms(text, profile)
 
 
 _PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
@@ -188,7 +155,11 @@ def run(
     no_rollback: bool = typer.Option(False, "--no-rollback", help="Do not checkpoint/restore the work tree (no git needed)."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Open the chosen agent's own interactive screen."),
     prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the summary."),
+    no_baseline: bool = typer.Option(False, "--no-baseline",
+                                     help="Do not run the verifier on the untouched tree before the first attempt."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Run even when the verifier already passes before any change."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the answer and the summary."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
@@ -203,18 +174,12 @@ def run(
     Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C
     (143 SIGTERM, 129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
     """
-    from acr_cli.cli.common import load_profile, open_memory, paths, print_json
-    from acr_cli.cli.render import LiveView, print_run_summary
-    from acr_cli.context import classify
-    from acr_cli.domain import PERMISSIONS
     from acr_cli import interrupts
     from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
-    from acr_cli.errors import EXIT_NOT_PASSED, AcrError, ConfigError
-    from acr_cli.live import LiveEnvironment
-    from acr_cli.loop import run_task, summary
-    from acr_cli.routing.factory import live_policy
-    from acr_cli.health.state import HealthBook
-    from acr_cli.workspace import Workspace
+    from acr_cli.cli.common import load_profile, open_memory, print_json
+    from acr_cli.cli.render import LiveView, print_baseline, print_run_summary
+    from acr_cli.errors import EXIT_NOT_PASSED, AcrError
+    from acr_cli.session import RunRequest, prepare
 
     text = _prompt(prompt, prompt_file)
     proj = _project(project)
@@ -226,88 +191,46 @@ def run(
         raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
                        f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
                        hint="run without --interactive: a long request then goes to the agent's stdin")
-    prof, settings = load_profile(profile, proj)
-    arm_list = _arms(arms, prof)
-    s = prof.settings
-    verify_cmd, verify_from = settings.resolve("verify", verify, s.verify)
-    if verify_cmd is not None and not verify_cmd.strip():  # `--verify ""`: no verifier (blanks would "pass")
-        verify_cmd = None
-    if verify_cmd:
-        from acr_cli.verify import preflight
-
-        problem = preflight(verify_cmd, proj)
-        if problem:
-            where = "--verify" if verify_from == "command line" else f"verify (from {verify_from})"
-            raise AcrError(f"{where}: {problem}; no agent was run",
-                           hint=f"the verifier runs as `/bin/sh -c '...'` in {proj}; try it there by hand first")
-    perm, _ = settings.resolve("permissions", permissions, s.permissions)
-    if perm not in PERMISSIONS:
-        raise ConfigError(f"permissions {perm!r}: expected one of {', '.join(PERMISSIONS)}")
-    t_agent, _ = settings.resolve("timeout", timeout, s.timeout)
-    t_verify, _ = settings.resolve("verify_timeout", verify_timeout, s.verify_timeout)
-    n_max, _ = settings.resolve("max_attempts", max_attempts, s.max_attempts)
-    cost_max, _ = settings.resolve("max_cost", max_cost, s.max_cost)
-    if arm_list:
-        n_max = max(n_max, len(arm_list)) if max_attempts is None else n_max
-    _require_an_agent(prof, arm_list)
-
-    p = paths()
-    mem = open_memory(memory)
-    interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
-    workspace = lock = None
+    req = RunRequest(text, proj, verify=verify, arms=arms, profile=profile, policy=policy, kind=kind,
+                     max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
+                     permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
+                     rollback=not no_rollback, interactive=interactive, memory=memory)
+    run = prepare(req, load_profile=load_profile, open_memory=open_memory)
+    view = LiveView(quiet=quiet)
     try:
-        if no_rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
-            try:
-                lock = Workspace.open(proj)
-            except AcrError:
-                lock = None
-        else:
-            workspace = lock = Workspace.open(proj)
-        if lock is not None:
-            lock.lock()
-        if workspace is not None:
-            workspace.ensure_no_operation_in_progress()
-            for name in workspace.interrupted_checkpoints():
-                typer.echo(f"acr: warning: an earlier `acr run` here was killed before it could roll back "
-                           f"(checkpoint {name}); `acr recover` puts the work tree back as it was before that "
-                           "attempt", err=True)
-            for lock_file in workspace.stale_locks():
-                typer.echo(f"acr: warning: git's lock file {lock_file} exists; if no git command is running "
-                           f"(in any terminal), a process that died left it: `rm {lock_file}`", err=True)
-    except BaseException:
-        interrupts.uninstall()
-        mem.close()
-        if lock is not None:
-            lock.unlock()
-        raise
-    try:
-        pol = live_policy(prof, mem, arms=arm_list, policy=policy)
-        ctx = classify(text, proj, kind=kind)
-        view = LiveView(quiet=quiet)
-        env = LiveEnvironment(profile=prof, project=proj, logs_dir=p.logs_dir, workspace=workspace,
-                              verify=verify_cmd, timeout=float(t_agent), verify_timeout=float(t_verify),
-                              permissions=perm, interactive=interactive, on_output=view.output,
-                              health=HealthBook(mem))
-        view.start(ctx, pol, verify_cmd, workspace is not None)
-        result = run_task(ctx, pol, env, mem, max_attempts=int(n_max), verified=bool(verify_cmd),
-                          max_cost=None if cost_max is None else float(cost_max), verifier=verify_cmd,
-                          on_event=view.event)
+        for warning in run.warnings:
+            typer.echo(f"acr: warning: {warning}", err=True)
+        base = run.baseline()
+        if base is not None:
+            print_baseline(base, run.verify, quiet=quiet)
+            if base.passed and run.options["baseline"].value == "check" and not _confirm_passing_baseline():
+                raise AcrError("the verifier already passes before any change: it cannot tell whether the work "
+                               "gets done; no agent was run",
+                               hint="give a check that fails until the work is done, or pass --yes to run anyway "
+                                    "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
+        report = run.execute(on_event=view.event, on_output=view.output)
     except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
         typer.echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
         raise typer.Exit(interrupts.exit_code()) from None
     finally:
-        interrupts.uninstall()
-        mem.close()
-        if lock is not None:
-            lock.unlock()
+        run.close()
     if json_out:
-        print_json(summary(result))
+        print_json(report.to_json())
     else:
-        print_run_summary(result, verify_cmd, rollback=workspace is not None)
+        print_run_summary(report)
+    result = report.result
     if result.cancelled:
         raise typer.Exit(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
         raise typer.Exit(EXIT_NOT_PASSED)
+
+
+def _confirm_passing_baseline() -> bool:
+    """Ask on a terminal whether to run although the verifier already passes; without one (CI, a pipe): no."""
+    if not sys.stdin.isatty():
+        return False
+    return typer.confirm("acr: the verifier already passes before any change, so it cannot tell whether the "
+                         "work gets done. Run the agents anyway?", default=False, err=True)
 
 
 def route(

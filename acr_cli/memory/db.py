@@ -138,10 +138,29 @@ def _m003_unverified(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_run_record(db: sqlite3.Connection) -> None:
+    """What `acr show` tells about a task: the agent's answer, where a rolled-back attempt's work is
+    kept, whether a failed check printed what it printed before the attempt, the kept change, how
+    the request was read, and the verifier on the untouched tree."""
+    _script(
+        db,
+        """
+        ALTER TABLE attempts ADD COLUMN text TEXT;                  -- the agent's final answer (redacted)
+        ALTER TABLE attempts ADD COLUMN attempt_ref TEXT;           -- refs/acr/attempts/...: a rolled-back attempt's work
+        ALTER TABLE attempts ADD COLUMN base_tree TEXT;             -- ... and the tree it started from
+        ALTER TABLE attempts ADD COLUMN verifier_unchanged INTEGER; -- a failed check printed what the baseline did
+        ALTER TABLE attempts ADD COLUMN changes TEXT;               -- JSON [[path, added, deleted]]: a kept change
+        ALTER TABLE tasks ADD COLUMN context TEXT;                  -- JSON: why the request was read as it was
+        ALTER TABLE tasks ADD COLUMN baseline TEXT;                 -- JSON: the verifier on the untouched tree
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
     ("003_unverified", _m003_unverified),
+    ("004_run_record", _m004_run_record),
 ]
 
 

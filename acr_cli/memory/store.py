@@ -31,10 +31,12 @@ PRICED_COST = "CASE WHEN a.verdict <> 'error' OR a.cost_usd > 0 THEN a.cost_usd 
 
 TASK_FIELDS = ("id", "created_at", "source", "project", "prompt", "prompt_sha256", "kind", "language", "size",
                "ref", "policy", "passed", "score", "cost_usd", "final_arm", "oracle_reward", "oracle_arm",
-               "finished_at")
+               "finished_at", "context", "baseline")
 ATTEMPT_FIELDS = ("seq", "agent", "model", "policy", "reason", "started_at", "duration_s", "exit_code",
                   "tokens_in", "tokens_out", "cost_usd", "cost_source", "verdict", "score", "apply_ok", "detail",
-                  "verifier", "verifier_tail", "session_id", "log_path")
+                  "verifier", "verifier_tail", "session_id", "log_path", "text", "attempt_ref", "base_tree",
+                  "verifier_unchanged", "changes")
+TEXT_MAX = 100_000  # characters of an agent's answer kept in memory (the whole answer is in the attempt's log)
 RUN_FIELDS = ("id", "benchmark", "policy", "params", "started_at", "finished_at", "n_tasks", "report")
 
 
@@ -165,13 +167,23 @@ class Memory:
         self._write(
             "INSERT INTO attempts (task_id, seq, agent, model, policy, reason, started_at, duration_s, exit_code,"
             " tokens_in, tokens_out, cost_usd, cost_source, verdict, score, apply_ok, detail, verifier,"
-            " verifier_tail, session_id, log_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " verifier_tail, session_id, log_path, text, attempt_ref, base_tree, verifier_unchanged, changes)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (task_id, seq, fb.arm.agent, fb.arm.model, policy, redact(decision.reason),
              started_at or now_iso(time.time() - fb.duration_s), fb.duration_s, fb.exit_code, fb.tokens_in,
              fb.tokens_out, fb.cost_usd, fb.cost_source, fb.verdict, fb.score,
              None if fb.apply_ok is None else int(fb.apply_ok), redact(fb.reason), redact(verifier),
-             redact(fb.verifier_tail), fb.session_id, fb.log_path),
+             redact(fb.verifier_tail), fb.session_id, fb.log_path, _answer(fb.final_text), fb.attempt_ref,
+             fb.base_tree, None if fb.verifier_unchanged is None else int(fb.verifier_unchanged),
+             json.dumps(fb.diffstat) if fb.diffstat else None),
         )
+
+    def describe_task(self, task_id: str, *, context: dict[str, Any] | None = None,
+                      baseline: dict[str, Any] | None = None) -> None:
+        """Keep how the request was read and what the verifier said on the untouched tree (``acr show``)."""
+        self._write("UPDATE tasks SET context=?, baseline=? WHERE id=?",
+                    (None if context is None else redact(json.dumps(context)),
+                     None if baseline is None else redact(json.dumps(baseline)), task_id))
 
     def finish_task(self, task_id: str, *, passed: bool | None, score: float | None, cost_usd: float,
                     final_arm: str | None) -> None:
@@ -232,9 +244,16 @@ class Memory:
 
     def tasks(self, *, source: str | None = "live", since: str | None = None, kind: str | None = None,
               agent: str | None = None, limit: int | None = None, ids: Sequence[str] | None = None,
-              oldest_first: bool = False) -> list[dict[str, Any]]:
+              oldest_first: bool = False, project: str | None = None,
+              id_prefix: str | None = None) -> list[dict[str, Any]]:
         """Tasks newest first (or in insertion order), each with its attempts (``acr memory log``)."""
         where, params = [], []
+        if project is not None:
+            where.append("t.project = ?")
+            params.append(project)
+        if id_prefix is not None:  # ids are [0-9a-f-]: no LIKE wildcard in one
+            where.append("t.id LIKE ? || '%'")
+            params.append(id_prefix.replace("%", "").replace("_", ""))
         if source is not None:
             where.append("t.source = ?")
             params.append(source)
@@ -401,10 +420,20 @@ class Memory:
         return sum(q.stat().st_size for q in (p, Path(f"{p}-wal")) if q.exists())
 
 
+def _answer(text: str | None) -> str | None:
+    """An agent's answer as memory keeps it: redacted, and cut at TEXT_MAX characters (said so)."""
+    if not text:
+        return None
+    clean = redact(text)
+    if len(clean) > TEXT_MAX:
+        clean = clean[:TEXT_MAX] + f"\n[... {len(clean) - TEXT_MAX} more characters in the attempt's log]"
+    return clean
+
+
 # The free text of a task that may carry a secret: redacted when written, and again on export and import,
 # so rows written by an older acr (older rules) leave clean.
-TASK_TEXT = ("prompt",)
-ATTEMPT_TEXT = ("reason", "detail", "verifier", "verifier_tail")
+TASK_TEXT = ("prompt", "context", "baseline")
+ATTEMPT_TEXT = ("reason", "detail", "verifier", "verifier_tail", "text")
 
 
 def _redact_task(task: dict[str, Any]) -> dict[str, Any]:
@@ -477,13 +506,16 @@ FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
     "task": {"id": _NAME, "created_at": _TEXT, "source": _TEXT, "project": _TEXT, "prompt": _TEXT,
              "prompt_sha256": _TEXT, "kind": _TEXT, "language": _TEXT, "size": _TEXT, "ref": _TEXT,
              "policy": _TEXT, "passed": _FLAG, "score": _SCORE, "cost_usd": _MONEY, "final_arm": _TEXT,
-             "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT},
+             "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT,
+             "context": _TEXT, "baseline": _TEXT},
     "attempt": {"seq": (lambda v: _whole(v, 1), "a whole number >= 1"), "agent": _NAME, "model": _NAME,
                 "policy": _TEXT, "reason": _TEXT, "started_at": _TEXT, "duration_s": _MONEY,
                 "exit_code": (lambda v: _whole(v, -2**31), "a whole number"), "tokens_in": _COUNT,
                 "tokens_out": _COUNT, "cost_usd": _MONEY, "cost_source": _TEXT,
                 "verdict": (lambda v: v in VERDICTS, " or ".join(VERDICTS)), "score": _SCORE, "apply_ok": _FLAG,
-                "detail": _TEXT, "verifier": _TEXT, "verifier_tail": _TEXT, "session_id": _TEXT, "log_path": _TEXT},
+                "detail": _TEXT, "verifier": _TEXT, "verifier_tail": _TEXT, "session_id": _TEXT, "log_path": _TEXT,
+                "text": _TEXT, "attempt_ref": _TEXT, "base_tree": _TEXT, "verifier_unchanged": _FLAG,
+                "changes": _TEXT},
 }
 
 

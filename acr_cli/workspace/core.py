@@ -43,9 +43,9 @@ class Workspace:
         if shutil.which("git") is None:
             raise WorkspaceError("git is not installed", hint=NO_GIT_HINT)
         try:
-            found = discover(project)
-        except OSError:  # the project directory itself is gone or unreadable
-            found = None
+            found = discover(project)  # (another user's repository, a damaged one: a WorkspaceError that says so)
+        except OSError as e:  # the project directory itself is gone or cannot be entered
+            raise WorkspaceError(f"cannot enter {project}: {e.strerror or e}") from None
         if found is None:
             raise WorkspaceError(f"{project} is not inside a git repository", hint=NO_GIT_HINT)
         return cls(*found, store_base)
@@ -54,7 +54,10 @@ class Workspace:
         """Refuse a second concurrent ``acr run`` in the same work tree."""
         import fcntl
 
-        fd = os.open(self.git_dir / "acr-run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.git_dir / "acr-run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:  # .git is read-only (its permissions, another owner, a read-only mount)
+            raise self._unwritable(e) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -64,6 +67,29 @@ class Workspace:
                 hint="wait for it, or use a separate `git worktree` for parallel runs",
             ) from None
         self._lock_fd = fd
+
+    def _unwritable(self, e: OSError) -> WorkspaceError:
+        import errno
+        import shlex
+
+        from acr_cli.workspace.git import user_name
+
+        where = e.filename or str(self.git_dir)
+        message = (f"acr cannot write to {where} ({e.strerror or e}): `acr run` keeps its lock in the "
+                   f"repository's git directory, and a rollback writes there")
+        if e.errno == errno.EROFS:
+            return WorkspaceError(message, hint="the repository is on a read-only file system: run acr in a "
+                                                "writable copy (git clone)")
+        try:
+            owner = os.stat(self.git_dir).st_uid
+        except OSError:
+            owner = os.geteuid()
+        git_dir = shlex.quote(str(self.git_dir))
+        if owner != os.geteuid():
+            return WorkspaceError(message, hint=f"{self.git_dir} belongs to {user_name(owner)}: run acr as that "
+                                                f"user, or make it yours: sudo chown -R {user_name(os.geteuid())} "
+                                                f"{git_dir}")
+        return WorkspaceError(message, hint=f"make it writable: chmod -R u+w {git_dir}")
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
@@ -191,6 +217,13 @@ class Workspace:
         self.git.invalidate()
         return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
 
+    def diffstat(self, cp: Checkpoint) -> list[tuple[str, int | None, int | None]]:
+        """(path, lines added, lines deleted) for every path that differs from the checkpoint; None for
+        a binary file. What a person reviews of a kept attempt (ignored files aside)."""
+        rollback.require_repository(self.git_dir, self.root, cp.dotgit)
+        self.git.invalidate()
+        return self.snap.numstat(cp.tree, self.snap.tree(cp.sparse_absent))
+
     def side_effects(self, cp: Checkpoint) -> list[str]:
         """What a passing attempt changed besides the work tree (kept, and not in the diff a person
         reviews): the control files (``.git/config``, hooks, ``info/``), git lock files it left, files
@@ -273,6 +306,9 @@ class Guard:
 
     def changes(self) -> list[tuple[str, str]]:
         return self.ws.changes(self.cp)
+
+    def diffstat(self) -> list[tuple[str, int | None, int | None]]:
+        return self.ws.diffstat(self.cp)
 
     def rollback(self) -> RestoreReport | None:
         """Roll back now (idempotent); the checkpoint is dropped once the work tree is back."""

@@ -160,12 +160,19 @@ def safe_env(config: dict[str, str] = SAFE_CONFIG) -> dict[str, str]:
 
 
 def discover(project: Path) -> tuple[Path, Path, Path] | None:
-    """(work tree, git directory, common git directory) of the repository ``project`` is in, or None;
-    found with the same guarded environment (before the directories can be pinned)."""
+    """(work tree, git directory, common git directory) of the repository ``project`` is in, or None when
+    it is in none; found with the same guarded environment (before the directories can be pinned).
+    A repository git will not open (another user's: "dubious ownership"; a damaged one; no work tree)
+    is a :class:`WorkspaceError` saying so, not "no repository"."""
     r = subprocess.run(["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
                        cwd=project, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=safe_env(),
                        timeout=GIT_TIMEOUT_S)
-    if r.returncode != 0 or len(r.stdout.splitlines()) < 3:
+    if r.returncode != 0:
+        refusal = _refusal(r.stderr, project)
+        if refusal is not None:
+            raise refusal
+        return None
+    if len(r.stdout.splitlines()) < 3:
         return None
     top, git_dir, common = r.stdout.splitlines()[:3]
     git_path, common_path = Path(git_dir), (Path(project) / common).resolve()  # common: relative, or absolute
@@ -179,6 +186,49 @@ def discover(project: Path) -> tuple[Path, Path, Path] | None:
     except OSError:
         pass
     return Path(top), git_path, common_path
+
+
+def _refusal(stderr: str, project: Path) -> WorkspaceError | None:
+    """What git's failure to find the repository means (its messages are in English: LC_ALL=C), or None
+    for "not a git repository"."""
+    import re
+    import shlex
+
+    m = re.search(r"dubious ownership in repository at '(.*)'", stderr)
+    if m:
+        path = m.group(1) or str(project)
+        owner, me = _user_of(path), user_name(os.geteuid())
+        whose = f"it belongs to {owner}, not to you ({me})" if owner != me else "git takes it for another user's"
+        return WorkspaceError(
+            f"git refuses to work in the repository {path}: {whose}, and git does not trust another user's "
+            "repository (its \"dubious ownership\" check: the repository's hooks and config could run code as you)",
+            hint=f"if you trust it: git config --global --add safe.directory {shlex.quote(path)}"
+                 + (f"; or run acr as {owner}" if owner != me else ""))
+    if "not a git repository" in stderr:
+        return None
+    fatal = [line.split(":", 1)[1].strip() for line in stderr.splitlines() if line.startswith(("fatal:", "error:"))]
+    if any("must be run in a work tree" in f for f in fatal):
+        return WorkspaceError(f"{project} is in a git directory or a bare repository, not in a work tree",
+                              hint="run acr in the repository's checked-out files, or pass --no-rollback")
+    why = "; ".join(fatal) or stderr.strip() or "git rev-parse failed"
+    return WorkspaceError(f"git cannot open the repository {project} is in: {why}",
+                          hint="`git status` there shows the same; fix the repository, or pass --no-rollback")
+
+
+def user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no name for it (a container's user): the number
+        return f"uid {uid}"
+
+
+def _user_of(path: str) -> str:
+    try:
+        return user_name(os.stat(path).st_uid)
+    except OSError:
+        return "another user"
 
 
 def _check_version() -> None:

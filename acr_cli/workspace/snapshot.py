@@ -309,6 +309,18 @@ class Snapshots:
         """(status, path) of the paths that differ, nested repositories aside."""
         return [(status, path) for status, path, nested in self.raw_diff(old, new) if not nested]
 
+    def numstat(self, old: str, new: str) -> list[tuple[str, int | None, int | None]]:
+        """(path, lines added, lines deleted; None for a binary file) per path that differs."""
+        if old == new:
+            return []
+        raw = self.git("diff-tree", "-r", "-z", "--no-renames", "--numstat", old, new)
+        out = []
+        for item in raw.decode("utf-8", errors="surrogateescape").split("\0"):
+            if item.count("\t") >= 2:
+                added, deleted, path = item.split("\t", 2)
+                out.append((path, None if added == "-" else int(added), None if deleted == "-" else int(deleted)))
+        return out
+
     def raw_diff(self, old: str, new: str) -> list[tuple[str, str, bool]]:
         """(status, path, is a nested repository) for every path that differs between two trees."""
         if old == new:

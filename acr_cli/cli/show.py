@@ -1,0 +1,155 @@
+"""``acr show``: everything about one task, for a person (or ``--json``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP
+
+TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default: the latest task in this project."
+
+
+def show(
+    task: Optional[str] = typer.Argument(None, help=TASK_HELP, show_default=False),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+) -> None:
+    """The request, how acr read it, why each arm was chosen, each attempt's verdict, cost, time, answer,
+    verifier output, log and kept work, and the change that was kept.
+
+    Examples:
+
+      acr show
+
+      acr show 20261124-101500-a1b2c3 --json
+    """
+    from acr_cli.cli.common import open_memory, print_json
+
+    mem = open_memory(memory, create=False, read_only=True)
+    try:
+        found = find_task(mem, task, Path.cwd())
+    finally:
+        mem.close()
+    data = task_json(found)
+    if json_out:
+        print_json(data)
+    else:
+        render(data)
+
+
+def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
+    """The task named by ``task`` (an id or an unambiguous start of one), else the newest of the project
+    ``cwd`` is in. An AcrError (exit 1: nothing to show; 2: an ambiguous id) says what to do."""
+    from acr_cli.context import project_root
+    from acr_cli.errors import EXIT_NOT_PASSED, AcrError
+
+    if task is not None:
+        task = task.strip()
+        hits = mem.tasks(source=None, id_prefix=task, limit=2) if task else []
+        exact = [t for t in hits if t["id"] == task] or mem.tasks(source=None, ids=[task])
+        if exact:
+            return exact[0]
+        if len(hits) > 1:
+            raise AcrError(f"more than one task starts with {task!r}", hint="give more of the id (`acr memory log`)")
+        if not hits:
+            raise AcrError(f"no task {task!r} in memory", hint="`acr memory log` lists the tasks acr recorded",
+                           exit_code=EXIT_NOT_PASSED)
+        return hits[0]
+    project = str(project_root(cwd.resolve()))
+    latest = mem.tasks(project=project, limit=1)
+    if not latest:
+        raise AcrError(f"no task recorded for {project} yet",
+                       hint="run `acr run ...` here, or name a task: `acr show ID` (`acr memory log` lists them)",
+                       exit_code=EXIT_NOT_PASSED)
+    return latest[0]
+
+
+def task_json(t: dict[str, Any]) -> dict[str, Any]:
+    """A task as ``acr show --json`` prints it: memory's fields, JSON columns decoded, and for each
+    attempt the command that shows a rolled-back attempt's work."""
+    from acr_cli.cli.memory import _state
+    from acr_cli.session import diff_command, load_json
+
+    attempts = []
+    for a in t["attempts"]:
+        item = dict(a)
+        item["changes"] = load_json(a.get("changes")) or []
+        item["verifier_unchanged"] = None if a.get("verifier_unchanged") is None else bool(a["verifier_unchanged"])
+        item["apply_ok"] = None if a.get("apply_ok") is None else bool(a["apply_ok"])
+        item["diff_command"] = diff_command(a.get("base_tree"), a.get("attempt_ref"))
+        attempts.append(item)
+    final = attempts[-1] if attempts else None
+    kept = final["changes"] if final and final["verdict"] in ("passed", "unverified") else []
+    return {
+        "id": t["id"], "created_at": t["created_at"], "finished_at": t["finished_at"], "state": _state(t),
+        "passed": None if t["passed"] is None else bool(t["passed"]), "cost_usd": t["cost_usd"],
+        "project": t["project"], "prompt": t["prompt"], "policy": t["policy"],
+        "context": {"kind": t["kind"], "language": t["language"], "size": t["size"], "groups": t["groups"],
+                    **(load_json(t.get("context")) or {})},
+        "baseline": load_json(t.get("baseline")),
+        "answer": final["text"] if final else None,
+        "changes": [{"path": p, "added": a, "deleted": d} for p, a, d in kept],
+        "attempts": attempts,
+    }
+
+
+def _block(text: str | None, indent: str = "    │ ") -> list[str]:
+    return [indent + line for line in (text or "").rstrip("\n").splitlines()]
+
+
+def render(d: dict[str, Any]) -> None:
+    """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
+    from acr_cli.cli.common import fmt_money
+    from acr_cli.cli.render import diffstat_lines
+
+    out = typer.echo
+    ctx = d["context"]
+    out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], 4)} · {d['created_at']}")
+    if d["project"]:
+        out(f"project: {d['project']}")
+    out("request:")
+    for line in _block(d["prompt"] or "(not kept)", "  "):
+        out(line)
+    out(f"read as: {ctx.get('kind')} · {ctx.get('language') or 'unknown language'} · {ctx.get('size')}"
+        f" · policy {d['policy']}")
+    for reason in ctx.get("reasons") or []:
+        out(f"  - {reason}")
+    if ctx.get("groups"):
+        out(f"  - groups (coarse to fine): {' > '.join(ctx['groups'])}")
+    b = d["baseline"]
+    verifier = next((a["verifier"] for a in d["attempts"] if a.get("verifier")), None)
+    if b is not None:
+        how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed (exit {b['exit_code']})")
+        out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
+    elif verifier:
+        out(f"baseline: not run (verifier `{verifier}`)")
+    else:
+        out("verifier: none (attempts were accepted unverified)")
+    for a in d["attempts"]:
+        out("")
+        out(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], 4)}"
+            f" ({a['cost_source'] or 'unknown'}) · {a['duration_s'] or 0:.1f}s")
+        if a["reason"]:
+            out(f"  chosen: {a['reason']}")
+        if a["detail"]:
+            out(f"  ended: {a['detail']}")
+        if a["text"]:
+            out("  answer:")
+            for line in _block(a["text"]):
+                out(line)
+        if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
+            out("  the verifier printed (last lines):")
+            for line in _block(a["verifier_tail"]):
+                out(line)
+        if a["diff_command"]:
+            out(f"  its work is kept in {a['attempt_ref']}; see it with: {a['diff_command']}")
+        if a["log_path"]:
+            out(f"  log: {a['log_path']}")
+    if d["changes"]:
+        out("")
+        out("kept change (uncommitted in the work tree when the run ended):")
+        for line in diffstat_lines([(c["path"], c["added"], c["deleted"]) for c in d["changes"]]):
+            out(line)

@@ -1,0 +1,332 @@
+"""One ``acr run`` as a library call: the command line only parses options and renders what this returns.
+
+    prepared = prepare(RunRequest(text, project, verify="pytest -q"))   # checks, lock, warnings
+    try:
+        base = prepared.baseline()          # the verifier on the untouched tree (or None)
+        report = prepared.execute(on_event=..., on_output=...)
+    finally:
+        prepared.close()
+
+:func:`prepare` does everything that needs no agent and may refuse the run (exit 2 through
+:class:`~acr_cli.errors.AcrError`): the profile, every option with where its value came from
+(:func:`resolve_options`), the verifier's shell syntax and program, an agent that can start, the
+memory, the work tree's lock, and warnings about earlier runs. Nothing is recorded before
+:meth:`Prepared.execute`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from acr_cli import interrupts, process
+from acr_cli.config import Settings
+from acr_cli.context import Context, classify
+from acr_cli.domain import PERMISSIONS
+from acr_cli.errors import AcrError, ConfigError
+from acr_cli.loop import TaskResult, run_task, summary
+from acr_cli.profiles import Profile
+from acr_cli.redact import redact
+from acr_cli.verify import VerifierResult
+
+# the settings of a run, resolved flag > .acr.toml > config.toml > profile (acr_cli.config)
+RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline")
+BASELINE_MODES = ("check", "accept", "off")
+
+
+@dataclass(frozen=True)
+class Option:
+    value: Any
+    source: str  # "command line", a settings file's path, "profile", "default"
+
+
+def resolve_options(settings: Settings, profile: Profile, flags: dict[str, Any]) -> dict[str, Option]:
+    """Every run setting with the value that applies and where it comes from. A blank ``verify``
+    (``--verify ""``, ``verify = ""`` in a file) means no verifier: None, with its source."""
+    out: dict[str, Option] = {}
+    for key in RUN_KEYS:
+        default = "check" if key == "baseline" else None
+        value, source = settings.resolve(key, flags.get(key), getattr(profile.settings, key, None), default)
+        if key == "verify" and isinstance(value, str) and not value.strip():
+            value = None
+        out[key] = Option(value, source)
+    if out["permissions"].value not in PERMISSIONS:
+        raise ConfigError(f"permissions {out['permissions'].value!r}: expected one of {', '.join(PERMISSIONS)}")
+    if out["baseline"].value not in BASELINE_MODES:
+        raise ConfigError(f"baseline {out['baseline'].value!r} (from {out['baseline'].source}): expected one of "
+                          f"{', '.join(BASELINE_MODES)}")
+    return out
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for; None means "not given on the command line"."""
+
+    text: str
+    project: Path
+    verify: str | None = None
+    arms: str | None = None  # --arms as given: "AGENT:MODEL,AGENT:MODEL"
+    profile: str | None = None
+    policy: str | None = None
+    kind: str | None = None
+    max_cost: float | None = None
+    max_attempts: int | None = None
+    timeout: float | None = None
+    verify_timeout: float | None = None
+    permissions: str | None = None
+    baseline: str | None = None  # check | accept | off
+    rollback: bool = True
+    interactive: bool = False
+    memory: Path | None = None
+
+
+@dataclass
+class RunReport:
+    """What a finished run returns: the task, the context it was routed in, the baseline, the answer."""
+
+    result: TaskResult
+    ctx: Context
+    verify: str | None
+    rollback: bool
+    baseline: VerifierResult | None = None
+    policy: str = ""
+
+    @property
+    def final(self):
+        """The feedback of the attempt that ended the task (None: no attempt ran)."""
+        return self.result.steps[-1][1] if self.result.steps else None
+
+    @property
+    def answer(self) -> str | None:
+        """The final text of the attempt that ended the task."""
+        fb = self.final
+        return fb.final_text if fb is not None else None
+
+    @property
+    def kept(self) -> list:
+        """The accepted attempt's change, kept in the work tree: (path, added, deleted)."""
+        return self.final.diffstat if self.result.accepted and self.final is not None else []
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``acr run --json`` object (loop.summary, plus what a person reads: answers, checks, refs)."""
+        out = summary(self.result)
+        out["answer"] = redact(self.answer) if self.answer else None
+        out["changes"] = changes_json(self.kept)
+        out["baseline"] = baseline_json(self.baseline)
+        out["context"] = context_json(self.ctx)
+        for item, (_, fb) in zip(out["attempts"], self.result.steps):
+            item["text"] = redact(fb.final_text) if fb.final_text else None
+            item["verifier_tail"] = redact(fb.verifier_tail) if fb.verifier_tail else None
+            item["verifier_unchanged"] = fb.verifier_unchanged
+            item["attempt_ref"] = fb.attempt_ref
+            item["diff_command"] = diff_command(fb.base_tree, fb.attempt_ref)
+        return out
+
+
+def diff_command(base: str | None, ref: str | None) -> str | None:
+    """The git command that shows a rolled-back attempt's work."""
+    return f"git diff {base} {ref}" if base and ref else None
+
+
+def changes_json(diffstat: list) -> list[dict[str, Any]]:
+    return [{"path": p, "added": a, "deleted": d} for p, a, d in diffstat]
+
+
+def baseline_json(b: VerifierResult | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {"passed": b.passed, "exit_code": b.exit_code, "score": b.score, "timed_out": b.timed_out,
+            "duration_s": round(b.duration_s, 3), "tail": redact(b.tail)}
+
+
+def context_json(ctx: Context) -> dict[str, Any]:
+    return {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
+            "groups": list(ctx.groups), "reasons": list(ctx.reasons)}
+
+
+@dataclass
+class Prepared:
+    """A run that passed every check and holds the work tree's lock; :meth:`close` releases it."""
+
+    request: RunRequest
+    profile: Profile
+    options: dict[str, Option]
+    arm_ids: list[str] | None
+    memory: Any
+    workspace: Any = None  # acr_cli.workspace.Workspace when rolling back
+    lock: Any = None
+    warnings: list[str] = field(default_factory=list)
+    _baseline: VerifierResult | None = None
+
+    @property
+    def verify(self) -> str | None:
+        return self.options["verify"].value
+
+    def baseline(self) -> VerifierResult | None:
+        """Run the verifier once on the untouched tree (unless ``baseline`` is off or there is none).
+
+        A verifier that cannot run for reasons no code change fixes (acr_cli.verify.cannot_run) is a
+        set-up error: :class:`AcrError` before any agent runs. A passing one is returned: whether to
+        go on is the caller's question (the check cannot tell whether the work gets done)."""
+        from acr_cli.verify import cannot_run, run_verifier
+
+        if self.verify is None or self.options["baseline"].value == "off":
+            return None
+        try:
+            result = run_verifier(self.verify, self.request.project, float(self.options["verify_timeout"].value))
+        except process.Cancelled:  # Ctrl-C during the baseline: nothing to undo
+            raise KeyboardInterrupt from None
+        why = cannot_run(self.verify, result)
+        if why:
+            where = self.options["verify"].source
+            named = "--verify" if where == "command line" else f"verify (from {where})"
+            raise AcrError(f"{named} cannot run here: {why}; no agent was run, nothing was spent\n"
+                           + _indent(result.tail),
+                           hint=f"it runs as `/bin/sh -c '...'` in {self.request.project}; try it there by hand, "
+                                "or pass --no-baseline if this failure is what the agent should fix")
+        self._baseline = result
+        return result
+
+    def execute(self, on_event: Callable[..., None] | None = None,
+                on_output: Callable[..., None] | None = None) -> RunReport:
+        """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
+        from acr_cli.health.state import HealthBook
+        from acr_cli.live import LiveEnvironment
+        from acr_cli.paths import Paths
+        from acr_cli.routing.factory import live_policy
+
+        req, opts = self.request, self.options
+        policy = live_policy(self.profile, self.memory, arms=self.arm_ids, policy=req.policy)
+        ctx = classify(req.text, req.project, kind=req.kind)
+        env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
+                              workspace=self.workspace, verify=self.verify,
+                              timeout=float(opts["timeout"].value), verify_timeout=float(opts["verify_timeout"].value),
+                              permissions=opts["permissions"].value, interactive=req.interactive,
+                              on_output=on_output, health=HealthBook(self.memory), baseline=self._baseline,
+                              tell_verifier=self.profile.settings.tell_verifier)
+        if on_event is not None:
+            on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
+        result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
+                          max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
+                          on_event=on_event)
+        with interrupts.deferred():
+            self.memory.describe_task(result.task_id, context=context_json(ctx),
+                                      baseline=baseline_json(self._baseline))
+        return RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
+
+    def _max_attempts(self) -> int:
+        opt = self.options["max_attempts"]
+        n = int(opt.value)
+        if self.arm_ids and opt.source != "command line":  # --arms a,b,c: each of them may be tried
+            n = max(n, len(self.arm_ids))
+        return n
+
+    def close(self) -> None:
+        interrupts.uninstall()
+        try:
+            self.memory.close()
+        finally:
+            if self.lock is not None:
+                self.lock.unlock()
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  | " + line for line in (text or "").rstrip().splitlines()[-15:])
+
+
+def parse_arms(text: str | None, profile: Profile) -> list[str] | None:
+    """The ``--arms`` list, checked: AGENT:MODEL items, each once, whose agent acr knows."""
+    from acr_cli import agents
+    from acr_cli.domain import parse_arm_id
+
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise AcrError("--arms: no arm given", hint="--arms AGENT:MODEL[,AGENT:MODEL...], e.g. --arms codex:gpt-5.4")
+    for item in items:
+        try:
+            agent, _ = parse_arm_id(item)
+        except ValueError as e:
+            raise AcrError(f"--arms: {e}") from None
+        try:
+            agents.get(agent, profile.agents)
+        except AcrError as e:
+            raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
+    twice = sorted({x for x in items if items.count(x) > 1})
+    if twice:  # a task tries an arm once: a second mention would change nothing but the count shown
+        raise AcrError(f"--arms: {', '.join(twice)} listed twice", hint="list each AGENT:MODEL once")
+    return items
+
+
+def prepare(req: RunRequest, *,
+            load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
+            open_memory: Callable[[Path | None], Any]) -> Prepared:
+    """Check everything a run needs before it starts; lock the work tree. Raises AcrError (exit 2).
+    ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
+    the memory named by --memory, ACR_MEMORY or config.toml)."""
+    from acr_cli.agents import unavailable
+    from acr_cli.domain import parse_arm_id
+    from acr_cli.workspace import Workspace
+
+    profile, settings = load_profile(req.profile, req.project)
+    arm_ids = parse_arms(req.arms, profile)
+    options = resolve_options(settings, profile, {
+        "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
+        "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
+        "baseline": req.baseline})
+    verify = options["verify"]
+    if verify.value:
+        from acr_cli.verify import preflight
+
+        problem = preflight(verify.value, req.project)
+        if problem:
+            where = "--verify" if verify.source == "command line" else f"verify (from {verify.source})"
+            raise AcrError(f"{where}: {problem}; no agent was run",
+                           hint=f"the verifier runs as `/bin/sh -c '...'` in {req.project}; try it there by hand first")
+    names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
+    reasons = {n: unavailable(n, profile.agents) for n in dict.fromkeys(names)}
+    if all(reasons.values()):  # a set-up problem (exit 2), not a failed task
+        raise AcrError("no agent this run may use can start: " + "; ".join(r for r in reasons.values() if r),
+                       hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
+                            "or name arms you have with --arms; `acr doctor` shows what acr finds")
+    memory = open_memory(req.memory)
+    interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
+    prepared = Prepared(req, profile, options, arm_ids, memory)
+    try:
+        if not req.rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
+            try:
+                prepared.lock = Workspace.open(req.project)
+            except AcrError:
+                prepared.lock = None
+        else:
+            prepared.workspace = prepared.lock = Workspace.open(req.project)
+        if prepared.lock is not None:
+            prepared.lock.lock()
+        ws = prepared.workspace
+        if ws is not None:
+            ws.ensure_no_operation_in_progress()
+            for name in ws.interrupted_checkpoints():
+                prepared.warnings.append(
+                    f"an earlier `acr run` here was killed before it could roll back (checkpoint {name}); "
+                    "`acr recover` puts the work tree back as it was before that attempt")
+            for lock_file in ws.stale_locks():
+                prepared.warnings.append(
+                    f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
+                    f"a process that died left it: `rm {lock_file}`")
+    except BaseException:
+        prepared.close()
+        raise
+    return prepared
+
+
+def load_json(text: str | None) -> Any:
+    """A JSON column of memory (context, baseline, changes), or None."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -1,0 +1,164 @@
+"""What a person sees of a run: the answer, why an attempt failed, `acr show`, and a verifier that is
+checked on the untouched tree before any money is spent (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BAD, GOOD, VERIFY, acr, calls, git
+
+THREE = "opencode:moonshotai/kimi-k2.5,claude:claude-sonnet-4-6,codex:gpt-5.4"
+ANSWER = "The function is slow because it re-reads the file on every call.\nCache the parsed rows instead.\n" + \
+         "A long line that must reach a pipe whole: " + "x" * 300
+
+
+def tasks_in_memory(home) -> int:
+    path = home / "data" / "memory.sqlite"
+    return sqlite3.connect(path).execute("SELECT COUNT(*) FROM tasks").fetchone()[0] if path.exists() else 0
+
+
+def test_the_answer_to_a_question_is_printed_whole_with_and_without_quiet_and_in_json(project, fakes_on_path,
+                                                                                      scenario):
+    scenario({"match": {"agent": "codex"}, "text": ANSWER})
+    for flags in ((), ("-q",)):
+        r = acr("run", "why is this function slow?", "--arms", "codex:gpt-5.4", *flags, cwd=project)
+        assert r.returncode == 0, r.stderr
+        assert ANSWER.rstrip("\n") in r.stdout  # whole: every line, the long one unbroken
+        assert "No file changed." in r.stdout and "changes are in your work tree" not in r.stdout
+    assert r.stderr == ""  # -q: the live view is hidden, the answer is not
+    out = json.loads(acr("run", "why is this function slow?", "--arms", "codex:gpt-5.4", "--json",
+                         cwd=project).stdout)
+    assert out["answer"] == ANSWER.rstrip("\n") and out["attempts"][0]["text"] == out["answer"]
+    assert out["changes"] == []
+    logged = json.loads(acr("memory", "log", "--json", "-n", "1").stdout)["tasks"][0]
+    assert logged["attempts"][0]["text"] == ANSWER.rstrip("\n")
+
+
+def test_a_kept_change_is_shown_as_a_diffstat(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD, "notes/new.txt": "a\nb\n"}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    out = json.loads(r.stdout)
+    assert {c["path"]: (c["added"], c["deleted"]) for c in out["changes"]} == {"calc.py": (1, 1),
+                                                                             "notes/new.txt": (2, 0)}
+    git(project, "checkout", "--", "calc.py")
+    text = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project).stdout
+    assert "Changed 1 file(s), uncommitted in your work tree:" in text and "calc.py  +1 -1" in text
+
+
+def test_a_failed_attempt_says_why_where_its_work_is_and_how_to_see_it(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}, "text": "I think it is fixed."})
+    for quiet in (False, True):
+        r = acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5",
+                *(["-q"] if quiet else []), cwd=project)
+        assert r.returncode == 1
+        shown = r.stdout if quiet else r.stderr  # with -q the summary on stdout carries it
+        assert "the verifier printed (last lines):" in shown and "assert -1 == 5" in shown
+        assert "log: " in shown and "1-opencode.log" in shown
+        cmd = next(line.split("see it with: ")[1] for line in shown.splitlines() if "see it with: " in line)
+        diff = subprocess.run(cmd.split(), cwd=project, capture_output=True, text=True, check=True).stdout
+        assert "-    return a * b" in diff and "+    return a - b" in diff  # the failed attempt's work, kept
+        assert "I think it is fixed." in r.stdout  # its answer too
+
+
+def test_acr_show_tells_the_whole_story_of_a_three_attempt_task(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}, "text": "subtracting now"},
+             {"match": {"agent": "claude"}, "error": "500"},
+             {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}, "text": "fixed: a + b"})
+    r = acr("run", "fix the add function", "--verify", VERIFY, "--arms", THREE, cwd=project)
+    assert r.returncode == 0, r.stderr
+    (project / "sub").mkdir()
+    shown = acr("show", cwd=project / "sub")  # the latest task of this project, from anywhere in it
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    for piece in ("request:\n  fix the add function", "read as: bug_fix", "baseline: `", "failed (exit 1) before any change",
+                  "attempt 1: opencode:moonshotai/kimi-k2.5 · failed", "attempt 2: claude:claude-sonnet-4-6 · error",
+                  "attempt 3: codex:gpt-5.4 · passed", "chosen: ", "subtracting now", "fixed: a + b",
+                  "assert -1 == 5", "refs/acr/attempts/", "kept change", "calc.py  +1 -1"):
+        assert piece in text, piece
+    data = json.loads(acr("show", "--json", cwd=project).stdout)
+    assert [a["verdict"] for a in data["attempts"]] == ["failed", "error", "passed"]
+    assert data["state"] == "passed" and data["answer"] == "fixed: a + b"
+    assert data["baseline"]["passed"] is False and data["baseline"]["exit_code"] == 1
+    assert data["attempts"][0]["diff_command"].startswith("git diff ") and data["attempts"][0]["log_path"]
+    assert data["changes"] == [{"path": "calc.py", "added": 1, "deleted": 1}]
+    assert data["context"]["kind"] == "bug_fix" and data["context"]["reasons"]
+    by_id = json.loads(acr("show", data["id"][:17], "--json").stdout)  # an unambiguous start of the id
+    assert by_id["id"] == data["id"]
+    missing = acr("show", "20990101-000000-ffffff")
+    assert missing.returncode == 1 and "no task" in missing.stderr and "acr memory log" in missing.stderr
+
+
+@pytest.mark.parametrize("command", ["python3 chek.py", f"{sys.executable} -m pytest -q tests/test_nope.py"])
+def test_a_verifier_that_cannot_run_stops_before_any_agent_and_spends_nothing(project, fakes_on_path, scenario,
+                                                                               acr_home, command):
+    (project / "check.py").write_text("import calc\nassert calc.add(2, 3) == 5\n")
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", command, "--arms", THREE, cwd=project)
+    assert r.returncode == 2 and "cannot run here" in r.stderr and "nothing was spent" in r.stderr
+    assert ("chek.py" in r.stderr) if "chek" in command else ("test_nope.py" in r.stderr)
+    assert calls(log) == [] and tasks_in_memory(acr_home) == 0
+
+
+def test_a_project_verifier_run_from_a_subdirectory_where_its_file_is_missing_stops(project, fakes_on_path, scenario,
+                                                                                   acr_home):
+    (project / "check.py").write_text("import calc\nassert calc.add(2, 3) == 5\n")
+    (project / ".acr.toml").write_text(f'verify = "{sys.executable} check.py"\n')
+    (project / "docs").mkdir()
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--arms", "codex:gpt-5.4", cwd=project / "docs")
+    assert r.returncode == 2 and "check.py" in r.stderr and ".acr.toml" in r.stderr
+    assert str(project / "docs") in r.stderr  # where it ran
+    assert calls(log) == [] and tasks_in_memory(acr_home) == 0
+
+
+def test_a_verifier_that_already_passes_stops_without_yes_and_runs_with_it(project, fakes_on_path, scenario,
+                                                                           acr_home):
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", "true", "--arms", "codex:gpt-5.4", cwd=project)  # no terminal here
+    assert r.returncode == 2 and "already passes" in r.stderr and "--yes" in r.stderr
+    assert calls(log) == [] and tasks_in_memory(acr_home) == 0
+    ok = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["baseline"]["passed"] is True
+    (project / ".acr.toml").write_text('verify = "true"\nbaseline = "accept"\n')
+    assert acr("run", "fix add", "--arms", "codex:gpt-5.4", cwd=project).returncode == 0
+    skipped = acr("run", "fix add", "--no-baseline", "--arms", "codex:gpt-5.4", "--json", cwd=project)
+    assert skipped.returncode == 0 and json.loads(skipped.stdout)["baseline"] is None
+
+
+def test_a_failure_the_attempt_did_not_touch_is_reported_unchanged_to_the_user_and_the_next_arm(project,
+                                                                                               fakes_on_path,
+                                                                                               scenario):
+    log = scenario({"match": {"agent": "opencode"}, "write": {"README.md": "edited the wrong file\n"}},
+                   {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4",
+            "--json", cwd=project)
+    out = json.loads(r.stdout)
+    first = out["attempts"][0]
+    assert first["verdict"] == "failed" and first["verifier_unchanged"] is True
+    assert "unchanged from before the attempt" in first["detail"]
+    assert "did not change what the check tests" in calls(log)[1]["prompt"]
+    assert out["passed"] is True  # the next arm still got its turn
+
+
+def test_a_changed_failure_is_not_called_unchanged(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    out = json.loads(acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5", "--json",
+                         cwd=project).stdout)
+    assert out["attempts"][0]["verifier_unchanged"] is False
+    assert "unchanged" not in out["attempts"][0]["detail"]
+
+
+def test_the_first_prompt_names_the_check_unless_the_profile_says_not_to(project, fakes_on_path, scenario, tmp_path):
+    log = scenario({"write": {"calc.py": GOOD}})
+    acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project)
+    assert f"acr checks the work by running `{VERIFY}`" in calls(log)[0]["prompt"]
+    git(project, "checkout", "--", "calc.py")
+    quiet = tmp_path / "quiet.yaml"
+    quiet.write_text("extends: balanced\nsettings: {tell_verifier: false}\n")
+    acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--profile", str(quiet), cwd=project)
+    assert calls(log)[1]["prompt"] == "fix add"
