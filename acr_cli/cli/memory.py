@@ -128,6 +128,7 @@ def log(
                         f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {a['detail'] or ''}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
+    con.print(Text("`acr show ID` shows a task whole: answers, verifier output, logs, kept work", style="dim"))
 
 
 def _state(task: dict) -> str:
