@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ KEYS = {
     "memory": str,
     "baseline": str,  # check | accept | off: the verifier on the untouched tree (acr_cli.session)
 }
+BASELINE_MODES = ("check", "accept", "off")  # the verifier on the untouched tree: see acr_cli.session
 TYPE_NAMES = {int: "whole number", float: "number", str: "string"}
 PROJECT_FILE = ".acr.toml"
 USER_ONLY = ("memory",)  # a project file must not move the user's memory
@@ -79,7 +81,7 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected at least 1, got {value!r}"
     if key == "max_cost" and value < 0:
         return f"expected 0 or more (USD), got {value!r}"
-    if key == "baseline" and value not in ("check", "accept", "off"):
+    if key == "baseline" and value not in BASELINE_MODES:
         return f"expected check, accept or off, got {value!r}"
     if key == "permissions" and value not in PERMISSIONS:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
@@ -135,6 +137,42 @@ class Settings:
         if profile_value is not None:
             return profile_value, "profile"
         return default, "default"
+
+
+# the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
+RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline")
+
+
+@dataclass(frozen=True)
+class Option:
+    value: Any
+    source: str  # "command line", a settings file's path, "profile", "default"
+
+
+def resolve_options(settings: Settings, profile: Any, flags: dict[str, Any] | None = None) -> dict[str, Option]:
+    """Every run setting with the value that applies and where it comes from (``acr run``, ``acr route``
+    and ``acr config show`` all ask here). A blank ``verify`` (``--verify ""``, ``verify = ""`` in a
+    file) means no verifier: None, with its source. ``profile`` None: a profile that could not be
+    loaded (``config show`` still shows the rest)."""
+    out: dict[str, Option] = {}
+    flags = flags or {}
+    for key in RUN_KEYS:
+        default = "check" if key == "baseline" else None
+        from_profile = getattr(profile.settings, key, None) if profile is not None else None
+        value, source = settings.resolve(key, flags.get(key), from_profile, default)
+        if key == "verify" and isinstance(value, str) and not value.strip():
+            value = None
+        if source == "profile" and profile is not None:
+            source = f"profile {profile.name}"
+        out[key] = Option(value, source)
+    from acr_cli.domain import PERMISSIONS
+
+    if out["permissions"].value not in PERMISSIONS:
+        raise ConfigError(f"permissions {out['permissions'].value!r}: expected one of {', '.join(PERMISSIONS)}")
+    if out["baseline"].value not in BASELINE_MODES:
+        raise ConfigError(f"baseline {out['baseline'].value!r} (from {out['baseline'].source}): expected one of "
+                          f"{', '.join(BASELINE_MODES)}")
+    return out
 
 
 def set_user_value(path: Path, key: str, raw: str) -> Any:

@@ -22,43 +22,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from acr_cli import interrupts, process
-from acr_cli.config import Settings
+from acr_cli.config import Option, Settings, resolve_options
 from acr_cli.context import Context, classify
-from acr_cli.domain import PERMISSIONS
-from acr_cli.errors import AcrError, ConfigError
+from acr_cli.errors import AcrError
 from acr_cli.loop import TaskResult, run_task, summary
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import VerifierResult
-
-# the settings of a run, resolved flag > .acr.toml > config.toml > profile (acr_cli.config)
-RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline")
-BASELINE_MODES = ("check", "accept", "off")
-
-
-@dataclass(frozen=True)
-class Option:
-    value: Any
-    source: str  # "command line", a settings file's path, "profile", "default"
-
-
-def resolve_options(settings: Settings, profile: Profile, flags: dict[str, Any]) -> dict[str, Option]:
-    """Every run setting with the value that applies and where it comes from. A blank ``verify``
-    (``--verify ""``, ``verify = ""`` in a file) means no verifier: None, with its source."""
-    out: dict[str, Option] = {}
-    for key in RUN_KEYS:
-        default = "check" if key == "baseline" else None
-        value, source = settings.resolve(key, flags.get(key), getattr(profile.settings, key, None), default)
-        if key == "verify" and isinstance(value, str) and not value.strip():
-            value = None
-        out[key] = Option(value, source)
-    if out["permissions"].value not in PERMISSIONS:
-        raise ConfigError(f"permissions {out['permissions'].value!r}: expected one of {', '.join(PERMISSIONS)}")
-    if out["baseline"].value not in BASELINE_MODES:
-        raise ConfigError(f"baseline {out['baseline'].value!r} (from {out['baseline'].source}): expected one of "
-                          f"{', '.join(BASELINE_MODES)}")
-    return out
-
 
 @dataclass
 class RunRequest:
@@ -270,6 +240,7 @@ def prepare(req: RunRequest, *,
     from acr_cli.agents import unavailable
     from acr_cli.domain import parse_arm_id
     from acr_cli.workspace import Workspace
+    from acr_cli.workspace.core import UnwritableGitDir
 
     profile, settings = load_profile(req.profile, req.project)
     arm_ids = parse_arms(req.arms, profile)
@@ -304,7 +275,12 @@ def prepare(req: RunRequest, *,
         else:
             prepared.workspace = prepared.lock = Workspace.open(req.project)
         if prepared.lock is not None:
-            prepared.lock.lock()
+            try:
+                prepared.lock.lock()
+            except UnwritableGitDir:
+                if req.rollback:
+                    raise
+                prepared.lock = None  # --no-rollback writes nothing to .git: a lock it cannot take is no reason to stop
         ws = prepared.workspace
         if ws is not None:
             ws.ensure_no_operation_in_progress()

@@ -268,3 +268,15 @@ def test_a_read_only_git_directory_is_explained_not_a_bare_lock_file_error(proje
     assert f"acr cannot write to {project / '.git' / 'acr-run.lock'} (Permission denied)" in r.stderr
     assert f"chmod -R u+w {project / '.git'}" in r.stderr and "Traceback" not in r.stderr
     assert calls(log) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_no_rollback_runs_in_a_repository_whose_git_directory_is_read_only(project, fakes_on_path, scenario):
+    log = scenario({"write": {"calc.py": GOOD}})
+    (project / ".git").chmod(0o555)
+    try:
+        r = acr("run", "fix add", "--verify", VERIFY, "--no-rollback", "--yes", cwd=project)
+    finally:
+        (project / ".git").chmod(0o755)
+    assert r.returncode == 0, r.stderr  # --no-rollback writes nothing to .git: the lock is not needed
+    assert len(calls(log)) == 1

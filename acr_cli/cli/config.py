@@ -19,29 +19,34 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     from pathlib import Path
 
     from acr_cli.cli.common import load_profile, paths, print_json
-    from acr_cli.config import KEYS, Settings
+    from acr_cli.config import KEYS, Settings, resolve_options
     from acr_cli.errors import AcrError
 
     p = paths()
     s = Settings(p.config_file, Path.cwd())
-    profile_values: dict = {}
-    problem = None
+    prof = problem = None
     try:
         prof, _ = load_profile(None, Path.cwd())
-        profile_values = {k: getattr(prof.settings, k, None) for k in KEYS}
     except AcrError as e:  # show the rest anyway: this is where a user looks to find out why
         problem = e.message
-    rows = {}
+    rows: dict = {}
+    try:
+        run = resolve_options(s, prof)  # what `acr run` here would use, with where each value comes from
+    except AcrError as e:
+        problem, run = problem or e.message, {}
     for k in KEYS:
-        value, source = s.resolve(k, None, profile_values.get(k))
-        if k == "profile" and source == "default":
-            from acr_cli.profiles import DEFAULT_PROFILE
-
-            value = DEFAULT_PROFILE
-        if k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
+        if k in run:
+            value, source = run[k].value, run[k].source
+        elif k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
             path, source = p.memory_choice()
             value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
-        rows[k] = {"value": value, "source": f"profile {prof.name}" if source == "profile" else source}
+        else:
+            value, source = s.resolve(k, None, None)
+            if k == "profile" and source == "default":
+                from acr_cli.profiles import DEFAULT_PROFILE
+
+                value = DEFAULT_PROFILE
+        rows[k] = {"value": value, "source": source}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
                     "settings": rows, "profile_error": problem})
@@ -50,7 +55,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}")
     for k, r in rows.items():
         shown = "-" if r["value"] is None else str(r["value"])
-        if k == "verify" and r["value"] is not None and not str(r["value"]).strip():
+        if k == "verify" and r["value"] is None and r["source"] != "default":
             shown = "(none: no verifier)"  # `verify = ""`: set on purpose, as `--verify ""`
         typer.echo(f"  {k:15} {shown:30} ({r['source']})")
     if problem:

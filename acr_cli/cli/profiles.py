@@ -82,7 +82,7 @@ def show(
         t.add_row(a.id, fmt_money(a.price_in), fmt_money(a.price_out), priors, " ".join(a.args) or "-")
     con.print(t)
     for kind, ids in prof.order.items():
-        con.print(f"order[{kind}]: {' → '.join(ids)}")
+        con.print(f"order\\[{kind}]: {' → '.join(ids)}")  # \\[: a literal bracket, not rich markup
     for agent, spec in prof.agents.items():  # generic CLIs the profile describes
         con.print(f"agent {agent}: " + ", ".join(f"{k}={v}" for k, v in spec.items()))
 

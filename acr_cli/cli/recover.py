@@ -41,6 +41,10 @@ def recover(
     try:
         ws = Workspace.open(_project(project))
     except WorkspaceError as e:  # not the run's hint (--no-rollback): nothing here to recover
+        from acr_cli.workspace.core import NO_GIT_HINT
+
+        if e.hint and e.hint != NO_GIT_HINT:  # a repository git refuses (another owner...): its own fix
+            raise
         raise AcrError(e.message, hint="run `acr recover` in the git repository (or pass -C DIR) where the "
                        "killed `acr run` worked") from None
     ws.lock()  # no run is active here now, so every checkpoint left is an interrupted one

@@ -256,18 +256,21 @@ def route(
     from acr_cli.context import classify
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
+    from acr_cli.config import resolve_options
 
     prompt = _prompt(prompt, prompt_file, command="route")
     proj = _project(project)
     kind, policy = _kind(kind), _policy(policy)
-    prof, _ = load_profile(profile, proj)
+    prof, settings = load_profile(profile, proj)
     arm_list = _arms(arms, prof)
+    opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
     mem = open_memory(memory, create=False, read_only=True)
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
-        # planned as for a run with a verifier (a run without one takes the single best arm: the first here)
-        ranked = pol.rank(ctx, TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost))
+        # planned as for a run with a verifier (a run without one takes the arm with the best expected score)
+        ranked = pol.rank(ctx, TaskState(max_attempts=int(opts["max_attempts"].value),
+                                         max_cost=opts["max_cost"].value))
         blocked = _cannot_run(prof, mem, [r.arm for r in ranked])
     finally:
         mem.close()

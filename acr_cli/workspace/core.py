@@ -25,6 +25,10 @@ IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "RE
                "sequencer": "a cherry-pick or revert of several commits", "BISECT_LOG": "a bisect"}
 
 
+class UnwritableGitDir(WorkspaceError):
+    """The repository's git directory cannot be written: no lock, no checkpoint, no rollback there."""
+
+
 class Workspace:
     def __init__(self, root: Path, git_dir: Path, common_dir: Path, store_base: Path | None = None):
         self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
@@ -68,7 +72,7 @@ class Workspace:
             ) from None
         self._lock_fd = fd
 
-    def _unwritable(self, e: OSError) -> WorkspaceError:
+    def _unwritable(self, e: OSError) -> "UnwritableGitDir":
         import errno
         import shlex
 
@@ -78,7 +82,7 @@ class Workspace:
         message = (f"acr cannot write to {where} ({e.strerror or e}): `acr run` keeps its lock in the "
                    f"repository's git directory, and a rollback writes there")
         if e.errno == errno.EROFS:
-            return WorkspaceError(message, hint="the repository is on a read-only file system: run acr in a "
+            return UnwritableGitDir(message, hint="the repository is on a read-only file system: run acr in a "
                                                 "writable copy (git clone)")
         try:
             owner = os.stat(self.git_dir).st_uid
@@ -86,10 +90,10 @@ class Workspace:
             owner = os.geteuid()
         git_dir = shlex.quote(str(self.git_dir))
         if owner != os.geteuid():
-            return WorkspaceError(message, hint=f"{self.git_dir} belongs to {user_name(owner)}: run acr as that "
+            return UnwritableGitDir(message, hint=f"{self.git_dir} belongs to {user_name(owner)}: run acr as that "
                                                 f"user, or make it yours: sudo chown -R {user_name(os.geteuid())} "
                                                 f"{git_dir}")
-        return WorkspaceError(message, hint=f"make it writable: chmod -R u+w {git_dir}")
+        return UnwritableGitDir(message, hint=f"make it writable: chmod -R u+w {git_dir}")
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
