@@ -128,6 +128,10 @@ def log(
                         f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {a['detail'] or ''}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
+        final = t["attempts"][-1] if t["attempts"] else None
+        if final and final.get("text"):  # the answer that ended the task, its first line (`acr show` has it all)
+            first = final["text"].strip().splitlines()[0] if final["text"].strip() else ""
+            con.print(Text(f"    answer: {first[:160]}", style="dim"))
     con.print(Text("`acr show ID` shows a task whole: answers, verifier output, logs, kept work", style="dim"))
 
 
