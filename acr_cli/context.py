@@ -161,13 +161,22 @@ def project_key(project: Path) -> str:
     return f"{project.name or 'root'}@{digest}"
 
 
-def live_groups(kind: str, language: str | None, project: Path | None) -> tuple[str, ...]:
-    k = f"kind={kind}"
-    kl = f"{k}/lang={language or '?'}"
-    groups = [k, kl]
+def context_groups(kind: str, project: str | None) -> tuple[str, ...]:
+    """The context groups of a request, coarse to fine: what ``acr run`` routes in, and what a
+    ``--context prompt`` replay gives the router (acr_cli.bench), so that a replay measures this code.
+
+    ``all`` (every task) -> ``kind=K`` (the classifier's guess) -> ``kind=K/project=P``. The root holds
+    all of a user's history, so a wrong kind costs little: a kind level starts from the root's
+    estimate, not from nothing. The project (``project_key``: the same for every task in a work
+    tree) is exact and is the finest level; the language is left out (a project implies it)."""
+    groups = ["all", f"kind={kind}"]
     if project is not None:
-        groups.append(f"{kl}/project={project_key(project)}")
+        groups.append(f"kind={kind}/project={project}")
     return tuple(groups)
+
+
+def live_groups(kind: str, language: str | None, project: Path | None) -> tuple[str, ...]:
+    return context_groups(kind, project_key(project) if project is not None else None)
 
 
 def project_root(path: Path) -> Path:

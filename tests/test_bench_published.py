@@ -89,3 +89,22 @@ def test_download_of_the_published_files_from_a_local_mirror(tmp_path):
         assert "5 files" in r.stdout
     finally:
         srv.shutdown()
+
+
+def test_a_prompt_context_replay_routes_on_what_acr_run_would_see(tmp_path):
+    """--context prompt: the router gets the prompt's kind and the task's repository, never the labels."""
+    import sqlite3
+
+    stored = tmp_path / "replay.sqlite"
+    r = acr("bench", "replay", "ood176", "--data-dir", str(DATA), "-P", "learned", "--context", "prompt",
+            "--memory", str(stored), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["context"] == "prompt" and doc["results"][0]["n"] == 176
+    keys = [k for (k,) in sqlite3.connect(stored).execute("SELECT DISTINCT key FROM task_groups")]
+    assert "all" in keys and "kind=bug_fix/project=repo=django/django" in keys
+    assert not any("dimension=" in k or "bench=" in k or "old112" in k for k in keys)  # no label reaches it
+    labels = run("ood176", "-P", "learned")["learned"]  # the default stays the paper's setting
+    assert labels["cum_regret"] < doc["results"][0]["cum_regret"]
+    refused = acr("bench", "replay", "id2919", "--data-dir", str(DATA), "-P", "learned", "--context", "prompt")
+    assert refused.returncode == 2 and "no prompt" in refused.stderr

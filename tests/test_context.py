@@ -41,11 +41,14 @@ def test_language_from_file_extensions(tmp_path):
     assert ctx.language == "go" and any("source files" in r for r in ctx.reasons)
 
 
-def test_groups_go_from_coarse_to_fine(tmp_path):
+def test_groups_go_from_all_tasks_to_kind_to_the_project(tmp_path):
     ctx = classify("fix the failing test", tmp_path)
-    assert ctx.groups[:2] == ("kind=bug_fix", "kind=bug_fix/lang=?")
-    assert ctx.groups[2].startswith("kind=bug_fix/lang=?/project=")
-    assert live_groups("docs", "python", None) == ("kind=docs", "kind=docs/lang=python")
+    assert ctx.groups[:2] == ("all", "kind=bug_fix")  # a wrong kind still starts from all of the history
+    assert ctx.groups[2].startswith("kind=bug_fix/project=")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "docs").mkdir()
+    assert classify("fix it", tmp_path / "docs").groups == classify("fix it", tmp_path).groups  # one project
+    assert live_groups("docs", "python", None) == ("all", "kind=docs")
 
 
 def test_kind_override_and_size(tmp_path):

@@ -101,6 +101,27 @@ def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
         assert weak == pytest.approx(one, abs=1e-6) and weak > posterior(["unverified"] * 2, state) > 0.5
 
 
+def test_live_history_recorded_before_the_all_tasks_root_is_moved_under_it(tmp_path):
+    path = tmp_path / "old.sqlite"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, step in dbmod.MIGRATIONS[:4]:  # the schema before 005
+        step(raw)
+        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    raw.execute("INSERT INTO tasks (id, created_at, source, kind) VALUES ('t1', 't', 'live', 'bug_fix')")
+    raw.execute("INSERT INTO tasks (id, created_at, source, kind) VALUES ('b1', 't', 'bench:x:1', 'bug_fixing')")
+    raw.executemany("INSERT INTO task_groups VALUES (?, ?, ?, ?)", [
+        ("t1", 0, "kind=bug_fix", "live"), ("t1", 1, "kind=bug_fix/lang=python", "live"),
+        ("t1", 2, "kind=bug_fix/lang=python/project=app@123abc", "live"),
+        ("b1", 0, "dimension=bug_fixing", "bench:x:1")])
+    raw.close()
+    mem = Memory.open(path)
+    groups = {t: [r[0] for r in mem.db.execute("SELECT key FROM task_groups WHERE task_id = ? ORDER BY level", (t,))]
+              for t in ("t1", "b1")}
+    assert groups == {"t1": ["all", "kind=bug_fix", "kind=bug_fix/project=app@123abc"],
+                      "b1": ["dimension=bug_fixing"]}
+
+
 def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-SECRETSECRETSECRET123")
     mem = Memory.open(tmp_path / "m.sqlite")

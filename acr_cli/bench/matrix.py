@@ -37,6 +37,7 @@ class Task:
     dimension: str
     groups: tuple[str, ...]
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+    kind: str | None = None  # the kind the router is told (None: the dimension; see bench/contexts.py)
 
 
 @dataclass
@@ -204,7 +205,8 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
     tasks = []
     for t in tasks_meta:
         ref, dim = t["task_id"], t.get("dimension") or "?"
-        meta = {k: t[k] for k in ("bench", "source_split", "language", "difficulty") if k in t}
+        meta = {k: t[k] for k in ("bench", "source_split", "language", "difficulty", "prompt", "original_task_id")
+                if k in t}
         tasks.append(Task(ref, dim, groups_for(spec.groups, ref, dim, meta), meta))
     incomplete = [t.ref for t in tasks if len(cells[t.ref]) != len(models)]
     if incomplete:

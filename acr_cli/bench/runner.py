@@ -30,6 +30,7 @@ class ReplayRequest:
     k: int = 2
     profile: str | None = None
     memory: Path | None = None
+    context: str = "labels"  # labels | prompt: what the router sees of a task (acr_cli.bench.contexts)
 
 
 def _paths():
@@ -62,6 +63,10 @@ def _progress(enabled: bool):
 
 
 def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
+    from acr_cli.bench import contexts
+
+    if req.context not in contexts.CONTEXTS:
+        raise AcrError(f"--context {req.context!r}: expected one of {', '.join(contexts.CONTEXTS)}")
     paths = _paths()
     warnings: list[str] = []
     user_memory_path = paths.memory_path(req.memory)
@@ -105,6 +110,8 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
         warnings += found.warnings
         data_dir = found.path
         matrix = matrix_mod.load(spec, data_dir)
+        if req.context == "prompt":
+            matrix = contexts.with_prompt_context(matrix)
         names = list(req.policies)
         if req.baselines or not names:
             names += [p for p in policies.baseline_set(spec.name, data_dir) if p not in names]
@@ -113,6 +120,8 @@ def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
                                 "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
         title = spec.title
     arms = replay_mod.bench_arms(matrix, prof)
+    if req.context == "prompt" and req.benchmark != "memory":  # priors per dimension -> per live kind
+        arms = {m: contexts.rekey_priors(a) for m, a in arms.items()}
     built, asked_as = [], {}
     for n in names:
         label, make = policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,
@@ -207,7 +216,8 @@ def _document(matrix, spec, title, protocol, req, order_seeds, results, warnings
             r["published"] = {m: v for m, v in pub.items() if m in METRICS}
     order = "canonical" if order_seeds == [None] else f"{len(order_seeds)} shuffled orders (seed {req.seed})"
     doc = {"benchmark": matrix.name, "title": title, "n_tasks": len(matrix.tasks), "order": order,
-           "protocol": protocol, "cost_weight": req.cost_weight, "group": group, "data_dir": str(data_dir),
+           "protocol": protocol, "context": req.context, "cost_weight": req.cost_weight, "group": group,
+           "data_dir": str(data_dir),
            "results": results, "warnings": warnings,
            "published_note": spec.published_note if spec else ""}
     if matrix.name == "memory":

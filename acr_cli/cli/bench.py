@@ -31,6 +31,10 @@ def replay(
     cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite, help="lambda in reward = score - lambda x USD."),
     orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
                                help="Replay N shuffled stream orders; report mean and sd."),
+    context: str = typer.Option("labels", "--context",
+                                help="What the router sees of a task: labels (the benchmark's dimension and groups, "
+                                     "the paper's setting) or prompt (only what `acr run` has: the prompt, "
+                                     "classified as live, and the task's repository as its project; ood176)."),
     seed: int = typer.Option(1, "--seed", help="Seed for shuffled orders and randomised policies."),
     k: int = typer.Option(2, "--k", min=0, help="acrouter: cheap attempts with apply_ok needed to escalate."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
@@ -60,7 +64,7 @@ def replay(
 
     req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
-                        profile=profile, memory=memory)
+                        profile=profile, memory=memory, context=context)
     check_formats(json_out, csv_out, md_out)  # before a replay that may take minutes
     if plot:
         from acr_cli.bench.report import check_plot

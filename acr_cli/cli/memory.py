@@ -27,7 +27,7 @@ def show(
     """
     from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import memory_table
-    from acr_cli.context import Context
+    from acr_cli.context import Context, context_groups
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
 
@@ -45,7 +45,7 @@ def show(
 
         merged = []
         for k in kinds:
-            ctx = Context(prompt="", kind=k, groups=(f"kind={k}",))
+            ctx = Context(prompt="", kind=k, groups=context_groups(k, None))
             limits = TaskState(max_attempts=prof.settings.max_attempts, max_cost=prof.settings.max_cost)
             for pos, rk in enumerate(policy.rank(ctx, limits), 1):
                 row = by_key.pop((k, rk.arm.id), None) or {"kind": k, "agent": rk.arm.agent, "model": rk.arm.model,

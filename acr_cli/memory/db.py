@@ -156,11 +156,30 @@ def _m004_run_record(db: sqlite3.Connection) -> None:
     )
 
 
+def _m005_context_root(db: sqlite3.Connection) -> None:
+    """Live tasks get the context groups acr routes in now (acr_cli.context.context_groups): ``all`` ->
+    ``kind=K`` -> ``kind=K/project=P``, instead of ``kind=K`` -> ``kind=K/lang=L`` -> ``.../project=P``, so
+    the history recorded before keeps counting at every level."""
+    rows = db.execute("SELECT g.task_id, t.kind, g.key FROM task_groups g JOIN tasks t ON t.id = g.task_id"
+                      " WHERE g.source = 'live' ORDER BY g.task_id, g.level").fetchall()
+    by_task: dict[str, tuple[str | None, list[str]]] = {}
+    for task_id, kind, key in rows:
+        by_task.setdefault(task_id, (kind, []))[1].append(key)
+    for task_id, (kind, keys) in by_task.items():
+        kind = kind or keys[0].removeprefix("kind=")
+        project = next((k.split("/project=", 1)[1] for k in keys if "/project=" in k), None)
+        new = ["all", f"kind={kind}"] + ([f"kind={kind}/project={project}"] if project else [])
+        db.execute("DELETE FROM task_groups WHERE task_id = ?", (task_id,))
+        db.executemany("INSERT INTO task_groups (task_id, level, key, source) VALUES (?, ?, ?, 'live')",
+                       [(task_id, level, key) for level, key in enumerate(new)])
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
     ("003_unverified", _m003_unverified),
     ("004_run_record", _m004_run_record),
+    ("005_context_root", _m005_context_root),
 ]
 
 
