@@ -2,11 +2,12 @@
 
 Classification is deterministic and cheap (no model call):
 
-* **kind**: every kind has weighted keyword patterns (below, ``KIND_RULES``);
-  the kind with the highest total wins, ties go to the earlier kind in
-  ``KIND_RULES``. No match: ``explain`` for a question, else ``feature``.
-  Large multi-file cues (``across the codebase``, 4+ file paths) make a
-  ``feature`` or ``refactor`` request ``multi_file``.
+* **kind**: words and phrases that name a kind of work (``KIND_WORDS``, ``KIND_RULES``)
+  and the shape of the request (the verb it opens with, pasted error output, a
+  question, a description of what goes wrong that asks for nothing, many files or
+  layers named) add up per kind; the highest total wins, ties go to the earlier kind
+  in ``KIND_WORDS``. Nothing at all: ``explain`` for a question, else ``feature``.
+  ``python bench/classifier.py`` measures it on hand-written requests.
 * **language**: the language named in the prompt (word or file extension);
   else the project's marker files (``pyproject.toml``, ``package.json``,
   ``Cargo.toml``...); else the most common source extension among the first
@@ -33,31 +34,371 @@ from pathlib import Path
 KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_science", "algorithm", "docs",
          "multi_file")
 
-# kind -> [(regex, weight)]; order = tie-break priority.
-KIND_RULES: dict[str, list[tuple[str, float]]] = {
-    "test_generation": [(r"\b(write|add|create|generate|increase|improve)\b.{0,30}\b(unit |integration )?tests?\b", 3),
-                        (r"\btest (cases|coverage|suite)\b", 2), (r"\bcoverage\b", 1),
-                        (r"\bproperty[- ]based\b|\bfuzz", 1)],
-    "bug_fix": [(r"\bfix(es|ed|ing)?\b", 2), (r"\bbugs?\b", 2), (r"\bfail(s|ing|ed|ure)?\b", 1.5),
-                (r"\b(crash(es|ing)?|broken|regression|traceback|exception|segfault|panic)\b", 1.5),
-                (r"\b(error|wrong|incorrect)\b", 1), (r"(doesn't|does not|won't|isn't) work", 2)],
-    "docs": [(r"\b(docstrings?|readme|documentation|changelog|docs)\b", 3), (r"\bdocument(ing)?\b", 2),
-             (r"\bcomments?\b", 1)],
-    "refactor": [(r"\brefactor", 3), (r"\b(clean ?up|simplify|restructure|reorganize|deduplicate|extract)\b", 2),
-                 (r"\brename\b", 2), (r"\btype (hints|annotations)\b", 2), (r"\b(readab|maintainab)", 1)],
-    "data_science": [(r"\b(pandas|numpy|dataframes?|sklearn|scikit|matplotlib|seaborn|jupyter|notebook)\b", 3),
-                     (r"\b(dataset|csv|statistic(s|al)?|regression model|train(ing)? a model|plot|histogram)\b", 1.5),
-                     (r"\b(feature engineering|clustering|classifier)\b", 2)],
-    "algorithm": [(r"\balgorithms?\b", 3), (r"\b(time|space) complexity\b|\bO\([^)]*\)", 3),
-                  (r"\b(dynamic programming|binary search|shortest path|graph traversal|leetcode|memoi[sz])", 3),
-                  (r"\b(optimi[sz]e|faster|performance)\b", 1)],
-    "explain": [(r"^\s*(explain|describe|what|why|how|where|which|walk me through)\b", 2),
-                (r"\b(explain|understand|what does|how does|why does)\b", 2)],
-    "multi_file": [(r"\b(across|throughout) (the )?(codebase|project|repo(sitory)?|modules|files)\b", 3),
-                   (r"\b(every|all) (module|file|package)s?\b", 2), (r"\b(migrate|port)\b.{0,40}\bto\b", 2)],
-    "feature": [(r"\b(add|implement|create|build|support|introduce|new)\b", 1)],
+# How a request's kind is read (measured on hand-written requests: bench/classifier.py). Three kinds of
+# evidence add up per kind, and the highest total wins (ties: the earlier kind in KIND_WORDS):
+#
+# * KIND_WORDS: words and phrases that name a kind of work, anywhere in the request. One line is one rule:
+#   (weight, phrases), the phrases separated by "|", "{a,b}" spelling alternatives ("crash{,es,ed}");
+#   case, punctuation and hyphens do not matter ("fine-tune" is "fine tune"). A rule counts once.
+# * KIND_RULES: what words cannot say (a gap between two words, numbers, line starts), as regexes.
+# * the shape of the request: the verb it opens with (once "please", "can you"... are taken off), pasted
+#   error output, a question, a description of what happens that asks for nothing, many files or layers.
+KIND_WORDS: dict[str, list[tuple[float, str]]] = {
+    "test_generation": [
+        (3, "{unit,integration,regression,snapshot,end to end,e2e,smoke,golden,contract,property based,"
+            "table driven,parametrized,parametrised,jest,pytest,rspec,mocha,vitest,junit,playwright,cypress,"
+            "selenium,go} {test,tests,spec,specs,test cases}"),
+        (2, "{test,tests,specs} {for,covering,around,of}"),
+        (3, "{no,zero,without,lack,lacks,missing} {,unit ,integration }{test,tests} | untested"),
+        (1.5, "test cases | test coverage | test suite | test plan | coverage | fixture | fixtures | mock | mocks | "
+              "mocking | mocked | stub | stubs | fuzz | fuzzing | fuzzer | fuzz target | hypothesis | "
+              "testcontainers | xfail | assertion | assertions | edge cases | corner cases | happy path"),
+    ],
+    "docs": [
+        (3, "readme | docstring | docstrings | documentation | docs | changelog | release notes | contributing | "
+            "manpage | man page | jsdoc | javadoc | rustdoc | godoc | sphinx | mkdocs | docusaurus | faq | "
+            "api reference | user guide | {getting started,migration,install,installation,upgrade,style} guide | "
+            "tutorial | wiki | openapi | swagger | adr | adrs | runbook | runbooks | playbook | playbooks | howto | "
+            "how to | help {text,texts,output,outputs,message,messages}"),
+        (2, "documenting | documented | document {the,how,why,what,when,which,our,all,each,every,this,these,its,"
+            "it,them}"),
+        (1.5, "comment | comments | typo | typos | spelling | grammar | usage example | usage examples | badge | "
+              "badges | diagram | writeup | write up | write down | notes"),
+        (2, "in {,the ,a }{readme,docs,docstring,module docstring,comment,comments,changelog,wiki,guide}"),
+    ],
+    "bug_fix": [
+        (2, "fix | fixes | fixed | fixing"), (2, "bug | bugs | buggy"),
+        (2, "crash | crashes | crashed | crashing | broken | segfault | segfaults | seg fault | panic | panics | "
+            "panicked | hang | hangs | hanging | freezes | freezing | deadlock | deadlocks | race | "
+            "race condition | memory leak | leak | leaks | leaking | oom | out of memory | keeps growing"),
+        (1, "error | errors | exception | exceptions | traceback | stacktrace | stack trace | wrong | incorrect | "
+            "off by one | mojibake | garbled | corrupt | corrupted | raises | throws"),
+        (1.5, "fail | fails | failing | failed | failure | flaky | times out | blow up | blows up"),
+        (1.5, "does nothing | nothing happens | has no effect | is ignored | gets ignored | silently | "
+              "one day off | off by | twice | sometimes | randomly | intermittent | intermittently | every other"),
+        (1, "drop | drops | lose | loses | skip | skips | swallow | swallows | truncates | truncated | stays | "
+            "stuck | spins"),
+        (1, "{when,whenever,if} {i,you,we,a user,users,someone}"),
+        (2, "{since,after} {,the }{,last ,latest ,recent }{release,upgrade,update,deploy,version} | "
+            "after {upgrading,bumping,updating} | used to work | used to be"),
+        (1.5, "complain | complains | complained | complaining | complaint | complaints | users report | reported"),
+        (1, "repro | repros | reproduce | reproduction | steps to reproduce"),
+    ],
+    "refactor": [
+        (3, "refactor | refactors | refactored | refactoring | refactorings"),
+        (2, "cleanup | clean up | tidy | tidy up | simplify | restructure | reorganise | reorganize | deduplicate | "
+            "extract | decouple | untangle | modularise | modularize | inline | consolidate"),
+        (2, "rename | renamed | renames | renaming"),
+        (3, "{no,without,without any,keep the,keeping the,same} {behaviour,behavior}{, change} | "
+            "{behaviour,behavior} {,the }same | {nothing,no one,user,users} should {look,notice,see,behave} | "
+            "without changing"),
+        (3, "type hints | type annotations | typing"),
+        (1.5, "mypy | lint | linter | linting | pylint | flake8 | ruff | eslint | clippy"),
+        (1.5, "fstring | fstrings | f string | f strings | dataclass | dataclasses | async await | "
+              "context manager | named constants | magic numbers | dead code | unused | immutable | mutate | "
+              "mutates | mutated | mutating | mutation | mutations | mutable | early return | early returns | "
+              "guard clauses | dispatch dict | dispatch table | composition | inheritance | dependency injection | "
+              "interface | interfaces | global variable | global variables | global state | nested | duplicated | "
+              "duplication | copy paste | copy pasted | copypaste | boilerplate | god class | god object | "
+              "too long | too big | too much | readable | readability | maintainable | maintainability | "
+              "hard to read | hard to follow | impossible to follow | out of hand | messy | spaghetti | "
+              "convoluted | smaller {functions,methods,modules,steps,pieces,classes} | helper | generic | "
+              "almost identical"),
+        (1, "instead of"),
+    ],
+    "explain": [
+        (2, "explain | describe | walk through | walk me through | tell me | overview | summarise | summarize | "
+            "understand | clarify | what does | how does | how do | why does | why do | why is | why are | how is | "
+            "how are | what happens | what's the {point,purpose,difference,role} | difference between | "
+            "purpose of | is it safe | i'm new | new here"),
+    ],
+    "data_science": [
+        (3, "pandas | numpy | scipy | sklearn | scikit learn | matplotlib | seaborn | plotly | jupyter | notebook | "
+            "notebooks | ipynb | xgboost | lightgbm | catboost | pytorch | torch | tensorflow | keras | huggingface | "
+            "hugging face | transformers | prophet | statsmodels | optuna | polars | dataframe | dataframes | "
+            "datetime64 | dtype | dtypes"),
+        (2.5, "fine tune | fine tuned | fine tunes | fine tuning | finetune | finetuned | finetuning | classifier | "
+              "random forest | logistic regression | linear regression | kmeans | k means | clustering | cluster | "
+              "embedding | embeddings | tfidf | tf idf | sentiment | overfit | overfits | overfitting | overfitted | "
+              "underfit | underfitting | regularise | regularize | regularisation | regularization | "
+              "regularised | regularized | early stopping | hyperparameter | hyperparameters | cross validation | "
+              "train val | train test | train val test | {val,validation} {set,loss,acc,accuracy} | "
+              "confusion matrix | roc | auc | feature engineering | forecast | forecasts | forecasting | "
+              "forecasted | anomaly | anomalies | anomalous | isolation forest | outlier | outliers | impute | "
+              "imputed | imputes | imputing | imputation | correlation | correlations | heatmap | histogram | "
+              "residuals | cohort | cohorts | retention | a b test | significant | significance | significantly | "
+              "rolling {average,mean,window} | moving average | standard deviation | standard deviations | "
+              "std dev | std devs | percentile | percentiles | time series | pivot | vectorise | vectorize | "
+              "resample | resampled | resamples | resampling | iqr | boxplot | boxplots | box plot | box plots | "
+              "scatterplot | scatterplots | scatter plot | scatter plots | cosine similarity | shap | spreadsheet | "
+              "spreadsheets | excel | ohlc | epoch | epochs | learning rate | dropout | loss | eda | exploratory"),
+        (2, "plot | plots | plotted | plotting | chart | charts | graph of | graphs of"),
+        (1, "train | training | trained | trains | model | predict | predicts | predicted | predicting | prediction | "
+            "predictions | predictive | labelled | labeled | accuracy | precision | recall | f1 | distribution | "
+            "distributions | statistic | statistics | statistical | mean | median | csv | parquet | dataset | "
+            "datasets | column | columns | rows | groupby | group by | aggregate | aggregates | aggregated | "
+            "aggregating | aggregation | dashboard | metrics | batch size"),
+        (1.5, "{survey,churn,sales,sensor,experiment,training,census,tabular} {data,readings,logs}"),
+    ],
+    "algorithm": [
+        (3, "algorithm | algorithms | algorithmic"),
+        (3, "time complexity | space complexity | quadratic | linear time | logarithmic | n log n | big o | "
+            "asymptotic | asymptotically"),
+        (3, "lru | lfu | trie | tries | heap | heaps | priority queue | union find | disjoint set | segment tree | "
+            "fenwick | interval tree | btree | b tree | red black | avl | skiplist | skip list | bloom filter | "
+            "linked list | binary search | binary tree | binary heap | bst | hashmap | hash map | ring buffer | "
+            "circular buffer | adjacency | dag | graph traversal | shortest path | spanning tree | dijkstra | a* | "
+            "bfs | dfs | breadth first | depth first | topological sort | topologically sort | topological sorting | "
+            "topologically sorted | kruskal | prim | bellman | floyd | knapsack | dynamic programming | memoise | "
+            "memoize | memoised | memoized | memoisation | memoization | memoizing | memoising | backtracking | "
+            "divide and conquer | quickselect | quick select | quicksort | quick sort | mergesort | merge sort | "
+            "heapsort | heap sort | radix sort | two pointers | sliding window | edit distance | levenshtein | "
+            "longest {common,increasing,palindromic} | palindrome | palindromes | palindromic | permutation | "
+            "permutations | subsets | consistent hashing | reservoir sampling | token bucket | leaky bucket | "
+            "myers | bitmask | sieve | prime | primes | fibonacci | fib | gcd | lcm | nqueens | n queens | sudoku | "
+            "anagram | anagrams | subarray | subsequence | substring | {traveling,travelling} salesman | tsp | "
+            "island | islands | {top,k} {,k ,most ,least }frequent"),
+        (1.5, "graph | tree | matrix | grid | interval | intervals | in place | without extra {memory,space} | "
+              "constant {memory,space} | cycle | cycles | greedy | median | kth | k sorted | merge k | "
+              "minimum number | maximum number | count the ways | sum to | optimal | heuristic | pathfinding"),
+        (1, "too slow | faster | speed up | optimise | optimize | take forever | takes forever | scale badly | "
+            "scales badly | scale poorly | scales poorly | efficient | efficiently | efficiency"),
+        (2, "given {a,an,two} {list,array,string,graph,tree,matrix,set,number,integer,sequence} | "
+            "write a function {that,to}"),
+    ],
+    "multi_file": [
+        (3, "{across,throughout} {,the ,all ,our ,every }{,whole ,entire }{codebase,code base,project,repo,"
+            "repository,app,application,frontend,backend,services,modules,files,packages,stack,monorepo}"),
+        (3, "everywhere"),
+        (3, "{whole,entire} {app,codebase,code base,project,repo,repository,code,test suite,frontend,backend,"
+            "monorepo}"),
+        (3, "one {package,module,file,service} at a time | {package,module,file,service} by "
+            "{package,module,file,service}"),
+        (2, "{update,fix,change} {,all }{,the }{imports,call sites,callsites,callers,usages,references}"),
+        (2, "{several,multiple,many,three,four,all three} {services,packages,modules,files,repos}"),
+        (1.5, "monolith | microservices | i18n | internationalise | internationalize | internationalisation | "
+              "internationalization | internationalising | internationalizing | localisation | localization"),
+        (2, "{spread,scattered} {over,across,around,throughout}"),
+    ],
+    "feature": [
+        (1, "add | implement | support | allow | introduce | expose | enable | new | build | create | "
+            "let {users,admins,people,me,us}"),
+        (2, "feature request | proposal | would be {nice,great,good,cool,useful,handy} | it would be {nice,great} | "
+            "we need | i want | i'd like | could we {get,have} | should be able to | no way to | there's no way | "
+            "a way to | would help | {ask,asking,asked} for | we should | "
+            "should {,also }{let,allow,support,suggest,offer,accept,take,warn}"),
+        (1, "option | flag | endpoint | button | toggle | setting | command | subcommand"),
+    ],
 }
-_COMPILED = {k: [(re.compile(p, re.I), w) for p, w in rules] for k, rules in KIND_RULES.items()}
+
+# kind -> [(regex, weight)], searched case-insensitively; each counts once, as a KIND_WORDS line does.
+KIND_RULES: dict[str, list[tuple[str, float]]] = {
+    "test_generation": [
+        (r"\b(write|add|create|generate|need|want|more|some|missing|new|extra)\b[^.\n]{0,40}\b(tests?|specs|test "
+         r"cases)\b(?! (still |now |also )?(fail|pass|break|crash|hang|time|run|is|are|was|were))", 3),
+        (r"^\W*(tests?|specs)\b", 2)],
+    "bug_fix": [
+        (r"(?<!linear )(?<!logistic )(?<!ridge )(?<!lasso )\bregression\b(?! (tests?|model|line|analysis))", 2),
+        (r"\b(expected|should)\b[^.\n]{0,60}\b(but|got|instead)\b", 1.5),
+        (r"^\s*(steps|expected|actual|observed)( behaviou?r| result)?:", 2),
+        (r"\b(doesn't|does not|don't|didn't|won't|isn't|aren't|can't|cannot|no longer|stopped|never) "
+         r"(work|respond|react|load|save|show|stop|evict|start|compile|build|render|open|close|update|get|set|"
+         r"return|trigger|fire|apply|connect)", 2)],
+    "algorithm": [
+        (r"\bO\((1|n|log ?n|n log ?n|n\^?2|n\*\*2|k|m|v ?\+ ?e|n ?\* ?m)\)", 3),
+        (r"\bbalanced\b.{0,20}\b(brackets|parenthes[ie]s)|\b(brackets|parenthes[ie]s)\b.{0,20}\bbalanced|"
+         r"\bserializ\w* .{0,20}tree", 3)],
+    "multi_file": [
+        (r"\b(every|each|all( the| of the| our)?|(the )?remaining|(all )?(the )?other)\s+(\S+\s+)?(modules?|files?|"
+         r"packages?|services?|handlers?|call ?sites?|callers?|endpoints?|tables?|quer(y|ies)|components?|"
+         r"templates?|controllers?|routes?|views?)\b", 2.5),
+        (r"\b(upgrade|migrate|bump|move)\b[^.\n]{0,30}\b(from )?[a-z][\w.-]* \d[\d.]* to \d", 3),
+        (r"\b(migrate|port|move|switch|convert)\b[^.\n]{0,50}\b(from|to)\b", 1)],
+}
+
+# The verb a request opens with says most about the work. kind -> [(weight, verbs, words)]: the opening
+# sentence starts with one of ``verbs`` and, when ``words`` is given, names one of them within eight words.
+HEAD_WORDS: dict[str, list[tuple[float, str, str]]] = {
+    "test_generation": [(3, "write | add | create | generate | need | want | get", "test | tests | specs | test cases"),
+                        (3, "test {that,whether,the,every,each,all,it}", "")],
+    "docs": [(3, "write | add | update | correct | improve | expand | fill in | translate | rewrite | proofread",
+              "doc | docs | readme | docstring | docstrings | comment | comments | changelog | guide | notes | "
+              "manpage | man page | faq | jsdoc | rustdoc | documentation | description | descriptions | example | "
+              "examples | spec | tutorial"),
+             (3, "document", "")],
+    "bug_fix": [(3, "fix | debug | investigate | diagnose | troubleshoot | look into | figure out | find out | "
+                    "track down | repair | resolve", "")],
+    "refactor": [(2, "refactor | rename | extract | split | convert | replace | switch | turn | get rid of | tidy | "
+                     "cleanup | clean up | simplify | inline | merge | consolidate | unify | separate | invert | "
+                     "decouple | rewrite | reorganise | reorganize | restructure", ""),
+                 (2, "break", "up"), (2, "pull", "into"), (2, "move", "into | out of | to"),
+                 (2, "make", "less nested | more nested | less readable | more readable | more testable")],
+    "explain": [(3, "explain | describe | walk through | walk me through | tell me | give me an overview | "
+                    "summarise | summarize | help me understand", "")],
+    "data_science": [(2, "plot | train | fit | cluster | forecast | impute | pivot | visualise | visualize | "
+                         "analyse | analyze | predict | fine tune", ""),
+                     (2, "load", "csv | parquet | xls | xlsx")],
+    "algorithm": [(1, "implement | write | code | solve", "function | algorithm")],
+    "feature": [(1.5, "add | implement | support | allow | introduce | build | create | let | make | give | expose | "
+                      "enable | offer | provide", "")],
+}
+
+# Verbs that open a request for work ("search the logs..."), unless the next word says the first was a noun
+# ("search returns nothing"): a description of what happens that asks for nothing is most often a bug report.
+IMPERATIVES = set("""
+add implement make fix write create build update change remove delete drop rename refactor move convert replace split
+break extract pull put set use let allow support give show display send handle check compute calculate find count
+detect parse load read train fit plot draw merge compare run test document explain describe tell walk summarise
+summarize list generate get bump upgrade migrate port switch turn clean tidy simplify optimise optimize speed rewrite
+resample embed cluster forecast impute pivot serialize deserialize solve return sort search translate integrate expose
+enable disable introduce deprecate apply standardise standardize inline wrap cache validate sanitize log track store
+save keep reduce increase raise lower limit avoid stop prevent ensure improve investigate debug look figure reproduce
+mock cover try help include exclude export import install configure deploy scrape fetch call pass throw catch wire hook
+rotate insert append format lint type annotate visualise visualize analyse analyze predict classify tokenise tokenize
+fine tune go do start finish restore revert rollback retry batch paginate memoise memoize vectorise vectorize
+normalise normalize dedupe benchmark profile measure record emit warn notify email post accept reject ignore skip print
+render decouple invert separate consolidate unify thread propagate remember resize upload download sign block open
+close mark flag tag bring fill correct proofread spell pin unpin vendor publish release ship pick choose select please
+pls""".split())
+FINITE = set("""
+is are was were isn't aren't wasn't has have had does doesn't did didn't gets got goes went keeps kept shows returns
+gives puts runs ran takes took makes made sends sent writes wrote prints links resets overwrites drops loses skips
+breaks stops starts appears seems happens says throws raises crashes hangs fails works comes turns ends uses loads saves
+opens closes counts displays renders reads misses ignores stays can't cannot won't""".split())
+DESIRE = ("would | could we | can we | want | wish | nice | feature | proposal | need | ask for | asking for | "
+          "asked for | a way to | option to | ability to")
+LAYERS = ("models | migrations | serializers | urls | routes | views | templates | components | handlers | "
+          "controllers | services | packages | modules | clients | servers | workers | tests | docs | frontend | "
+          "backend | web app | mobile | mobile app | mobile api | api | sdk | cli | db | database | schema | schemas")
+
+# Pasted error output (case-sensitive, line by line): a request that carries it is about something broken.
+TRACE = re.compile(
+    r"Traceback \(most recent call last\)|^\s+at [\w.$<>/]+ ?\(.*:\d+|\bpanicked at\b|^panic: |goroutine \d+ \[|"
+    r"^\s*[\w.]*(Error|Exception)\b[\w.]*: |\b[A-Z]\w*(Error|Exception): |\berrors\.[A-Z]\w+: |^FAILED |^E\s+assert|"
+    r"Segmentation fault|core dumped|is not recognized as an internal or external command|npm ERR!|"
+    r"error\[E\d{4}\]|^error: |Uncaught \w+", re.M)
+MULTI_AT = 2.5  # a multi_file score from which a feature or refactor request is read as multi_file
+_POLITE = re.compile(r"^(hey|hi|hello|ok(ay)?|so|pls|please|can you|could you|would you|will you|can we|could we|"
+                     r"would you mind|i'd like (you )?to|i want (you )?to|i need (you )?to|we need to|let's|lets)"
+                     r"\b[\s,:!-]*", re.I)
+_ASK_TO_EXPLAIN = {"explain", "describe", "tell", "walk", "clarify", "summarise", "summarize", "help me understand"}
+_QUESTION_START = {"why", "how", "what", "what's", "whats", "where", "which", "who", "does", "do", "did", "should",
+                   "is it", "is there", "are there", "is this", "are these", "is that"}
+_SENTENCE = re.compile(r"[.!?:;\n]")
+_CLAUSE = re.compile(r"[.!?:;,\n]")
+_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?[*+#]*")
+_DIR = re.compile(r"(?<![\w./-])[a-z][\w-]*/(?=[\s,.)]|$)", re.M)
+# A test that fails is a bug report ("the checkout test fails since..."), unless the request asks for the test.
+_FAILING_TEST = re.compile(r"\b(tests?|specs|test_\w+|test suite)\b[^.\n]{0,40}?\b(fails?|failing|failed|broke|"
+                           r"breaks|times out|timed out|flaky|flakes|errors out|is red|hangs)\b", re.I)
+_LONG = 20_000  # a longer request is read by its first 16,000 and last 4,000 characters
+
+
+def _phrases(spec: str) -> list[str]:
+    """``"a {b,c} | d"`` -> ``["a b", "a c", "d"]``, each as its tokens joined by one space."""
+    out = []
+    for alt in spec.split("|"):
+        todo = [alt]
+        while todo:
+            s = todo.pop()
+            i = s.find("{")
+            if i < 0:
+                out.append(" ".join(s.lower().replace("-", " ").replace("/", " ").split()))
+                continue
+            j = s.index("}", i)
+            todo.extend(s[:i] + choice + s[j + 1:] for choice in s[i + 1:j].split(","))
+    return [p for p in out if p]
+
+
+class _Lexicon:
+    """Which of many phrases occur in a text, in one pass over its words."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list[int]] = {}
+        self.lengths: dict[str, set[int]] = {}  # first word -> lengths of the phrases it starts
+
+    def add(self, spec: str, rule: int) -> None:
+        for p in _phrases(spec):
+            words = p.split(" ")
+            self.ids.setdefault(p, []).append(rule)
+            self.lengths.setdefault(words[0], set()).add(len(words))
+
+    def find(self, words: list[str]) -> dict[int, str]:
+        """rule -> the first phrase of it found in ``words``."""
+        found: dict[int, str] = {}
+        for i, w in enumerate(words):
+            for n in self.lengths.get(w, ()):
+                p = w if n == 1 else " ".join(words[i:i + n])
+                for rule in self.ids.get(p, ()):
+                    found.setdefault(rule, p)
+        return found
+
+
+_WORD_RULES: list[tuple[str, float]] = []  # rule id -> (kind, weight)
+_LEX = _Lexicon()
+for _kind, _lines in KIND_WORDS.items():
+    for _w, _spec in _lines:
+        _LEX.add(_spec, len(_WORD_RULES))
+        _WORD_RULES.append((_kind, _w))
+_RULES = {k: [(re.compile(p, re.I | re.M), w) for p, w in rules] for k, rules in KIND_RULES.items()}
+_HEAD = [(k, w, set(_phrases(verbs)), set(_phrases(words))) for k, lines in HEAD_WORDS.items()
+         for w, verbs, words in lines]
+_DESIRE = set(_phrases(DESIRE))
+_LAYERS = set(_phrases(LAYERS))
+
+
+_CONTRACTED = {"what's", "there's", "it's", "that's", "let's", "here's", "who's", "where's", "how's", "he's", "she's"}
+
+
+def _words(text: str) -> list[str]:
+    """Lowercase words; a possessive counts as its noun ("the API's format": "api")."""
+    return [w[:-2] if w.endswith("'s") and w not in _CONTRACTED else w
+            for w in _TOKEN.findall(text.lower().replace("\u2019", "'"))]
+
+
+def _starts(words: list[str], phrases: set[str]) -> bool:
+    return bool(words) and (words[0] in phrases or " ".join(words[:2]) in phrases or " ".join(words[:3]) in phrases)
+
+
+def _has(words: list[str], phrases: set[str], start: int = 0, stop: int | None = None) -> str | None:
+    """The first of ``phrases`` (up to four words) in ``words[start:stop]``."""
+    stop = len(words) if stop is None else min(stop, len(words))
+    for i in range(start, stop):
+        for n in (1, 2, 3, 4):
+            p = " ".join(words[i:i + n])
+            if p in phrases:
+                return p
+    return None
+
+
+def _strip_polite(text: str) -> tuple[str, bool]:
+    """``text`` without a polite opening ("hey,", "please", "can you"), and whether that opening asked
+    for work ("can you add X?") rather than an explanation ("can you explain X?")."""
+    polite = False
+    for _ in range(3):
+        m = _POLITE.match(text)
+        if not m or not m.group(0):
+            break
+        polite = polite or m.group(1).lower().startswith(("can", "could", "would", "will", "i'", "i ", "we", "let"))
+        text = text[m.end():]
+    return text, polite and not _starts(_words(text[:40]), _ASK_TO_EXPLAIN)
+
+
+def _clauses(text: str, split: re.Pattern) -> list[list[str]]:
+    """The words of each sentence (or clause) of ``text``, without polite openings."""
+    out = []
+    for part in split.split(text):
+        words = _words(_strip_polite(part.strip(" \t*-#>`'\"()[]"))[0])
+        if words:
+            out.append(words)
+    return out
+
+
+def _imperative(words: list[str]) -> bool:
+    """Whether a clause opens with a verb telling someone to do something ("search the logs", not "search
+    returns nothing")."""
+    return words[0] in IMPERATIVES and not (len(words) > 1 and words[1] in FINITE)
+
 
 LANG_WORDS = {
     "python": r"\bpython\b|\bpytest\b|\.py\b|\bdjango\b|\bflask\b|\bpandas\b",
@@ -100,22 +441,73 @@ class Context:
 
 
 def classify_kind(prompt: str) -> tuple[str, list[str]]:
+    """The kind of work ``prompt`` asks for, and the evidence, each piece with its weight (see KIND_WORDS)."""
+    text = prompt if len(prompt) <= _LONG else prompt[:16_000] + "\n" + prompt[-4_000:]
     scores: dict[str, float] = {}
     reasons: list[str] = []
-    for kind, rules in _COMPILED.items():
+
+    def add(kind: str, w: float, why: str) -> None:
+        scores[kind] = scores.get(kind, 0.0) + w
+        reasons.append(f"{kind} +{w:g} for {why}")
+
+    words = _words(text)
+    for rule, phrase in sorted(_LEX.find(words).items()):
+        kind, w = _WORD_RULES[rule]
+        add(kind, w, repr(phrase))
+    for kind, rules in _RULES.items():
         for rx, w in rules:
-            m = rx.search(prompt)
+            m = rx.search(text)
             if m:
-                scores[kind] = scores.get(kind, 0.0) + w
-                reasons.append(f"{kind} +{w:g} for {m.group(0).strip()!r}")
-    paths = len(set(m.group(0) for m in _FILE_PATH.finditer(prompt)))
+                add(kind, w, repr(m.group(0).strip()))
+    opening, polite = _strip_polite(text.strip())
+    head = _SENTENCE.split(opening, 1)[0].strip()
+    head_words = _words(head)
+    done: set[str] = set()
+    for kind, w, verbs, objects in _HEAD:
+        verb = _has(head_words, verbs, 0, 1)
+        if kind in done or verb is None:
+            continue
+        obj = _has(head_words, objects, 1, 9) if objects else ""
+        if obj is not None:
+            done.add(kind)
+            add(kind, w, f"opening with {verb!r}" + (f" ... {obj!r}" if obj else ""))
+    m = _FAILING_TEST.search(text)
+    if m and "test_generation" not in done:
+        add("bug_fix", 3, f"a failing test ({m.group(0).strip()!r})")
+    m = TRACE.search(text)
+    if m:
+        add("bug_fix", 4, f"pasted error output {m.group(0).strip()!r}")
+    question = _starts(head_words, _QUESTION_START) and not polite
+    if question and not any(_imperative(c) for c in _clauses(text, _SENTENCE)[1:]):
+        add("explain", 3, f"a question ({head.split()[0]!r} ...)")
+    if text.rstrip().endswith("?"):
+        last = re.split(r"[.!\n]", text.rstrip()[:-1])[-1].strip()
+        if not _strip_polite(last)[1]:
+            add("explain", 1.5, "ends with '?'")
+    if (not polite and not _starts(head_words, _QUESTION_START) and not text.rstrip().endswith("?")
+            and any(w in FINITE for w in words) and not _has(words, _DESIRE)
+            and not any(_imperative(c) for c in _clauses(text, _CLAUSE))):
+        add("bug_fix", 1.5, "describes what happens and asks for nothing")
+    layers, i = set(), 0
+    while i < len(words):
+        two = " ".join(words[i:i + 2])
+        p = two if two in _LAYERS else words[i] if words[i] in _LAYERS else None
+        if p:
+            layers.add(p)
+        i += 2 if p == two else 1
+    if len(layers) >= 3:
+        add("multi_file", 2.5, f"names {len(layers)} layers ({', '.join(sorted(layers))})")
+    paths = len(set(m.group(0) for m in _FILE_PATH.finditer(text)))
+    dirs = len(set(m.group(0) for m in _DIR.finditer(text)))
+    if paths >= 4 or dirs >= 3:
+        add("multi_file", 3, f"{paths} file paths, {dirs} directories named")
     if not scores:
-        kind = "explain" if prompt.strip().endswith("?") else "feature"
+        kind = "explain" if text.strip().endswith("?") else "feature"
         return kind, [f"no keyword matched: {'a question' if kind == 'explain' else 'a request to change code'}"]
-    order = list(KIND_RULES)
+    order = list(KIND_WORDS)
     kind = max(scores, key=lambda k: (scores[k], -order.index(k)))
-    if kind in ("feature", "refactor") and (scores.get("multi_file", 0) >= 2 or paths >= 4):
-        reasons.append(f"{kind} spans many files ({paths} paths named) -> multi_file")
+    if kind in ("feature", "refactor") and scores.get("multi_file", 0) >= MULTI_AT:
+        reasons.append(f"{kind} spans many files -> multi_file")
         kind = "multi_file"
     return kind, reasons
 
