@@ -16,11 +16,10 @@ Classification is deterministic and cheap (no model call):
   ``small`` for prompts naming at most one file and under 200 characters,
   else ``medium``.
 * **groups**: the context's place in the hierarchy the router learns over,
-  coarse to fine: ``kind=K`` -> ``kind=K/lang=L`` -> ``kind=K/lang=L/project=P``.
-  Sparse groups borrow strength from their parents; the coarsest level
-  borrows from the profile's prior for the kind. (There is no all-kinds level:
-  a model's record on docs says little about bug fixes, and aggregating every
-  attempt on every decision would make routing slow on a large memory.)
+  coarse to fine: ``all`` -> ``kind=K`` -> ``kind=K/project=P`` (:func:`context_groups`).
+  Each level starts from its parent's estimate, so a misread kind costs little; the
+  coarsest level starts from the profile's prior for the kind. The routing
+  aggregates read at most the newest 1,000 tasks of a group, so the root stays cheap.
 """
 
 from __future__ import annotations
