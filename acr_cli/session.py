@@ -150,9 +150,7 @@ class Prepared:
             raise KeyboardInterrupt from None
         why = cannot_run(self.verify, result)
         if why:
-            where = self.options["verify"].source
-            named = "--verify" if where == "command line" else f"verify (from {where})"
-            raise AcrError(f"{named} cannot run here: {why}; no agent was run, nothing was spent\n"
+            raise AcrError(f"{_verifier_named(self.options['verify'])} cannot run here: {why}; no agent was run, nothing was spent\n"
                            + _indent(result.tail),
                            hint=f"it runs as `/bin/sh -c '...'` in {self.request.project}; try it there by hand, "
                                 "or pass --no-baseline if this failure is what the agent should fix")
@@ -200,6 +198,11 @@ class Prepared:
         finally:
             if self.lock is not None:
                 self.lock.unlock()
+
+
+def _verifier_named(opt: Option) -> str:
+    """How a message names the verifier: as the user gave it (the flag, or the file that set it)."""
+    return "--verify" if opt.source == "command line" else f"verify (from {opt.source})"
 
 
 def _indent(text: str) -> str:
@@ -254,8 +257,7 @@ def prepare(req: RunRequest, *,
 
         problem = preflight(verify.value, req.project)
         if problem:
-            where = "--verify" if verify.source == "command line" else f"verify (from {verify.source})"
-            raise AcrError(f"{where}: {problem}; no agent was run",
+            raise AcrError(f"{_verifier_named(verify)}: {problem}; no agent was run",
                            hint=f"the verifier runs as `/bin/sh -c '...'` in {req.project}; try it there by hand first")
     names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
     reasons = {n: unavailable(n, profile.agents) for n in dict.fromkeys(names)}

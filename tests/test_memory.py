@@ -32,6 +32,18 @@ def record(mem: Memory, groups, outcomes, source="live", prompt="p"):
     return tid
 
 
+def old_schema(path, before: str) -> sqlite3.Connection:
+    """A memory file as an acr without migration ``before`` (and later ones) left it."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, step in dbmod.MIGRATIONS:
+        if name == before:
+            break
+        step(raw)
+        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    return raw
+
+
 def test_new_file_is_migrated_private_and_wal(tmp_path):
     path = tmp_path / "m.sqlite"
     mem = Memory.open(path)
@@ -58,11 +70,7 @@ def test_oldest_schema_is_brought_up_to_date(tmp_path):
 
 def test_attempts_accepted_without_a_verifier_become_unverified_when_an_old_memory_is_opened(tmp_path):
     path = tmp_path / "old.sqlite"
-    raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, step in dbmod.MIGRATIONS[:2]:  # the schema before 003
-        step(raw)
-        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    raw = old_schema(path, "003_unverified")
     for i, (verifier, source) in enumerate(((None, "live"), ("pytest -q", "live"), (None, "bench:ood176:r1"))):
         raw.execute("INSERT INTO tasks (id, created_at, source, passed, finished_at) VALUES (?, 't', ?, 1, 't')",
                     (f"t{i}", source))
@@ -103,11 +111,7 @@ def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
 
 def test_live_history_recorded_before_the_all_tasks_root_is_moved_under_it(tmp_path):
     path = tmp_path / "old.sqlite"
-    raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, step in dbmod.MIGRATIONS[:4]:  # the schema before 005
-        step(raw)
-        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
+    raw = old_schema(path, "005_context_root")
     raw.execute("INSERT INTO tasks (id, created_at, source, kind) VALUES ('t1', 't', 'live', 'bug_fix')")
     raw.execute("INSERT INTO tasks (id, created_at, source, kind) VALUES ('b1', 't', 'bench:x:1', 'bug_fixing')")
     raw.executemany("INSERT INTO task_groups VALUES (?, ?, ?, ?)", [

@@ -100,6 +100,12 @@ def _block(text: str | None, indent: str = "    │ ") -> list[str]:
     return [indent + line for line in (text or "").rstrip("\n").splitlines()]
 
 
+def _section(title: str, text: str) -> None:
+    typer.echo(f"  {title}:")
+    for line in _block(text):
+        typer.echo(line)
+
+
 def render(d: dict[str, Any]) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
     from acr_cli.cli.common import fmt_money
@@ -137,13 +143,9 @@ def render(d: dict[str, Any]) -> None:
         if a["detail"]:
             out(f"  ended: {a['detail']}")
         if a["text"]:
-            out("  answer:")
-            for line in _block(a["text"]):
-                out(line)
+            _section("answer", a["text"])
         if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
-            out("  the verifier printed (last lines):")
-            for line in _block(a["verifier_tail"]):
-                out(line)
+            _section("the verifier printed (last lines)", a["verifier_tail"])
         if a["diff_command"]:
             out(f"  its work is kept in {a['attempt_ref']}; see it with: {a['diff_command']}")
         if a["log_path"]:
