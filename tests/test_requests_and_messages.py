@@ -256,14 +256,19 @@ def test_a_repository_owned_by_another_user_names_the_owner(project, fakes_on_pa
     assert calls(log) == []
 
 
+def run_with_git_dir_read_only(project, *flags: str):
+    """`acr run` in ``project`` while its .git is mode 0555 (put back afterwards)."""
+    (project / ".git").chmod(0o555)
+    try:
+        return acr("run", "fix add", "--verify", VERIFY, *flags, cwd=project)
+    finally:
+        (project / ".git").chmod(0o755)
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
 def test_a_read_only_git_directory_is_explained_not_a_bare_lock_file_error(project, fakes_on_path, scenario):
     log = scenario({"write": {"calc.py": GOOD}})
-    (project / ".git").chmod(0o555)
-    try:
-        r = acr("run", "fix add", "--verify", VERIFY, cwd=project)
-    finally:
-        (project / ".git").chmod(0o755)
+    r = run_with_git_dir_read_only(project)
     assert r.returncode == 2, r.stderr
     assert f"acr cannot write to {project / '.git' / 'acr-run.lock'} (Permission denied)" in r.stderr
     assert f"chmod -R u+w {project / '.git'}" in r.stderr and "Traceback" not in r.stderr
@@ -273,10 +278,6 @@ def test_a_read_only_git_directory_is_explained_not_a_bare_lock_file_error(proje
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
 def test_no_rollback_runs_in_a_repository_whose_git_directory_is_read_only(project, fakes_on_path, scenario):
     log = scenario({"write": {"calc.py": GOOD}})
-    (project / ".git").chmod(0o555)
-    try:
-        r = acr("run", "fix add", "--verify", VERIFY, "--no-rollback", "--yes", cwd=project)
-    finally:
-        (project / ".git").chmod(0o755)
+    r = run_with_git_dir_read_only(project, "--no-rollback", "--yes")
     assert r.returncode == 0, r.stderr  # --no-rollback writes nothing to .git: the lock is not needed
     assert len(calls(log)) == 1

@@ -14,13 +14,6 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
               "(the model part may contain ':' or '/').")
 
 
-def _arms(text: Optional[str], profile) -> list[str] | None:
-    """The ``--arms`` list, checked (see acr_cli.session.parse_arms)."""
-    from acr_cli.session import parse_arms
-
-    return parse_arms(text, profile)
-
-
 _PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
                 "request is given).")
 _PROMPT_FILE_HELP = "Read the request from a file (UTF-8, at most 4 MiB)."
@@ -257,12 +250,13 @@ def route(
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
     from acr_cli.config import resolve_options
+    from acr_cli.session import parse_arms
 
     prompt = _prompt(prompt, prompt_file, command="route")
     proj = _project(project)
     kind, policy = _kind(kind), _policy(policy)
     prof, settings = load_profile(profile, proj)
-    arm_list = _arms(arms, prof)
+    arm_list = parse_arms(arms, prof)
     opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
     mem = open_memory(memory, create=False, read_only=True)
     try:
