@@ -87,7 +87,7 @@ def run_task(
     def begin() -> str:  # recorded once it is certain the task is not refused (see the budget below)
         if not result.task_id:
             result.task_id = memory.begin_task(
-                source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt if source == "live" else None,
+                source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt or None,
                 project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
                 task_id=wanted_id, oracle_reward=oracle[0] if oracle else None,
                 oracle_arm=oracle[1] if oracle else None, created_at=timestamp,

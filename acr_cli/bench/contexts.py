@@ -54,7 +54,8 @@ def with_prompt_context(matrix: Matrix) -> Matrix:
                            hint="only benchmarks whose tasks carry their prompts (ood176) can be replayed so")
         kind, _ = classify_kind(prompt)
         repo = repository(t.meta.get("original_task_id") or t.ref)
-        tasks.append(replace(t, kind=kind, groups=context_groups(kind, f"repo={repo}" if repo else None)))
+        project = f"repo={repo}" if repo else None
+        tasks.append(replace(t, kind=kind, groups=context_groups(kind, project), prompt=prompt, project=project))
     return replace(matrix, tasks=tasks)
 
 

@@ -38,6 +38,8 @@ class Task:
     groups: tuple[str, ...]
     meta: dict = field(default_factory=dict, compare=False, hash=False)
     kind: str | None = None  # the kind the router is told (None: the dimension; see bench/contexts.py)
+    prompt: str = ""  # the request the router is shown ("" under --context labels)
+    project: str | None = None  # ... and the project it is made in
 
 
 @dataclass

@@ -154,9 +154,11 @@ def print_run_summary(report) -> None:
     con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
 
 
-def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None) -> None:
+def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,
+                similar: tuple[list, dict] = ([], {})) -> None:
     """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
-    that cannot be tried now (arm id -> why), listed after the plan."""
+    that cannot be tried now (arm id -> why), listed after the plan. ``similar``: the similar earlier
+    tasks read and how they moved each arm's chance (``--explain`` lists them)."""
     import typer
 
     typer.echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
@@ -182,6 +184,18 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     for arm_id, why in (blocked or {}).items():
         typer.echo(f"  -  {arm_id}: cannot run now: {why}")
+    near, moved = similar
+    if explain and near:
+        typer.echo("")
+        typer.echo("similar earlier tasks (each counts as much as it is alike; same project first):")
+        for n in near:
+            t = n.task
+            outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
+            where = "" if t.same_project else " (other project)"
+            typer.echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {t.prompt[:60]}")
+            typer.echo(f"        {outcome}")
+        shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
+        typer.echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")
 
 
 def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None:

@@ -263,8 +263,9 @@ def route(
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
         # planned as for a run with a verifier (a run without one takes the arm with the best expected score)
-        ranked = pol.rank(ctx, TaskState(max_attempts=int(opts["max_attempts"].value),
-                                         max_cost=opts["max_cost"].value))
+        state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
+        ranked = pol.rank(ctx, state)
+        near, moved = pol.similar_effect(ctx, state) if explain or json_out else ([], {})
         blocked = _cannot_run(prof, mem, [r.arm for r in ranked])
     finally:
         mem.close()
@@ -280,9 +281,13 @@ def route(
                       for r in planned],
             "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id]}
                            for r in ranked if r.arm.id in blocked],
+            "similar": [{"task": n.task.task_id, "similarity": round(n.task.similarity, 4),
+                         "same_project": n.task.same_project, "created_at": n.task.created_at,
+                         "request": n.task.prompt, "outcome": n.task.outcome} for n in near],
+            "moved_by_similar": {arm: {"without": a, "with": b} for arm, (a, b) in moved.items()},
         })
     else:
-        print_route(ctx, prof, pol, planned, explain, blocked)
+        print_route(ctx, prof, pol, planned, explain, blocked, similar=(near, moved))
     if ranked and not planned:
         from acr_cli.errors import AcrError
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from acr_cli.memory import similar
 from acr_cli.memory.store import PRICED_COST, Memory
 
 JUDGED_SQL = "('passed','failed','timeout')"
@@ -62,7 +63,7 @@ class ArmAgg:
     s_ltok: float = 0.0
     s_ptok: float = 0.0  # sum of USD per token
 
-    def add(self, o: "ArmAgg", sign: int = 1) -> None:
+    def add(self, o: "ArmAgg", sign: float = 1) -> None:
         for k in self.__dataclass_fields__:
             setattr(self, k, getattr(self, k) + sign * getattr(o, k))
 
@@ -77,7 +78,8 @@ class GroupStats:
     def arm(self, arm_id: str) -> ArmAgg:
         return self.arms.get(arm_id) or ArmAgg()
 
-    def add(self, o: "GroupStats", sign: int = 1) -> None:
+    def add(self, o: "GroupStats", sign: float = 1) -> None:
+        """Add ``o`` counted ``sign`` times (-1 takes it away; a similar task counts its similarity)."""
         self.n_tasks += sign * o.n_tasks
         for a, agg in o.arms.items():
             self.arms.setdefault(a, ArmAgg()).add(agg, sign)
@@ -98,6 +100,15 @@ class GroupStats:
         out.add(self)
         out.add(o, -1)
         return out
+
+
+@dataclass
+class Near:
+    """A similar earlier task: how alike it is, its aggregates, and its score sums per arm."""
+
+    task: similar.Similar
+    stats: GroupStats
+    scores: dict[str, list]  # arm -> [judged attempts, score sum], as Chains keeps them
 
 
 WINDOW = 1000  # the newest finished tasks of a group that routing reads (see group_stats)
@@ -147,24 +158,41 @@ def _finished(scope: str, after: int, upto: int | None) -> tuple[str, list]:
 
 def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: int, upto: int | None,
                with_pairs: bool) -> dict[str, GroupStats]:
-    out: dict[str, GroupStats] = {k: GroupStats() for k in keys or ()}
     where, params = _finished(scope, after, upto)
     if keys is not None:
         where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))})"
         params += [scope, *keys]
-    groups = "FROM tasks t JOIN task_groups g ON g.task_id = t.id"
-    one = f"{groups} JOIN attempts a ON a.task_id = t.id"
+    out = _sums(memory, "FROM tasks t JOIN task_groups g ON g.task_id = t.id", "g.key", where, params, with_pairs)
+    for k in keys or ():
+        out.setdefault(k, GroupStats())
+    return out
+
+
+def task_stats(memory: Memory, task_ids: Sequence[str]) -> dict[str, GroupStats]:
+    """The aggregates of each of these (finished) tasks alone, keyed by task id: what a similar
+    earlier task tells about the arms (acr_cli.routing.learned)."""
+    if not task_ids:
+        return {}
+    where = f"t.finished_at IS NOT NULL AND t.id IN ({','.join('?' * len(task_ids))})"
+    return _sums(memory, "FROM tasks t", "t.id", where, list(task_ids), with_pairs=False)
+
+
+def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_pairs: bool) -> dict[str, GroupStats]:
+    """The sums of :class:`GroupStats` per ``key`` (an SQL expression) over the tasks ``tasks`` (a FROM
+    clause naming them ``t``) that meet ``where``."""
+    out: dict[str, GroupStats] = {}
+    one = f"{tasks} JOIN attempts a ON a.task_id = t.id"
     two = f"{one} JOIN attempts b ON b.task_id = t.id AND b.id <> a.id"
     db = memory.db
 
-    def stats(key: str) -> GroupStats:
-        st = out.get(key)
+    def stats(group: str) -> GroupStats:
+        st = out.get(group)
         if st is None:
-            st = out[key] = GroupStats()
+            st = out[group] = GroupStats()
         return st
 
     for r in db.execute(
-            f"SELECT g.key, a.agent || ':' || a.model AS arm,"
+            f"SELECT {key}, a.agent || ':' || a.model AS arm,"
             f" SUM(a.verdict IN {JUDGED_SQL}),"
             f" SUM(a.verdict IN ('failed','timeout')),"
             f" TOTAL(CASE WHEN a.verdict IN ('failed','timeout') THEN {SCORE} END),"
@@ -176,17 +204,17 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
             "       THEN ln(a.tokens_in + a.tokens_out) END),"
             " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
             "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
-            f" {one} WHERE {where} GROUP BY g.key, a.agent, a.model", params):
+            f" {one} WHERE {where} GROUP BY {key}, a.agent, a.model", params):
         stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
                                         r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0)
     # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
     # (a task that ended unverified counts UNVERIFIED_WEIGHT of a task)
-    for key, pattern, count in db.execute(
+    for group, pattern, count in db.execute(
             f"SELECT key, pattern, TOTAL(CASE WHEN weak THEN {UNVERIFIED_WEIGHT} ELSE 1 END) FROM ("
-            " SELECT g.key AS key, MAX(a.verdict = 'unverified') AS weak,"
+            f" SELECT {key} AS key, MAX(a.verdict = 'unverified') AS weak,"
             "        group_concat(a.agent || ':' || a.model || '=' || (a.verdict IN ('passed','unverified')),"
             "                     char(9)) AS pattern"
-            f" {one} WHERE {where} AND a.verdict IN {EVIDENCE_SQL} GROUP BY g.key, t.id)"
+            f" {one} WHERE {where} AND a.verdict IN {EVIDENCE_SQL} GROUP BY {key}, t.id)"
             " GROUP BY key, pattern", params):
         tried, passed = set(), set()
         for item in pattern.split("\t"):
@@ -195,14 +223,14 @@ def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: in
             if ok == "1":
                 passed.add(arm)
         k = (frozenset(tried), frozenset(passed))
-        st = stats(key)
+        st = stats(group)
         st.patterns[k] = st.patterns.get(k, 0) + count
         st.n_tasks += count
     for r in [] if not with_pairs else db.execute(
-            "SELECT g.key, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), TOTAL(ln(a.cost_usd)),"
+            f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), TOTAL(ln(a.cost_usd)),"
             " TOTAL(ln(a.cost_usd) * ln(a.cost_usd)), TOTAL(ln(a.cost_usd) * ln(b.cost_usd))"
             f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
-            " GROUP BY g.key, a.agent, a.model, b.agent, b.model", params):
+            f" GROUP BY {key}, a.agent, a.model, b.agent, b.model", params):
         stats(r[0]).pairs[(r[1], r[2])] = [r[3], r[4], r[5], r[6]]
     return out
 
@@ -257,13 +285,26 @@ def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None =
     for task, level, key in memory.db.execute(
             f"SELECT t.id, g.level, g.key {tasks} JOIN task_groups g ON g.task_id = t.id WHERE {where}", params):
         groups.setdefault(task, {})[level] = key
+    arms = _arm_scores(memory, tasks, where, params)
+    return [(tuple(levels[k] for k in sorted(levels)), arms[task]) for task, levels in groups.items() if task in arms]
+
+
+def task_scores(memory: Memory, task_ids: Sequence[str]) -> dict[str, dict[str, list]]:
+    """Per (finished) task of ``task_ids``: {arm: [judged attempts, score sum]}, as in ``task_outcomes``."""
+    if not task_ids:
+        return {}
+    return _arm_scores(memory, "FROM tasks t", f"t.finished_at IS NOT NULL AND t.id IN ({','.join('?' * len(task_ids))})",
+                       list(task_ids))
+
+
+def _arm_scores(memory: Memory, tasks: str, where: str, params: list) -> dict[str, dict[str, list]]:
     arms: dict[str, dict[str, list]] = {}
     for task, arm, n, s in memory.db.execute(
             f"SELECT t.id, a.agent || ':' || a.model, TOTAL({WEIGHT}), TOTAL({WEIGHTED_SCORE}) {tasks}"
             f" JOIN attempts a ON a.task_id = t.id WHERE {where} AND a.verdict IN {EVIDENCE_SQL}"
             " GROUP BY t.id, a.agent, a.model", params):
         arms.setdefault(task, {})[arm] = [n, s]
-    return [(tuple(levels[k] for k in sorted(levels)), arms[task]) for task, levels in groups.items() if task in arms]
+    return arms
 
 
 def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = None) -> GroupStats:
@@ -303,6 +344,7 @@ class GroupCache:
         self.version: dict[str, int] = {}  # bumps when a group's data changes
         self._overall: GroupStats | None = None
         self._chains: dict[str, Chains] = {}
+        self._near: tuple[tuple, list[Near]] | None = None
 
     def overall(self) -> GroupStats:
         """Per-arm token and cost sums over the whole scope."""
@@ -321,6 +363,21 @@ class GroupCache:
             for groups, arms in task_outcomes(self.memory, self.scope, after, self.mark, root=root):
                 ch.add_task(groups, arms)
         return ch
+
+    def similar(self, text: str, project: str | None) -> list[Near]:
+        """The finished tasks of the scope whose requests read most like ``text`` (same project first),
+        each with what happened on it (see :mod:`acr_cli.memory.similar`)."""
+        self.refresh()
+        key = (text, project, self.mark)
+        if self._near is not None and self._near[0] == key:
+            return self._near[1]
+        found = similar.find(self.memory.db, self.scope, text, project=project, upto=self.mark)
+        ids = [f.task_id for f in found]
+        stats, scores = task_stats(self.memory, ids), task_scores(self.memory, ids)
+        near = [Near(f, stats[f.task_id], scores.get(f.task_id, {})) for f in found if f.task_id in stats]
+        similar.outcomes(self.memory.db, [n.task for n in near])
+        self._near = (key, near)
+        return near
 
     def get(self, keys: Sequence[str]) -> list[GroupStats]:
         self.refresh()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from acr_cli.errors import MemoryFileError
+from acr_cli.memory import similar
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -174,12 +175,48 @@ def _m005_context_root(db: sqlite3.Connection) -> None:
                        [(task_id, level, key) for level, key in enumerate(new)])
 
 
+def _m006_similar_tasks(db: sqlite3.Connection) -> None:
+    """Similar past tasks (acr_cli.memory.similar): an FTS5 index of the request texts, kept by triggers
+    (a forgotten task leaves it in the same statement), and each scope's word counts. An SQLite built
+    without FTS5 gets the word counts only; routing then does without similar tasks."""
+    _script(
+        db,
+        """
+        CREATE TABLE prompt_terms (                -- per scope: in how many requests each word occurs
+            source TEXT NOT NULL,
+            term TEXT NOT NULL,                    -- '' counts the scope's requests
+            df INTEGER NOT NULL,
+            PRIMARY KEY (source, term)
+        ) WITHOUT ROWID
+        """,
+    )
+    try:
+        db.execute("CREATE VIRTUAL TABLE task_text USING fts5(prompt, content='tasks', content_rowid='rowid',"
+                   " tokenize='unicode61 remove_diacritics 0')")
+    except sqlite3.OperationalError as e:
+        if "no such module" not in str(e):
+            raise
+    else:  # one statement each: a trigger's body has semicolons of its own
+        db.execute("CREATE TRIGGER task_text_insert AFTER INSERT ON tasks WHEN new.prompt IS NOT NULL BEGIN"
+                   " INSERT INTO task_text (rowid, prompt) VALUES (new.rowid, new.prompt); END")
+        db.execute("CREATE TRIGGER task_text_delete AFTER DELETE ON tasks WHEN old.prompt IS NOT NULL BEGIN"
+                   " INSERT INTO task_text (task_text, rowid, prompt) VALUES ('delete', old.rowid, old.prompt); END")
+        db.execute("CREATE TRIGGER task_text_update AFTER UPDATE OF prompt ON tasks BEGIN"
+                   " INSERT INTO task_text (task_text, rowid, prompt) SELECT 'delete', old.rowid, old.prompt"
+                   "  WHERE old.prompt IS NOT NULL;"
+                   " INSERT INTO task_text (rowid, prompt) SELECT new.rowid, new.prompt WHERE new.prompt IS NOT NULL;"
+                   " END")
+        db.execute("INSERT INTO task_text (rowid, prompt) SELECT rowid, prompt FROM tasks WHERE prompt IS NOT NULL")
+    similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
     ("003_unverified", _m003_unverified),
     ("004_run_record", _m004_run_record),
     ("005_context_root", _m005_context_root),
+    ("006_similar_tasks", _m006_similar_tasks),
 ]
 
 

@@ -20,7 +20,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 from acr_cli.domain import VERDICTS, Decision, Feedback
 from acr_cli.errors import MemoryFileError
-from acr_cli.memory import db as dbmod
+from acr_cli.memory import db as dbmod, similar
 from acr_cli.redact import redact
 
 # Verdicts that say something about the arm's ability (errors and cancels do not).
@@ -154,6 +154,7 @@ class Memory:
                 (task_id, created_at or now_iso(), source, project, clean, sha, kind, language, size, ref, policy,
                  oracle_reward, oracle_arm),
             )
+            similar.count(self.db, [(source, clean)])
             if groups:
                 try:
                     self.db.executemany("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
@@ -326,6 +327,9 @@ class Memory:
             n = 0
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
+                similar.count(self.db, self.db.execute(
+                    f"SELECT source, prompt FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall(),
+                    sign=-1)
                 n += self._write(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).rowcount
         return n
 
@@ -345,6 +349,7 @@ class Memory:
         """Forget everything; returns (tasks, replay runs) forgotten."""
         with self.transaction():
             n = self._write("DELETE FROM tasks").rowcount
+            self._write("DELETE FROM prompt_terms")
             runs = self._write("DELETE FROM runs").rowcount
         self.db.execute("VACUUM")
         return n, runs
@@ -355,6 +360,7 @@ class Memory:
         runs = 0
         with self.transaction():
             n = self._write("DELETE FROM tasks WHERE source LIKE ? || '%'", (prefix,)).rowcount
+            self._write("DELETE FROM prompt_terms WHERE source LIKE ? || '%'", (prefix,))
             if prefix.startswith("bench:"):
                 runs = self._write("DELETE FROM runs").rowcount
         return n, runs
@@ -400,6 +406,7 @@ class Memory:
                     cur = self._write(f"INSERT OR IGNORE INTO tasks ({','.join(TASK_FIELDS)}) VALUES "
                                       f"({','.join('?' * len(TASK_FIELDS))})", [obj.get(k) for k in TASK_FIELDS])
                     if cur.rowcount:
+                        similar.count(self.db, [(obj.get("source") or "live", obj.get("prompt"))])
                         for level, key in enumerate(groups):
                             self._write("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
                                         (obj["id"], level, key, obj.get("source") or "live"))

@@ -64,6 +64,11 @@ class Policy:
         """Arms in the order the policy would try them now, with the numbers behind it."""
         raise NotImplementedError
 
+    def similar_effect(self, ctx: Context, state: TaskState | None = None) -> tuple[list, dict[str, tuple[float, float]]]:
+        """The similar earlier tasks the policy read for ``ctx`` and how they moved each arm's chance
+        (arm id -> (without, with)); a policy that does not read them has none."""
+        return [], {}
+
     def task_done(self, ctx: Context, state: TaskState) -> None:
         """Called after each task; policies that learn from memory need nothing here."""
 

@@ -74,6 +74,7 @@ class Effects:
         pbar = sum(p) / k if k else 0.5
         self.tau_b = pbar * (1 - pbar)
         self.params = (tuple(arm_ids), tuple(prior_mean), tuple(prior_weight), n_hier, min_tasks)
+        self.n_hier = n_hier
         w = [max(x, 1e-6) for x in prior_weight]
         self.j0 = _full([w[a] / self.v[a] for a in range(k)])
         self.h0 = [w[a] / self.v[a] * prior_mean[a] for a in range(k)]
@@ -108,8 +109,14 @@ class Effects:
         msg = [[self.p[a][b] - (ps[a][b] * e[b] - c * pse[a] * e[b]) for b in range(k)] for a in range(k)]
         return msg, _mv(ps, h)
 
-    def predict(self, chain: Sequence[str]) -> tuple[list[float], list[float]]:
-        """Posterior mean and variance of each arm's mean score on a task of this chain of sub-groups."""
+    def predict(self, chain: Sequence[str], near: dict[str, list] | None = None,
+                near_worth: float | None = None) -> tuple[list[float], list[float]]:
+        """Posterior mean and variance of each arm's mean score on a task of this chain of sub-groups.
+
+        ``near``: {arm: [attempts, score sum]} of the task's similar earlier tasks, each counted as
+        much as it is alike. They are one more sub-group below the chain, with its own shared
+        difficulty and arm effects (whose spread is v / ``near_worth``, default ``n_hier``), and the
+        task is scored as one of them."""
         j, h = self.root_j, self.root_h
         depth = 0
         for i in range(1, len(chain) + 1):
@@ -124,7 +131,20 @@ class Effects:
         cov = _inv(j)
         mean = _mv(cov, h)
         extra = len(chain) - depth  # finer groups without effects yet: each adds one step of Q
-        return mean, [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
+        index = {a: i for i, a in enumerate(self.params[0])}
+        data = {index[a]: x for a, x in (near or {}).items() if a in index and x[0] > 0}
+        if not data:
+            return mean, [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
+        worth = near_worth or self.n_hier
+        prior = [[cov[a][b] + extra * (self.tau_b + (self.v[a] / self.n_hier if a == b else 0.0))
+                  + self.tau_b + (self.v[a] / worth if a == b else 0.0) for b in range(self.k)] for a in range(self.k)]
+        pj = _inv(prior)
+        ph = _mv(pj, mean)
+        for a, (n, total) in data.items():
+            pj[a][a] += n / self.v[a]
+            ph[a] += total / self.v[a]
+        cov = _inv(pj)
+        return _mv(cov, ph), [cov[a][a] for a in range(self.k)]
 
 
 def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str, list]], arm_ids: Sequence[str],

@@ -37,12 +37,13 @@ single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
-from acr_cli.memory.aggregates import GroupCache, GroupStats
+from acr_cli.memory import similar
+from acr_cli.memory.aggregates import GroupCache, GroupStats, Near
 from acr_cli.routing import effects
 from acr_cli.routing.base import Policy, Ranked
 from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
@@ -54,6 +55,9 @@ COST_PSEUDO = 1.0  # the price-based cost guess ignores how verbose a model is: 
 COST_SPREAD = 1.0  # prior variance of ln(cost) around that guess: one e-fold
 COST_CORR_PRIOR, COST_CORR_PSEUDO = 0.0, 2.0  # do not carry a task's cost level across arms until seen
 FAIL_SCORE_PRIOR, FAIL_SCORE_PSEUDO = 0.0, 1.0  # no partial credit for a failure until observed
+# The similar earlier tasks' level is worth at most what its group says: as many observations as
+# there can be neighbours, so that NEIGHBOURS copies of this very request weigh as much as the group
+NEAR_WORTH = float(similar.NEIGHBOURS)
 PROB_CLIP = (0.02, 0.98)
 INPUT_SHARE = 0.95  # with only a profile's typical_tokens: agents read far more than they write
 
@@ -109,22 +113,52 @@ class LearnedPolicy(Policy):
             weights.append(self.prior_weight if a.prior_weight is None else a.prior_weight)
         return means, weights
 
-    def fit(self, ctx: Context, verified: bool) -> Fit:
+    def fit(self, ctx: Context, verified: bool, near: bool = True) -> Fit:
+        """The posterior for this task: its context groups' and, with ``near``, its similar tasks'."""
         levels = self.stats.get(ctx.groups)
         key = (ctx.groups, ctx.kind, verified)
         versions = tuple(self.stats.version.get(g, 0) for g in ctx.groups)
         cached = self._fits.get(key)
         if cached and cached[0] == versions:
-            return cached[1]
-        fit = self._fit(ctx, levels, verified)
-        fit.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
+            base, prior = cached[1]
+        else:
+            base, prior = self._fit(ctx, levels, verified)
+            base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
+            if verified:
+                base.qs = [self.latent.q(mu) for mu in base.mu]
+            else:
+                base.score, var = self.group_effects(ctx).predict(ctx.groups[1:])
+                base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, var)]
+            self._fits[key] = (versions, (base, prior))
+        found = self.similar(ctx) if near else []
+        if not found:
+            return base
+        # the similar tasks are one more level below the finest group: each counts as much as it is
+        # alike (1: the same request again), and the group's fit is their prior, worth NEAR_WORTH
+        own = GroupStats()
+        for t in found:
+            own.add(t.stats, t.task.similarity)
+        prior = replace(prior, n=[min(x, NEAR_WORTH) for x in prior.n])
+        fit, _ = self._level(prior, own, verified, (ctx.groups[-1] if ctx.groups else None, "similar"))
+        fit.corr, fit.attempts = base.corr, base.attempts
         if verified:
             fit.qs = [self.latent.q(mu) for mu in fit.mu]
         else:
-            fit.score, var = self.group_effects(ctx).predict(ctx.groups[1:])
+            sums: dict[str, list] = {}
+            for t in found:
+                for arm, (n, sc) in t.scores.items():
+                    mine = sums.setdefault(arm, [0.0, 0.0])
+                    mine[0] += t.task.similarity * n
+                    mine[1] += t.task.similarity * sc
+            fit.score, var = self.group_effects(ctx).predict(ctx.groups[1:], near=sums, near_worth=NEAR_WORTH)
             fit.n_score = [_pseudo_count(p, v) for p, v in zip(fit.score, var)]
-        self._fits[key] = (versions, fit)
         return fit
+
+    def similar(self, ctx: Context) -> list[Near]:
+        """The earlier tasks most like this request (acr_cli.memory.similar), with their outcomes."""
+        if not ctx.prompt:
+            return []
+        return self.stats.similar(ctx.prompt, ctx.project)
 
     def group_effects(self, ctx: Context) -> effects.Effects:
         """The single-action score model of the context's kind (see :mod:`acr_cli.routing.effects`)."""
@@ -143,19 +177,14 @@ class LearnedPolicy(Policy):
         self._effects[key] = (chains.version, fitted)
         return fitted
 
-    def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> Fit:
+    def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> tuple[Fit, "_Prior"]:
+        """The fit of the context's finest group, and the prior it makes for a level below it."""
         n = len(self.arms)
         p0, n0 = self._prior(ctx)
-        mu_par = [Phi_inv(p) for p in p0]
-        v_par = [0.0] * n
-        n_par = list(n0)
-        f_par, n_f_par = [FAIL_SCORE_PRIOR] * n, [FAIL_SCORE_PSEUDO] * n
-        m_par: list[float] | None = None
-        n_m_par = [COST_PSEUDO] * n
-        s2_par = [COST_SPREAD] * n
-        pp_par, n_pp = [1.0] * n, [COST_PSEUDO] * n
+        prior = _Prior([Phi_inv(p) for p in p0], [0.0] * n, list(n0), [FAIL_SCORE_PRIOR] * n,
+                       [FAIL_SCORE_PSEUDO] * n, None, [COST_PSEUDO] * n, [COST_SPREAD] * n, [1.0] * n,
+                       [COST_PSEUDO] * n, [0] * n)
         fit = None
-        attempts = [0] * n
         for depth, (group, stats) in enumerate(zip(ctx.groups, levels)):
             finer = levels[depth + 1] if depth + 1 < len(levels) else None
             own = stats.minus(finer) if finer is not None else stats
@@ -163,52 +192,54 @@ class LearnedPolicy(Policy):
                 own = stats  # groups read with different windows: count the overlap twice, never negative
             if own.n_tasks == 0 and not own.arms:
                 continue  # nothing of its own beyond the finer group: skip this level
-            aggs = [own.arm(a.id) for a in self.arms]
-            tau2 = [tau2_of(mu_par[i], n_par[i]) + v_par[i] for i in range(n)]
-            if verified:
-                pats = self._patterns(own)
-                wkey = (group, ctx.groups[depth + 1] if finer is not None else None)
-                mu, vmu = self.latent.fit(pats, mu_par, tau2, start=self._warm.get(wkey))
-                self._warm[wkey] = mu
-            else:
-                mu, vmu = list(mu_par), tau2
-            fsc = [_shrink(f_par[i], n_f_par[i], aggs[i].s_fscore, aggs[i].n_fail) for i in range(n)]
-            n_fsc = [n_f_par[i] + aggs[i].n_fail for i in range(n)]
-            if m_par is None:
-                m_par = self._price_prior(own)
-                if m_par is None:  # no token level observed yet: costs only known up to a factor
-                    n_m_par = [0.0] * n
-            m = s2 = vm = None
-            if m_par is not None or any(a.n_pos for a in aggs):
-                base = m_par or [0.0] * n
-                m, s2, vm = [], [], []
-                for i in range(n):
-                    w, a = n_m_par[i], aggs[i]
-                    mi = (w * base[i] + a.s_lc) / (w + a.n_pos) if w + a.n_pos > 0 else base[i]
-                    dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
-                    si = (w * s2_par[i] + dev) / (w + a.n_pos) if w + a.n_pos > 0 else s2_par[i]
-                    m.append(mi)
-                    s2.append(si)
-                    vm.append(si / max(w + a.n_pos, 1e-9))
-            ppos = [_shrink(pp_par[i], n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
-            for i in range(n):
-                if aggs[i].n:
-                    attempts[i] = aggs[i].n
-            fit = Fit(mu, vmu, fsc, m, s2 or list(s2_par), vm or [COST_SPREAD] * n, ppos,
-                      list(attempts))
-            # this level is the prior of the next finer one, worth at most n_hier observations
-            mu_par, v_par, n_par = mu, vmu, [self.n_hier] * n
-            f_par, n_f_par = fsc, [min(self.n_hier, x) for x in n_fsc]
-            if m is not None:
-                m_par, s2_par = m, s2
-                n_m_par = [min(self.n_hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)]
-            pp_par = ppos
-            n_pp = [min(self.n_hier, n_pp[i] + aggs[i].n_cost) for i in range(n)]
+            wkey = (group, ctx.groups[depth + 1] if finer is not None else None)
+            fit, prior = self._level(prior, own, verified, wkey)
         if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
             m0 = self._price_prior(GroupStats())
-            fit = Fit(mu_par, [tau2_of(mu_par[i], n_par[i]) for i in range(n)], f_par, m0,
-                      s2_par, [COST_SPREAD / COST_PSEUDO] * n, pp_par, attempts)
-        return fit
+            fit = Fit(prior.mu, [tau2_of(prior.mu[i], prior.n[i]) for i in range(n)], prior.f, m0,
+                      prior.s2, [COST_SPREAD / COST_PSEUDO] * n, prior.pp, prior.attempts)
+        return fit, prior
+
+    def _level(self, par: "_Prior", own: GroupStats, verified: bool, wkey: tuple) -> tuple[Fit, "_Prior"]:
+        """Fit one level on its own tasks (``own``) with the coarser level (``par``) as its prior;
+        returns the level's fit and the prior it makes for the next finer level."""
+        n = len(self.arms)
+        aggs = [own.arm(a.id) for a in self.arms]
+        tau2 = [tau2_of(par.mu[i], par.n[i]) + par.v[i] for i in range(n)]
+        if verified:
+            mu, vmu = self.latent.fit(self._patterns(own), par.mu, tau2, start=self._warm.get(wkey))
+            self._warm[wkey] = mu
+        else:
+            mu, vmu = list(par.mu), tau2
+        fsc = [_shrink(par.f[i], par.n_f[i], aggs[i].s_fscore, aggs[i].n_fail) for i in range(n)]
+        n_fsc = [par.n_f[i] + aggs[i].n_fail for i in range(n)]
+        m_par, n_m_par = par.m, par.n_m
+        if m_par is None:
+            m_par = self._price_prior(own)
+            if m_par is None:  # no token level observed yet: costs only known up to a factor
+                n_m_par = [0.0] * n
+        m = s2 = vm = None
+        if m_par is not None or any(a.n_pos for a in aggs):
+            base = m_par or [0.0] * n
+            m, s2, vm = [], [], []
+            for i in range(n):
+                w, a = n_m_par[i], aggs[i]
+                mi = (w * base[i] + a.s_lc) / (w + a.n_pos) if w + a.n_pos > 0 else base[i]
+                dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
+                si = (w * par.s2[i] + dev) / (w + a.n_pos) if w + a.n_pos > 0 else par.s2[i]
+                m.append(mi)
+                s2.append(si)
+                vm.append(si / max(w + a.n_pos, 1e-9))
+        ppos = [_shrink(par.pp[i], par.n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
+        attempts = [round(aggs[i].n) if aggs[i].n else par.attempts[i] for i in range(n)]
+        fit = Fit(mu, vmu, fsc, m, s2 or list(par.s2), vm or [COST_SPREAD] * n, ppos, attempts)
+        # this level is the prior of the next finer one, worth at most n_hier observations
+        nxt = _Prior(mu, vmu, [self.n_hier] * n, fsc, [min(self.n_hier, x) for x in n_fsc],
+                     m if m is not None else m_par,
+                     [min(self.n_hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)] if m is not None else n_m_par,
+                     s2 if m is not None else par.s2, ppos,
+                     [min(self.n_hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], attempts)
+        return fit, nxt
 
     def _patterns(self, stats: GroupStats) -> list[tuple[list[int], set[int], int]]:
         out = []
@@ -298,10 +329,11 @@ class LearnedPolicy(Policy):
 
     # ------------------------------------------------------------------ deciding
 
-    def _analyse(self, ctx: Context, state: TaskState | None) -> tuple[Fit, list[float], bool, list[int], dict]:
+    def _analyse(self, ctx: Context, state: TaskState | None,
+                 near: bool = True) -> tuple[Fit, list[float], bool, list[int], dict]:
         # escalation on verdicts needs a verifier and room for a second attempt; else one action decides
         verified = state is None or (state.verified and (state.max_attempts is None or state.max_attempts > 1))
-        fit = self.fit(ctx, verified)
+        fit = self.fit(ctx, verified, near)
         cost = self.expected_costs(fit, state, fit.corr)
         known_cost = cost is not None
         if cost is None:  # no cost seen anywhere yet: plan on success, break ties by list price
@@ -348,6 +380,16 @@ class LearnedPolicy(Policy):
         return Decision(self.arms[i], f"{what} {p:.2f}, {money}{tail}",
                         cost[i] if info["known_cost"] else None)
 
+    def similar_effect(self, ctx: Context, state: TaskState | None = None) -> tuple[list, dict[str, tuple[float, float]]]:
+        """The similar earlier tasks read for this request, and how they moved each arm's chance:
+        arm id -> (without them, with them)."""
+        found = self.similar(ctx)
+        if not found:
+            return [], {}
+        with_them = self._analyse(ctx, state)[4].get("p", {})
+        without = self._analyse(ctx, state, near=False)[4].get("p", {})
+        return found, {self.arms[i].id: (without[i], with_them[i]) for i in with_them if i in without}
+
     def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
         fit, cost, verified, plan, info = self._analyse(ctx, state)
         left = [i for i in range(len(self.arms)) if i in info.get("p", {})]
@@ -373,6 +415,23 @@ class LearnedPolicy(Policy):
                 r.alpha, r.beta = p * n, (1 - p) * n
             out.append(r)
         return out
+
+
+@dataclass
+class _Prior:
+    """What a level of the hierarchy starts from: the coarser level's posterior and what it is worth."""
+
+    mu: list[float]  # probit pass rate ...
+    v: list[float]  # ... its posterior variance
+    n: list[float]  # ... and its worth in observations
+    f: list[float]  # partial score of a failure, and its worth
+    n_f: list[float]
+    m: list[float] | None  # mean ln cost (None: no cost scale yet), its worth and spread
+    n_m: list[float]
+    s2: list[float]
+    pp: list[float]  # P(cost > 0), and its worth
+    n_pp: list[float]
+    attempts: list[int]  # attempts behind the estimate in the finest group with data
 
 
 def _shrink(prior: float, weight: float, total: float, count: float) -> float:

@@ -1,0 +1,174 @@
+"""Similar past tasks: which earlier requests read most like this one, and how alike they are.
+
+Two structures in the memory file, both kept by :mod:`acr_cli.memory.store` and ``db``:
+
+* ``task_text``, an SQLite FTS5 index over the (redacted) request texts of ``tasks``, kept by
+  triggers: a task inserted is indexed, a task forgotten leaves the index in the same statement.
+  It finds candidates fast (BM25 over the rarest words of the request) however large memory is.
+* ``prompt_terms``: per scope (``live``, or one replay run), in how many requests each word
+  occurs (the row with the empty word counts the requests). It gives the words their weight
+  (inverse document frequency) from what the router itself has seen in its scope, never from
+  other scopes: a replay must not weigh words by tasks it has not met yet.
+
+A candidate's **similarity** is the cosine of the two requests' word vectors, each word weighted
+``(1 + ln tf) * ln((N + 1) / (df + 1))``: a word every request has weighs nothing, so two long
+texts that share only their English score near 0, and a request sent again scores 1. The
+similarity is what a neighbour's outcomes count for in routing (acr_cli.routing.learned).
+
+Words are runs of letters and digits (``[^\\W_]+``, lower-cased, as FTS5's ``unicode61``
+tokenizer splits them); one-letter words and pure numbers (issue numbers, line numbers,
+addresses) are left out; only the first ``MAX_CHARS`` of a request count.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+NEIGHBOURS = 10  # the most similar earlier tasks routing reads
+CANDIDATES = 50  # candidates taken from the index (by BM25) before the similarity decides
+QUERY_WORDS = 24  # the request's most telling words the index is asked for
+MAX_CHARS = 20_000
+_WORD = re.compile(r"[^\W_]+")
+DOCS = ""  # the prompt_terms row that counts a scope's requests
+
+
+def words(text: str | None) -> Counter:
+    """Term frequencies of a request (see the module docstring for what a word is)."""
+    if not text:
+        return Counter()
+    return Counter(w for w in _WORD.findall(text[:MAX_CHARS].lower()) if len(w) > 1 and not w.isdigit())
+
+
+def count(db: sqlite3.Connection, items: Iterable[tuple[str, str | None]], sign: int = 1) -> None:
+    """Add (``sign`` 1) or remove (-1) requests, given as (scope, text), to their scope's word counts."""
+    rows: Counter = Counter()
+    for scope, text in items:
+        w = words(text)
+        if not w:
+            continue
+        rows[(scope, DOCS)] += sign
+        for term in w:
+            rows[(scope, term)] += sign
+    if not rows:
+        return
+    db.executemany("INSERT INTO prompt_terms (source, term, df) VALUES (?, ?, ?)"
+                   " ON CONFLICT (source, term) DO UPDATE SET df = df + excluded.df",
+                   [(s, t, n) for (s, t), n in rows.items()])
+    if sign < 0:
+        db.executemany("DELETE FROM prompt_terms WHERE source = ? AND term = ? AND df <= 0",
+                       list(rows))
+
+
+@dataclass
+class Similar:
+    """One earlier task and how much it reads like the request."""
+
+    task_id: str
+    similarity: float
+    project: str | None
+    prompt: str
+    created_at: str
+    same_project: bool = False
+    outcome: dict[str, str] = field(default_factory=dict)  # arm id -> verdict, in the order tried
+
+
+def available(db: sqlite3.Connection) -> bool:
+    """Whether this memory has the index (an SQLite without FTS5, or a read-only memory from
+    before the index, has none: routing then does without similar tasks)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'task_text'").fetchone() is not None
+
+
+def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None = None, upto: int | None = None,
+         k: int = NEIGHBOURS) -> list[Similar]:
+    """The ``k`` finished tasks of ``scope`` (rowid <= ``upto``) whose requests read most like ``text``,
+    most similar first; tasks of the same ``project`` are looked for first and come first."""
+    query = words(text)
+    if not query or not available(db):
+        return []
+    idf = _idf(db, scope, query)
+    if not idf:
+        return []
+    qvec = _vector(query, idf)
+    qnorm = math.sqrt(sum(v * v for v in qvec.values()))
+    telling = sorted((t for t in query if idf.get(t, 0.0) > 0 and t in _known(db, scope, idf)),
+                     key=lambda t: -qvec[t])[:QUERY_WORDS]
+    if qnorm <= 0 or not telling:
+        return []
+    match = " OR ".join(f'"{t}"' for t in telling)
+    where = "task_text MATCH ? AND t.source = ? AND t.finished_at IS NOT NULL"
+    params: list = [match, scope]
+    if upto is not None:
+        where += " AND t.rowid <= ?"
+        params.append(upto)
+    sql = ("SELECT t.id, t.prompt, t.project, t.created_at FROM task_text JOIN tasks t ON t.rowid = task_text.rowid"
+           f" WHERE {where} {{}} ORDER BY bm25(task_text) LIMIT {CANDIDATES}")
+    rows = []
+    if project is not None:
+        rows = db.execute(sql.format("AND t.project = ?"), [*params, project]).fetchall()
+    seen = {r[0] for r in rows}
+    rows += [r for r in db.execute(sql.format(""), params).fetchall() if r[0] not in seen]
+    texts = {r[0]: words(r[1]) for r in rows}
+    missing = {t for w in texts.values() for t in w if t not in idf}
+    idf.update(_idf(db, scope, missing, docs=idf.get(DOCS)))
+    out = []
+    for task_id, prompt, proj, created in rows:
+        vec = _vector(texts[task_id], idf)
+        norm = math.sqrt(sum(v * v for v in vec.values()))
+        if norm <= 0:
+            continue
+        sim = sum(qvec[t] * vec[t] for t in qvec.keys() & vec.keys()) / (qnorm * norm)
+        same = project is not None and proj == project
+        out.append(Similar(task_id, min(sim, 1.0), proj, _first_line(prompt), created, same))
+    out.sort(key=lambda s: (not s.same_project, -s.similarity))
+    return [s for s in out[:k] if s.similarity > 0]
+
+
+def outcomes(db: sqlite3.Connection, found: Sequence[Similar]) -> None:
+    """Fill each task's ``outcome``: arm -> verdict of its attempts, in the order they were made."""
+    by_id = {s.task_id: s for s in found}
+    if not by_id:
+        return
+    for task_id, arm, verdict in db.execute(
+            "SELECT task_id, agent || ':' || model, verdict FROM attempts"
+            f" WHERE task_id IN ({','.join('?' * len(by_id))}) ORDER BY task_id, seq", list(by_id)):
+        by_id[task_id].outcome[arm] = verdict
+
+
+def _idf(db: sqlite3.Connection, scope: str, terms: Iterable[str], docs: int | None = None) -> dict[str, float]:
+    """ln((N + 1) / (df + 1)) for each term (and N itself under DOCS), from the scope's counts."""
+    terms = [t for t in terms if t != DOCS]
+    if docs is None:
+        row = db.execute("SELECT df FROM prompt_terms WHERE source = ? AND term = ?", (scope, DOCS)).fetchone()
+        docs = row[0] if row else 0
+    if not docs:
+        return {}
+    df: dict[str, int] = {}
+    for i in range(0, len(terms), 500):
+        chunk = terms[i:i + 500]
+        df.update(db.execute(f"SELECT term, df FROM prompt_terms WHERE source = ? AND term IN "
+                             f"({','.join('?' * len(chunk))})", [scope, *chunk]).fetchall())
+    out = {t: math.log((docs + 1) / (df.get(t, 0) + 1)) for t in terms}
+    out[DOCS] = docs
+    return out
+
+
+def _known(db: sqlite3.Connection, scope: str, idf: dict[str, float]) -> set[str]:
+    """The terms of ``idf`` that some request of the scope has (the others cannot find a candidate)."""
+    docs = idf.get(DOCS, 0)
+    return {t for t, v in idf.items() if t != DOCS and v < math.log(docs + 1) - 1e-12}
+
+
+def _vector(tf: Counter, idf: dict[str, float]) -> dict[str, float]:
+    return {t: (1.0 + math.log(n)) * idf[t] for t, n in tf.items() if idf.get(t, 0.0) > 0}
+
+
+def _first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
