@@ -12,17 +12,9 @@ from acr_cli.memory import db as dbmod
 from acr_cli.memory import similar
 from conftest import acr
 from test_json_shapes import ROUTE_SIMILAR
+from test_learning import PROFILE  # two equal arms, codex:m-a and claude:m-b
 from test_memory import old_schema
 
-PROFILE = """\
-description: two equal arms
-settings: {policy: learned}
-arms:
-  - {agent: codex, model: m-a, price: {input: 1, output: 4}}
-  - {agent: claude, model: m-b, price: {input: 1, output: 4}}
-order:
-  default: [codex:m-a, claude:m-b]
-"""
 A, B = Arm("codex", "m-a"), Arm("claude", "m-b")
 WEBSOCKET = "rework the websocket reconnect backoff in the streaming client so it stops hammering the gateway"
 OTHER = ["add a CSV export button to the invoices page", "rename the settings panel to preferences",
