@@ -31,7 +31,8 @@ from typing import Iterable, Sequence
 
 NEIGHBOURS = 10  # the most similar earlier tasks routing reads
 CANDIDATES = 50  # candidates taken from the index (by BM25) before the similarity decides
-QUERY_WORDS = 24  # the request's most telling words the index is asked for
+QUERY_WORDS = 24  # the request's most telling (rarest) words the index is asked for ...
+POSTINGS = 20_000  # ... while the requests holding them number at most this (a bound on the work, not on quality)
 MAX_CHARS = 20_000
 _WORD = re.compile(r"[^\W_]+")
 DOCS = ""  # the prompt_terms row that counts a scope's requests
@@ -95,8 +96,14 @@ def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None =
         return []
     qvec = _vector(query, idf)
     qnorm = math.sqrt(sum(v * v for v in qvec.values()))
-    telling = sorted((t for t in query if idf.get(t, 0.0) > 0 and t in _known(db, scope, idf)),
-                     key=lambda t: -qvec[t])[:QUERY_WORDS]
+    known = _known(db, scope, idf)
+    telling = []  # the rarest words first, while the index has at most POSTINGS entries to read for them
+    postings = 0
+    for t in sorted((t for t in query if t in known), key=lambda t: -idf[t])[:QUERY_WORDS]:
+        postings += idf["df:" + t]
+        if telling and postings > POSTINGS:
+            break
+        telling.append(t)
     if qnorm <= 0 or not telling:
         return []
     match = " OR ".join(f'"{t}"' for t in telling)
@@ -153,6 +160,7 @@ def _idf(db: sqlite3.Connection, scope: str, terms: Iterable[str], docs: int | N
         df.update(db.execute(f"SELECT term, df FROM prompt_terms WHERE source = ? AND term IN "
                              f"({','.join('?' * len(chunk))})", [scope, *chunk]).fetchall())
     out = {t: math.log((docs + 1) / (df.get(t, 0) + 1)) for t in terms}
+    out.update({"df:" + t: df.get(t, 0) for t in terms})  # ':' is never in a word
     out[DOCS] = docs
     return out
 
@@ -164,7 +172,7 @@ def _known(db: sqlite3.Connection, scope: str, idf: dict[str, float]) -> set[str
 
 
 def _vector(tf: Counter, idf: dict[str, float]) -> dict[str, float]:
-    return {t: (1.0 + math.log(n)) * idf[t] for t, n in tf.items() if idf.get(t, 0.0) > 0}
+    return {t: (1.0 + math.log(n)) * idf[t] for t, n in tf.items() if idf.get(t, 0.0) > 0 and ":" not in t}
 
 
 def _first_line(text: str | None) -> str:
