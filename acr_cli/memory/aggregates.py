@@ -366,7 +366,8 @@ class GroupCache:
 
     def similar(self, text: str, project: str | None) -> list[Near]:
         """The finished tasks of the scope whose requests read most like ``text`` (same project first),
-        each with what happened on it (see :mod:`acr_cli.memory.similar`)."""
+        each with its aggregates (see :mod:`acr_cli.memory.similar`; ``similar.outcomes`` adds the
+        verdicts to show)."""
         self.refresh()
         key = (text, project, self.mark)
         if self._near is not None and self._near[0] == key:
@@ -375,7 +376,6 @@ class GroupCache:
         ids = [f.task_id for f in found]
         stats, scores = task_stats(self.memory, ids), task_scores(self.memory, ids)
         near = [Near(f, stats[f.task_id], scores.get(f.task_id, {})) for f in found if f.task_id in stats]
-        similar.outcomes(self.memory.db, [n.task for n in near])
         self._near = (key, near)
         return near
 

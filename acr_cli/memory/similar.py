@@ -91,16 +91,14 @@ def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None =
     query = words(text)
     if not query or not available(db):
         return []
-    idf = _idf(db, scope, query)
-    if not idf:
-        return []
-    qvec = _vector(query, idf)
+    docs = _docs(db, scope)
+    df = _df(db, scope, query)
+    qvec = _vector(query, df, docs)
     qnorm = math.sqrt(sum(v * v for v in qvec.values()))
-    known = _known(db, scope, idf)
     telling = []  # the rarest words first, while the index has at most POSTINGS entries to read for them
     postings = 0
-    for t in sorted((t for t in query if t in known), key=lambda t: -idf[t])[:QUERY_WORDS]:
-        postings += idf["df:" + t]
+    for t in sorted(df, key=df.__getitem__)[:QUERY_WORDS]:
+        postings += df[t]
         if telling and postings > POSTINGS:
             break
         telling.append(t)
@@ -120,11 +118,10 @@ def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None =
     seen = {r[0] for r in rows}
     rows += [r for r in db.execute(sql.format(""), params).fetchall() if r[0] not in seen]
     texts = {r[0]: words(r[1]) for r in rows}
-    missing = {t for w in texts.values() for t in w if t not in idf}
-    idf.update(_idf(db, scope, missing, docs=idf.get(DOCS)))
+    df.update(_df(db, scope, {t for w in texts.values() for t in w if t not in query}))
     out = []
     for task_id, prompt, proj, created in rows:
-        vec = _vector(texts[task_id], idf)
+        vec = _vector(texts[task_id], df, docs)
         norm = math.sqrt(sum(v * v for v in vec.values()))
         if norm <= 0:
             continue
@@ -146,33 +143,31 @@ def outcomes(db: sqlite3.Connection, found: Sequence[Similar]) -> None:
         by_id[task_id].outcome[arm] = verdict
 
 
-def _idf(db: sqlite3.Connection, scope: str, terms: Iterable[str], docs: int | None = None) -> dict[str, float]:
-    """ln((N + 1) / (df + 1)) for each term (and N itself under DOCS), from the scope's counts."""
+def _docs(db: sqlite3.Connection, scope: str) -> int:
+    """How many requests the scope has counted."""
+    row = db.execute("SELECT df FROM prompt_terms WHERE source = ? AND term = ?", (scope, DOCS)).fetchone()
+    return row[0] if row else 0
+
+
+def _df(db: sqlite3.Connection, scope: str, terms: Iterable[str]) -> dict[str, int]:
+    """In how many of the scope's requests each term occurs (terms no request has are left out)."""
     terms = [t for t in terms if t != DOCS]
-    if docs is None:
-        row = db.execute("SELECT df FROM prompt_terms WHERE source = ? AND term = ?", (scope, DOCS)).fetchone()
-        docs = row[0] if row else 0
-    if not docs:
-        return {}
     df: dict[str, int] = {}
     for i in range(0, len(terms), 500):
         chunk = terms[i:i + 500]
         df.update(db.execute(f"SELECT term, df FROM prompt_terms WHERE source = ? AND term IN "
                              f"({','.join('?' * len(chunk))})", [scope, *chunk]).fetchall())
-    out = {t: math.log((docs + 1) / (df.get(t, 0) + 1)) for t in terms}
-    out.update({"df:" + t: df.get(t, 0) for t in terms})  # ':' is never in a word
-    out[DOCS] = docs
+    return df
+
+
+def _vector(tf: Counter, df: dict[str, int], docs: int) -> dict[str, float]:
+    """The request's word weights, (1 + ln tf) x ln((N + 1) / (df + 1)); words of weight 0 left out."""
+    out = {}
+    for t, n in tf.items():
+        w = (1.0 + math.log(n)) * math.log((docs + 1) / (df.get(t, 0) + 1))
+        if w > 0:
+            out[t] = w
     return out
-
-
-def _known(db: sqlite3.Connection, scope: str, idf: dict[str, float]) -> set[str]:
-    """The terms of ``idf`` that some request of the scope has (the others cannot find a candidate)."""
-    docs = idf.get(DOCS, 0)
-    return {t for t, v in idf.items() if t != DOCS and v < math.log(docs + 1) - 1e-12}
-
-
-def _vector(tf: Counter, idf: dict[str, float]) -> dict[str, float]:
-    return {t: (1.0 + math.log(n)) * idf[t] for t, n in tf.items() if idf.get(t, 0.0) > 0 and ":" not in t}
 
 
 def _first_line(text: str | None) -> str:

@@ -386,6 +386,7 @@ class LearnedPolicy(Policy):
         found = self.similar(ctx)
         if not found:
             return [], {}
+        similar.outcomes(self.stats.memory.db, [t.task for t in found])  # only shown, never routed on
         with_them = self._analyse(ctx, state)[4].get("p", {})
         without = self._analyse(ctx, state, near=False)[4].get("p", {})
         return found, {self.arms[i].id: (without[i], with_them[i]) for i in with_them if i in without}
