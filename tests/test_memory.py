@@ -273,6 +273,24 @@ def test_routing_reads_only_the_newest_tasks_of_a_group(tmp_path):
     assert group_stats(mem, "live", ["kind=docs"])["kind=docs"].n_tasks == 8
 
 
+def test_newest_tasks_are_read_right_after_groups_were_rewritten_out_of_task_order(tmp_path):
+    # migration 005 rewrote live group rows in task-id order; routing's window must still be the newest tasks
+    path = tmp_path / "old.sqlite"
+    raw = old_schema(path, "007_group_rows_in_task_order")
+    for tid, verdict in (("t_c", "failed"), ("t_a", "passed"), ("t_b", "passed")):  # task order c, a, b
+        raw.execute("INSERT INTO tasks (id, created_at, source, kind, finished_at) VALUES (?, 't', 'live', 'docs', 't')",
+                    (tid,))
+        raw.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, verdict) VALUES (?, 1, ?, ?, 't', ?)",
+                    (tid, A.agent, A.model, verdict))
+    for tid in ("t_a", "t_b", "t_c"):  # group rows in id order
+        raw.executemany("INSERT INTO task_groups VALUES (?, ?, ?, 'live')", [(tid, 0, "all"), (tid, 1, "kind=docs")])
+    raw.close()
+    mem = Memory.open(path)
+    newest = group_stats(mem, "live", ["all", "kind=docs"], window=2)
+    for key in ("all", "kind=docs"):  # t_a and t_b, both passed
+        assert newest[key].n_tasks == 2 and newest[key].patterns == {(frozenset({A.id}), frozenset({A.id})): 2}
+
+
 @pytest.fixture
 def read_only_dir(tmp_path):
     """A directory on a read-only bind mount (root only; skipped where mounting is not allowed)."""

@@ -128,21 +128,31 @@ def group_stats(memory: Memory, scope: str, keys: Sequence[str] | None, after: i
     (the router only needs the coarsest group's).
     """
     if keys is not None:
+        first_row = 0
         if window and keys:
-            after = max(after, _window_start(memory, scope, keys[0], window) - 1)
+            start, first_row = _window_start(memory, scope, keys[0], window)
+            after = max(after, start - 1)
         out: dict[str, GroupStats] = {}
         for key in keys:
-            out.update(_aggregate(memory, scope, [key], after, upto, with_pairs=pairs is None or key in pairs))
+            out.update(_aggregate(memory, scope, [key], after, upto, with_pairs=pairs is None or key in pairs,
+                                  first_row=first_row))
         return out
     return _aggregate(memory, scope, None, after, upto, with_pairs=True)
 
 
-def _window_start(memory: Memory, scope: str, key: str, window: int) -> int:
-    """The task rowid of a group's ``window``-th newest task (0: fewer tasks); an index walk."""
-    row = memory.db.execute("SELECT t.rowid FROM task_groups g JOIN tasks t ON t.id = g.task_id"
+def _window_start(memory: Memory, scope: str, key: str, window: int) -> tuple[int, int]:
+    """The rowids of a group's ``window``-th newest task and of its row in ``task_groups`` ((0, 0): fewer
+    tasks); an index walk.
+
+    A task's group rows are written with the task, coarse to fine, so ``task_groups`` rowids follow
+    task order (migration 007 renumbered the rows an older memory had out of order): every row of
+    this task or a later one at this group's level or finer has a rowid >= the second figure, and
+    every row of an earlier task a smaller one. Bounding the group index by it reads only the window's
+    rows instead of the whole group's."""
+    row = memory.db.execute("SELECT t.rowid, g.rowid FROM task_groups g JOIN tasks t ON t.id = g.task_id"
                             " WHERE g.source = ? AND g.key = ? ORDER BY g.rowid DESC LIMIT 1 OFFSET ?",
                             (scope, key, window - 1)).fetchone()
-    return row[0] if row else 0
+    return (row[0], row[1]) if row else (0, 0)
 
 
 def _finished(scope: str, after: int, upto: int | None) -> tuple[str, list]:
@@ -157,11 +167,11 @@ def _finished(scope: str, after: int, upto: int | None) -> tuple[str, list]:
 
 
 def _aggregate(memory: Memory, scope: str, keys: Sequence[str] | None, after: int, upto: int | None,
-               with_pairs: bool) -> dict[str, GroupStats]:
+               with_pairs: bool, first_row: int = 0) -> dict[str, GroupStats]:
     where, params = _finished(scope, after, upto)
     if keys is not None:
-        where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))})"
-        params += [scope, *keys]
+        where += f" AND g.source = ? AND g.key IN ({','.join('?' * len(keys))}) AND g.rowid >= ?"
+        params += [scope, *keys, first_row]
     out = _sums(memory, "FROM tasks t JOIN task_groups g ON g.task_id = t.id", "g.key", where, params, with_pairs)
     for k in keys or ():
         out.setdefault(k, GroupStats())
@@ -271,14 +281,15 @@ class Chains:
 
 
 def task_outcomes(memory: Memory, scope: str, after: int = 0, upto: int | None = None,
-                  root: str | None = None) -> list[tuple[tuple[str, ...], dict[str, list]]]:
-    """Per finished task of ``scope`` with after < rowid <= upto (and in group ``root``, if given):
-    its group keys coarse to fine and {arm: [judged attempts, score sum]} (unverified ones weighted)."""
+                  root: str | None = None, first_row: int = 0) -> list[tuple[tuple[str, ...], dict[str, list]]]:
+    """Per finished task of ``scope`` with after < rowid <= upto (and in group ``root``, if given, from
+    its ``task_groups`` row ``first_row`` on): its group keys coarse to fine and {arm: [judged attempts,
+    score sum]} (unverified ones weighted)."""
     where, params = _finished(scope, after, upto)
     if root is not None:
         tasks = "FROM task_groups r JOIN tasks t ON t.id = r.task_id"
-        where = f"r.source = ? AND r.key = ? AND {where}"
-        params = [scope, root, *params]
+        where = f"r.source = ? AND r.key = ? AND r.rowid >= ? AND {where}"
+        params = [scope, root, first_row, *params]
     else:
         tasks = "FROM tasks t"
     groups: dict[str, dict[int, str]] = {}
@@ -359,8 +370,9 @@ class GroupCache:
         ch = self._chains.get(root)
         if ch is None:
             ch = self._chains[root] = Chains(root)
-            after = max(_window_start(self.memory, self.scope, root, WINDOW) - 1, 0)
-            for groups, arms in task_outcomes(self.memory, self.scope, after, self.mark, root=root):
+            start, first_row = _window_start(self.memory, self.scope, root, WINDOW)
+            for groups, arms in task_outcomes(self.memory, self.scope, max(start - 1, 0), self.mark, root=root,
+                                              first_row=first_row):
                 ch.add_task(groups, arms)
         return ch
 

@@ -210,6 +210,18 @@ def _m006_similar_tasks(db: sqlite3.Connection) -> None:
     similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL"))
 
 
+def _m007_group_rows_in_task_order(db: sqlite3.Connection) -> None:
+    """``task_groups`` rows numbered in task order, coarse to fine, as acr writes them: migration 005
+    rewrote the live tasks' rows in task-id order. Routing bounds its walk of a group's index by this
+    order (acr_cli.memory.aggregates._window_start)."""
+    db.execute("CREATE TEMP TABLE ordered_groups AS SELECT g.task_id, g.level, g.key, g.source"
+               " FROM task_groups g JOIN tasks t ON t.id = g.task_id ORDER BY t.rowid, g.level")
+    db.execute("DELETE FROM task_groups")
+    db.execute("INSERT INTO task_groups (task_id, level, key, source)"
+               " SELECT task_id, level, key, source FROM ordered_groups ORDER BY rowid")
+    db.execute("DROP TABLE temp.ordered_groups")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
@@ -217,6 +229,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("004_run_record", _m004_run_record),
     ("005_context_root", _m005_context_root),
     ("006_similar_tasks", _m006_similar_tasks),
+    ("007_group_rows_in_task_order", _m007_group_rows_in_task_order),
 ]
 
 
