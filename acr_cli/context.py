@@ -33,6 +33,20 @@ from pathlib import Path
 KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_science", "algorithm", "docs",
          "multi_file")
 
+# How often a request the rules read as a kind is of that kind: their precision on the held-out requests
+# (tests/data/requests_heldout.jsonl, never used to tune them; `python bench/classifier.py` prints it, and
+# a test fails when the rules change and this table does not). A profile's prior for a kind the rules
+# only guessed is worth this share of the kind's prior, the rest the arm's prior for any kind
+# (acr_cli.routing.learned): a guess right 47 times in 100 should not start a task from that kind's
+# figures alone. A kind given with --kind, or a benchmark's label, is sure (1).
+KIND_PRECISION = {"bug_fix": 0.625, "feature": 0.471, "test_generation": 1.0, "refactor": 0.778, "explain": 0.889,
+                  "data_science": 0.857, "algorithm": 1.0, "docs": 0.889, "multi_file": 0.833}
+
+
+def kind_sure(kind: str, given: bool) -> float:
+    """How likely ``kind`` is the request's real kind: 1 when given, else the rules' measured precision."""
+    return 1.0 if given else KIND_PRECISION.get(kind, 1.0)
+
 # How a request's kind is read (measured on hand-written requests: bench/classifier.py). Three kinds of
 # evidence add up per kind, and the highest total wins (ties: the earlier kind in KIND_WORDS):
 #
@@ -437,6 +451,7 @@ class Context:
     groups: tuple[str, ...] = ()  # coarse -> fine
     reasons: tuple[str, ...] = field(default=(), compare=False)
     ref: str | None = None  # the benchmark's task id (replays)
+    kind_sure: float = 1.0  # how likely ``kind`` is right (see KIND_PRECISION)
 
 
 def classify_kind(prompt: str) -> tuple[str, list[str]]:
@@ -585,13 +600,18 @@ def classify(prompt: str, project: Path | None = None, kind: str | None = None) 
     request is made in; the language and the project group come from its :func:`project_root`."""
     if project is not None:
         project = project_root(project)
+    given = kind is not None
     if kind is not None:
         reasons = [f"kind {kind}: given with --kind"]
     else:
         kind, reasons = classify_kind(prompt)
+        if kind_sure(kind, False) < 1:
+            reasons.append(f"kind {kind}: the rules are right on {kind_sure(kind, False):.0%} of such reads; the"
+                           " profile's priors for it count that much (--kind sets the kind)")
     language, why = detect_language(prompt, project)
     reasons.append(why)
     size = estimate_size(prompt, kind)
     return Context(prompt=prompt, kind=kind, language=language, size=size,
                    project=str(project) if project else None,
-                   groups=live_groups(kind, language, project), reasons=tuple(reasons))
+                   groups=live_groups(kind, language, project), reasons=tuple(reasons),
+                   kind_sure=kind_sure(kind, given))

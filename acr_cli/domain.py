@@ -64,6 +64,13 @@ class Arm:
             return table[kind]
         return table.get("default")
 
+    def prior_any(self) -> float | None:
+        """The prior for a task of a kind not known: ``default``, else the mean over the kinds."""
+        table = dict(self.prior)
+        if "default" in table:
+            return table["default"]
+        return sum(table.values()) / len(table) if table else None
+
 
 @dataclass
 class Feedback:

@@ -113,7 +113,7 @@ def baseline_json(b: VerifierResult | None) -> dict[str, Any] | None:
 
 def context_json(ctx: Context) -> dict[str, Any]:
     return {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
-            "groups": list(ctx.groups), "reasons": list(ctx.reasons)}
+            "groups": list(ctx.groups), "reasons": list(ctx.reasons), "kind_sure": ctx.kind_sure}
 
 
 @dataclass

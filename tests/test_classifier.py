@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acr_cli.context import KINDS, classify_kind
+from acr_cli.context import KIND_PRECISION, KINDS, classify, classify_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -107,3 +107,15 @@ def test_a_huge_request_is_read_by_its_ends():
     log = "INFO step ok\n" * 400_000
     kind, _ = classify_kind(log + "\nwrite unit tests for the step runner covering the retry path")
     assert kind == "test_generation"
+
+
+def test_the_routers_trust_in_a_guessed_kind_is_the_rules_held_out_precision():
+    # the learned router weighs a profile's per-kind prior by KIND_PRECISION: it must be what the rules measure
+    rows = load("requests_heldout.jsonl")
+    read = [classify_kind(r["text"])[0] for r in rows]
+    for kind in KINDS:
+        as_kind = [r["kind"] for r, k in zip(rows, read) if k == kind]
+        assert as_kind, kind
+        assert KIND_PRECISION[kind] == pytest.approx(as_kind.count(kind) / len(as_kind), abs=0.0005), kind
+    assert classify("fix the failing parser test").kind_sure == KIND_PRECISION["bug_fix"]
+    assert classify("fix the failing parser test", kind="refactor").kind_sure == 1.0

@@ -13,7 +13,7 @@ RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", 
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
                "verifier_unchanged", "attempt_ref", "diff_command"}
 BASELINE = {"passed", "exit_code", "score", "timed_out", "duration_s", "tail"}
-CONTEXT = {"kind", "language", "size", "project", "groups", "reasons"}
+CONTEXT = {"kind", "language", "size", "project", "groups", "reasons", "kind_sure"}
 SHOW = {"id", "created_at", "finished_at", "state", "passed", "cost_usd", "project", "prompt", "policy", "context",
         "baseline", "answer", "changes", "attempts"}
 MEMORY_ATTEMPT = {"seq", "agent", "model", "policy", "reason", "started_at", "duration_s", "exit_code", "tokens_in",

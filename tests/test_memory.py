@@ -109,6 +109,25 @@ def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
         assert weak == pytest.approx(one, abs=1e-6) and weak > posterior(["unverified"] * 2, state) > 0.5
 
 
+def test_a_guessed_kind_starts_from_its_prior_only_as_far_as_the_guess_is_trusted(tmp_path):
+    from acr_cli.context import Context
+    from acr_cli.domain import TaskState
+    from acr_cli.routing.learned import LearnedPolicy
+
+    # on an empty memory a task starts from the profile: the kind's prior when the kind is known, and
+    # when the rules only guessed it, P(pass | read as the kind) = sure x the kind's + (1 - sure) x any kind's
+    strong = Arm("codex", "gpt-5.4", 1, 4, prior=(("bug_fix", 0.9), ("feature", 0.1)), prior_weight=1000)
+    policy = LearnedPolicy([strong, Arm("claude", "m", 1, 4, prior=(("default", 0.5),))],
+                           GroupCache(Memory.open(tmp_path / "m.sqlite"), "live"))
+
+    def start(sure: float) -> float:
+        ctx = Context(prompt="p", kind="bug_fix", groups=("all", "kind=bug_fix"), kind_sure=sure)
+        return next(r.mean for r in policy.rank(ctx, TaskState(max_attempts=3)) if r.arm.id == strong.id)
+
+    assert start(1.0) == pytest.approx(0.9, abs=0.01)
+    assert start(0.6) == pytest.approx(0.6 * 0.9 + 0.4 * 0.5, abs=0.01)
+
+
 def test_live_history_recorded_before_the_all_tasks_root_is_moved_under_it(tmp_path):
     path = tmp_path / "old.sqlite"
     raw = old_schema(path, "005_context_root")

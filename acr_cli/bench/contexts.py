@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 
 from acr_cli.bench.matrix import Matrix
-from acr_cli.context import classify_kind, context_groups
+from acr_cli.context import classify_kind, context_groups, kind_sure
 from acr_cli.domain import Arm
 from acr_cli.errors import AcrError
 
@@ -55,7 +55,8 @@ def with_prompt_context(matrix: Matrix) -> Matrix:
         kind, _ = classify_kind(prompt)
         repo = repository(t.meta.get("original_task_id") or t.ref)
         project = f"repo={repo}" if repo else None
-        tasks.append(replace(t, kind=kind, groups=context_groups(kind, project), prompt=prompt, project=project))
+        tasks.append(replace(t, kind=kind, groups=context_groups(kind, project), prompt=prompt, project=project,
+                             kind_sure=kind_sure(kind, given=False)))
     return replace(matrix, tasks=tasks)
 
 

@@ -7,9 +7,11 @@ Only attempts with a verdict about the arm count (passed, failed, timeout).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from acr_cli.bench.matrix import Cell, Matrix, Task
+from acr_cli.context import kind_sure
 from acr_cli.memory.store import JUDGED, Memory
 from acr_cli.profiles import Profile
 
@@ -34,7 +36,9 @@ def load(memory: Memory, profile: Profile | None) -> tuple[Matrix, list[dict[str
                 arms.append(arm)
         if row:
             cells[t["id"]] = row
-            kept.append(Task(t["id"], t["kind"] or "?", tuple(t["groups"]), {"prompt": t["prompt"]}))
+            kind = t["kind"] or "?"
+            kept.append(Task(t["id"], kind, tuple(t["groups"]), {"prompt": t["prompt"]}, kind=kind,
+                             prompt=t["prompt"] or "", project=t["project"], kind_sure=_kind_sure(kind, t["context"])))
     prices = {}
     for arm in arms:
         p = profile.arm(arm) if profile else None
@@ -65,3 +69,18 @@ def actual(matrix: Matrix, tasks: list[dict[str, Any]], cost_weight: float) -> d
     return {"policy": "actual", "n": n, "avg_perf": avg, "cum_regret": regret, "cost_usd": cost_sum,
             "perf_per_dollar": avg / cost_sum if cost_sum else None, "racc": racc / n if n else None,
             "apply_ok": None, "avg_steps": steps / n if n else None, "escalations": None, "curve": curve}
+
+
+def _kind_sure(kind: str, context: str | None) -> float:
+    """How sure the recorded kind was when the task ran (records older than the figure: from its reasons)."""
+    try:
+        recorded = json.loads(context) if context else {}
+    except ValueError:
+        recorded = {}
+    if not isinstance(recorded, dict):
+        recorded = {}
+    sure = recorded.get("kind_sure")
+    if isinstance(sure, (int, float)) and 0 <= sure <= 1:
+        return float(sure)
+    reasons = recorded.get("reasons") or []
+    return kind_sure(kind, given=any("given with --kind" in str(r) for r in reasons))

@@ -40,6 +40,7 @@ class Task:
     kind: str | None = None  # the kind the router is told (None: the dimension; see bench/contexts.py)
     prompt: str = ""  # the request the router is shown ("" under --context labels)
     project: str | None = None  # ... and the project it is made in
+    kind_sure: float = 1.0  # how likely ``kind`` is right (acr_cli.context.KIND_PRECISION)
 
 
 @dataclass

@@ -116,7 +116,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
         for done, i in enumerate(order, 1):
             task = matrix.tasks[i]
             ctx = Context(prompt=task.prompt, kind=task.kind or task.dimension, groups=task.groups, ref=task.ref,
-                          project=task.project)
+                          project=task.project, kind_sure=task.kind_sure)
             try:
                 run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}",
                          max_attempts=max_attempts_for(matrix, protocol, task.dimension),

@@ -250,7 +250,7 @@ def route(
     from acr_cli.domain import TaskState
     from acr_cli.routing.factory import live_policy
     from acr_cli.config import resolve_options
-    from acr_cli.session import parse_arms
+    from acr_cli.session import context_json, parse_arms
 
     prompt = _prompt(prompt, prompt_file, command="route")
     proj = _project(project)
@@ -272,8 +272,7 @@ def route(
     planned = [r for r in ranked if r.arm.id not in blocked]
     if json_out:
         print_json({
-            "context": {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
-                        "groups": list(ctx.groups), "reasons": list(ctx.reasons)},
+            "context": context_json(ctx),
             "profile": prof.name,
             "policy": pol.name,
             "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),

@@ -109,6 +109,9 @@ class LearnedPolicy(Policy):
         means, weights = [], []
         for a in self.arms:
             p = a.prior_for(ctx.kind)
+            if p is not None and ctx.kind_sure < 1:  # a guessed kind: P(pass | read as K), see KIND_PRECISION
+                q = a.prior_any()
+                p = p if q is None else ctx.kind_sure * p + (1 - ctx.kind_sure) * q
             means.append(min(max(UNKNOWN_PRIOR if p is None else p, PROB_CLIP[0]), PROB_CLIP[1]))
             weights.append(self.prior_weight if a.prior_weight is None else a.prior_weight)
         return means, weights
@@ -116,7 +119,7 @@ class LearnedPolicy(Policy):
     def fit(self, ctx: Context, verified: bool, near: bool = True) -> Fit:
         """The posterior for this task: its context groups' and, with ``near``, its similar tasks'."""
         levels = self.stats.get(ctx.groups)
-        key = (ctx.groups, ctx.kind, verified)
+        key = (ctx.groups, ctx.kind, ctx.kind_sure, verified)
         versions = tuple(self.stats.version.get(g, 0) for g in ctx.groups)
         cached = self._fits.get(key)
         if cached and cached[0] == versions:
@@ -168,7 +171,7 @@ class LearnedPolicy(Policy):
                                min_tasks=self.min_tasks)
         root = ctx.groups[0]
         chains = self.stats.chains(root)
-        key = (root, ctx.kind)
+        key = (root, ctx.kind, ctx.kind_sure)
         cached = self._effects.get(key)
         if cached and cached[0] == chains.version:
             return cached[1]
