@@ -373,3 +373,24 @@ def test_download_cli_uses_the_endpoint_variable(tmp_path, file_server):
     root, url = file_server
     r = acr("bench", "download", "--dest", str(tmp_path / "d"), env={"ACR_HF_ENDPOINT": url})
     assert r.returncode == 2 and "HTTP 404" in r.stderr and url in r.stderr
+
+
+def test_a_memory_replay_shows_the_router_what_acr_run_showed_it(tmp_path):
+    from acr_cli.bench import from_memory
+    from acr_cli.context import KIND_PRECISION, classify
+    from acr_cli.domain import Arm, Decision, Feedback
+    from acr_cli.memory import Memory
+    from acr_cli.session import context_json
+
+    mem = Memory.open(tmp_path / "m.sqlite")
+    a = Arm("codex", "gpt-5.4")
+    for prompt, kind in (("fix the failing parser test", None), ("tidy the parser module", "refactor")):
+        ctx = classify(prompt, tmp_path, kind=kind)
+        tid = mem.begin_task(source="live", kind=ctx.kind, groups=ctx.groups, prompt=prompt, project=ctx.project)
+        mem.add_attempt(tid, 1, Decision(a, "x"), Feedback(a, "passed", cost_usd=0.1))
+        mem.finish_task(tid, passed=True, score=1.0, cost_usd=0.1, final_arm=a.id)
+        mem.describe_task(tid, context=context_json(ctx))
+    matrix, _ = from_memory.load(mem, None)
+    guessed, given = matrix.tasks
+    assert (guessed.prompt, guessed.project, guessed.kind) == ("fix the failing parser test", str(tmp_path), "bug_fix")
+    assert guessed.kind_sure == KIND_PRECISION["bug_fix"] and given.kind_sure == 1.0
