@@ -28,7 +28,7 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
    made; later ones stop when the best plan is empty, the attempts are used up, or the
    expected cost would break ``--max-cost``.
 
-Settings (fixed from first principles, README "The learned router" explains each):
+Settings (fixed from first principles, bench/README.md "The learned router" explains each):
 ``N_HIER`` 20, ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
 cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
 single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score.

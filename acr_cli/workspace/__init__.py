@@ -19,7 +19,7 @@ Modules, one per part:
 * :mod:`.core`: :class:`Workspace` (open, lock, checkpoint, restore, drop) and
   :meth:`Workspace.attempt`, the guard around one attempt.
 
-Not covered (the README's "Safety of your work tree" says more): ignored entries over the budget,
+Not covered (acr_cli/README.md's "Safety of your work tree" says more): ignored entries over the budget,
 nested repositories (never deleted or rewritten), writes outside the project, committed history
 the attempt deletes with its reflog and prunes, an operation in progress (refused up front).
 One ``acr run`` per work tree at a time (a lock file in the git directory enforces it).
