@@ -605,13 +605,13 @@ def classify(prompt: str, project: Path | None = None, kind: str | None = None) 
         reasons = [f"kind {kind}: given with --kind"]
     else:
         kind, reasons = classify_kind(prompt)
-        if kind_sure(kind, False) < 1:
-            reasons.append(f"kind {kind}: the rules are right on {kind_sure(kind, False):.0%} of such reads; the"
-                           " profile's priors for it count that much (--kind sets the kind)")
+    sure = kind_sure(kind, given)
+    if sure < 1:
+        reasons.append(f"kind {kind}: the rules are right on {sure:.0%} of such reads; the profile's priors"
+                       " for it count that much (--kind sets the kind)")
     language, why = detect_language(prompt, project)
     reasons.append(why)
     size = estimate_size(prompt, kind)
     return Context(prompt=prompt, kind=kind, language=language, size=size,
                    project=str(project) if project else None,
-                   groups=live_groups(kind, language, project), reasons=tuple(reasons),
-                   kind_sure=kind_sure(kind, given))
+                   groups=live_groups(kind, language, project), reasons=tuple(reasons), kind_sure=sure)
