@@ -58,18 +58,16 @@ class Arm:
             return None
         return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
 
-    def prior_for(self, kind: str | None) -> float | None:
+    def prior_for(self, kind: str | None, sure: float = 1.0) -> float | None:
+        """The prior mean score on a task of ``kind``, when the kind is right with probability ``sure``
+        (acr_cli.context.KIND_PRECISION): sure x the kind's + (1 - sure) x any kind's, where any kind's
+        is ``default``, else the mean over the kinds."""
         table = dict(self.prior)
-        if kind is not None and kind in table:
-            return table[kind]
-        return table.get("default")
-
-    def prior_any(self) -> float | None:
-        """The prior for a task of a kind not known: ``default``, else the mean over the kinds."""
-        table = dict(self.prior)
-        if "default" in table:
-            return table["default"]
-        return sum(table.values()) / len(table) if table else None
+        p = table[kind] if kind is not None and kind in table else table.get("default")
+        if p is None or sure >= 1:
+            return p
+        any_kind = table.get("default", sum(table.values()) / len(table))
+        return sure * p + (1 - sure) * any_kind
 
 
 @dataclass

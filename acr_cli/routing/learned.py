@@ -108,10 +108,7 @@ class LearnedPolicy(Policy):
     def _prior(self, ctx: Context) -> tuple[list[float], list[float]]:
         means, weights = [], []
         for a in self.arms:
-            p = a.prior_for(ctx.kind)
-            if p is not None and ctx.kind_sure < 1:  # a guessed kind: P(pass | read as K), see KIND_PRECISION
-                q = a.prior_any()
-                p = p if q is None else ctx.kind_sure * p + (1 - ctx.kind_sure) * q
+            p = a.prior_for(ctx.kind, ctx.kind_sure)  # a guessed kind: P(pass | read as K)
             means.append(min(max(UNKNOWN_PRIOR if p is None else p, PROB_CLIP[0]), PROB_CLIP[1]))
             weights.append(self.prior_weight if a.prior_weight is None else a.prior_weight)
         return means, weights
