@@ -15,10 +15,11 @@ PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeou
 # It ends the task like a pass, but it is weak evidence of skill (memory.aggregates.UNVERIFIED_WEIGHT).
 UNVERIFIED = "unverified"
 VERDICTS = (PASSED, UNVERIFIED, FAILED, ERROR, TIMEOUT, CANCELLED)
+# Verdicts that say something about the arm's ability (an error or a cancel does not).
+JUDGED = (PASSED, FAILED, TIMEOUT)
 
-# What an agent may touch, and the routing policies a profile or --policy may name.
+# What an agent may touch (the routing policies are named in acr_cli.routing.registry).
 PERMISSIONS = ("read-only", "workspace-write", "full")
-POLICIES = ("learned", "fixed")
 
 # Where an attempt's cost came from.
 # where an attempt's cost comes from: the agent's report, the profile's prices, the price catalog

@@ -10,7 +10,7 @@ A profile is a YAML file::
       max_attempts: 3         # attempts per task
       max_cost: 5.0           # USD per task; null = no limit
       permissions: workspace-write   # read-only | workspace-write | full
-      policy: learned         # learned | fixed
+      policy: learned         # learned | fixed | cascade:A,B | always:ARM | linucb | ... (acr_cli/routing/registry.py)
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
       verify: null            # default verifier command
@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from acr_cli import yamlfile
-from acr_cli.domain import PERMISSIONS, POLICIES, Arm, parse_arm_id  # noqa: F401 (re-exported)
-from acr_cli.errors import ConfigError, ProfileError
+from acr_cli.domain import PERMISSIONS, Arm, parse_arm_id  # noqa: F401 (re-exported)
+from acr_cli.errors import AcrError, ConfigError, ProfileError
+from acr_cli.routing import registry
 
 BUILTIN_AGENTS = ("claude", "codex", "opencode")
 DEFAULT_PROFILE = "balanced"
@@ -181,7 +182,7 @@ def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Pr
         order = _order(v, data.get("order") or {}, set(ids))
     else:
         order = dict(base.order)
-    return Profile(
+    profile = Profile(
         name=str(data.get("name") or path.stem),
         path=path,
         description=str(data.get("description") or (f"{base.name} with changes: {base.description}" if base else "")),
@@ -190,6 +191,28 @@ def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Pr
         order=order,
         agents=agents,
     )
+    _policy_arms(v, profile)
+    return profile
+
+
+def _policy(v: "_Validator", val: Any, key: tuple) -> str:
+    if not isinstance(val, str):
+        raise v.error(key, f"expected a policy name ({registry.help_text(live=True)}), got {_kind(val)}")
+    try:
+        registry.parse(val, live=True, option="policy")
+    except AcrError as e:
+        raise v.error(key, e.message + (f" ({e.hint})" if e.hint else "")) from None
+    return val.strip()
+
+
+def _policy_arms(v: "_Validator", profile: Profile) -> None:
+    """A policy that names arms (``always:ARM``, ``cascade:A,B``) names arms of this profile."""
+    entry, _ = registry.parse(profile.settings.policy, live=True)
+    if entry.arg:
+        try:
+            registry.build(profile.settings.policy, registry.live_setup(profile))
+        except AcrError as e:
+            raise v.error(("settings", "policy"), e.message + (f" ({e.hint})" if e.hint else "")) from None
 
 
 def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
@@ -212,7 +235,7 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
         elif name == "permissions":
             out[name] = v.choice(val, k, PERMISSIONS)
         elif name == "policy":
-            out[name] = v.choice(val, k, POLICIES)
+            out[name] = _policy(v, val, k)
         elif name == "verify":
             out[name] = None if val is None else v.string(val, k)
         elif name == "tell_verifier":

@@ -163,7 +163,7 @@ class Prepared:
         from acr_cli.health.state import HealthBook
         from acr_cli.live import LiveEnvironment
         from acr_cli.paths import Paths
-        from acr_cli.routing.factory import live_policy
+        from acr_cli.routing.registry import live_policy
 
         req, opts = self.request, self.options
         policy = live_policy(self.profile, self.memory, arms=self.arm_ids, policy=req.policy)

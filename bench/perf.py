@@ -100,6 +100,7 @@ def bench_figures(data_dir: Path) -> None:
     from acr_cli import profiles
     from acr_cli.bench import matrix as matrix_mod, policies, replay as rp, spec as spec_mod
     from acr_cli.memory import Memory
+    from acr_cli.routing import registry
 
     prof = profiles.load("coderouterbench", Path("/nonexistent"))
     print(f"\nreplay speed (data from {data_dir}; loading excluded, shown apart)")
@@ -110,11 +111,12 @@ def bench_figures(data_dir: Path) -> None:
         load_s = time.perf_counter() - t0
         arms = rp.bench_arms(m, prof)
 
+        setup = policies.replay_setup(m, arms, data_dir=data_dir, profile=prof, cost_weight=0.1, seed=1, k=2)
+
         def run(pols, orders=(None,), protocol=spec.default_protocol):
             start = time.perf_counter()
             for p in pols:
-                label, make = policies.build(p, m, arms, data_dir=data_dir, profile=prof, cost_weight=0.1,
-                                             seed=1, k=2)
+                label, make = registry.build(p, setup)
                 for o in orders:
                     mem = Memory.open(":memory:")
                     rp.replay(m, make, mem, label=label, protocol=protocol, cost_weight=0.1, order_seed=o)

@@ -1,4 +1,4 @@
-"""Turn ``--policy`` strings into policies for a replay."""
+"""The replay-only policies' builders (see :mod:`acr_cli.routing.registry`) and ``--baselines``' rows."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ from typing import Callable
 from acr_cli.bench import baselines as bl
 from acr_cli.bench.matrix import Matrix, read_text
 from acr_cli.errors import AcrError
-from acr_cli.memory.aggregates import GroupCache
-from acr_cli.memory.store import Memory
 from acr_cli.profiles import Profile
-from acr_cli.routing.base import Policy
-from acr_cli.routing.fixed import FixedOrder
+from acr_cli.routing.registry import Factory, Setup
 
-SIMPLE = ("oracle", "random", "acrouter", "dimension-best", "linucb", "lints", "knn", "learned")
-WITH_ARG = ("always", "cascade", "map", "decisions")
-SET_BY = {"random": "seed is --seed N", "lints": "seed is --seed N", "acrouter": "k is --k N",
-          "learned": "priors come from --profile NAME"}  # what a suffix on these might have meant
+
+def replay_setup(matrix: Matrix, arms: dict, *, data_dir: Path, profile: Profile | None, cost_weight: float,
+                 seed: int, k: int) -> Setup:
+    """What the registry's builders get in a replay: the benchmark's arms, in its model order."""
+    return Setup(arms=[arms[m] for m in matrix.models], resolve=lambda model: arms[matrix.normalize(model)],
+                 cost_weight=cost_weight, prior_weight=profile.settings.prior_weight if profile else 2.0,
+                 typical_tokens=profile.settings.typical_tokens if profile else None, seed=seed, k=k,
+                 profile=profile, matrix=matrix, arm_of=arms, data_dir=data_dir, on_memory=matrix.name == "memory")
 
 
 def baseline_set(benchmark: str, data_dir: Path) -> list[str]:
@@ -33,15 +34,47 @@ def baseline_set(benchmark: str, data_dir: Path) -> list[str]:
     return ["oracle"] + extra + ["dimension-best"] + common[1:] + ["learned"]
 
 
-def _file(arg: str, data_dir: Path) -> Path:
-    for candidate in (Path(arg).expanduser(), data_dir / arg):
+def _file(arg: str, data_dir: Path | None) -> Path:
+    for candidate in (Path(arg).expanduser(), (data_dir or Path(".")) / arg):
         if candidate.is_file():
             return candidate
     raise AcrError(f"file {arg!r} not found (looked in the current directory and in {data_dir})")
 
 
-def _fit_dimension_best(matrix: Matrix, arms: dict, data_dir: Path, profile: Profile | None):
-    probing = data_dir / "id_probing_results_long.csv"
+def _same(policy) -> Callable:
+    """A factory for a policy that keeps no state between tasks: the one object serves every run."""
+    return lambda memory, scope: policy
+
+
+def oracle(setup: Setup, arg: str) -> tuple[str, Factory]:
+    return "oracle", lambda memory, scope: bl.Oracle(setup.matrix, setup.arm_of, setup.cost_weight)
+
+
+def acrouter(setup: Setup, arg: str) -> tuple[str, Factory]:
+    chain = [setup.resolve(m) for m in bl.ACROUTER_CHAIN]
+    premium = setup.resolve(bl.ACROUTER_PREMIUM)
+    return "acrouter", lambda memory, scope: bl.ACRouter(chain, premium, setup.k)
+
+
+def group_map(setup: Setup, arg: str) -> tuple[str, Factory]:
+    path = _file(arg, setup.data_dir)
+    return f"map:{path.name}", _same(bl.GroupMap(path, setup.arm_of, setup.matrix.normalize))
+
+
+def decisions(setup: Setup, arg: str) -> tuple[str, Factory]:
+    matrix = setup.matrix
+    path = _file(arg, setup.data_dir)
+    read = bl.Decisions(path, setup.arm_of, matrix.normalize)
+    if matrix.tasks and not read.by_task.keys() & {t.ref for t in matrix.tasks}:
+        raise AcrError(f"decisions:{path}: none of its task ids is a task of {matrix.name}",
+                       hint=f"is it the file for the other benchmark? {matrix.name}'s ids look like "
+                            f"{matrix.tasks[0].ref!r}")
+    return f"decisions:{path.name}", lambda memory, scope: read.fresh()
+
+
+def dimension_best(setup: Setup, arg: str) -> tuple[str, Factory]:
+    matrix, arms = setup.matrix, setup.arm_of
+    probing = (setup.data_dir or Path(".")) / "id_probing_results_long.csv"
     means: dict[str, dict[str, list[float]]] = {}
     if probing.is_file():
         for row in csv.DictReader(io.StringIO(read_text(probing), newline="")):
@@ -65,89 +98,4 @@ def _fit_dimension_best(matrix: Matrix, arms: dict, data_dir: Path, profile: Pro
     price = {m: sum(p) for m, p in matrix.prices.items()}
     best = {d: arms[max(ms, key=lambda m: (ms[m], -price[m]))] for d, ms in table.items()}
     overall = max(arms, key=lambda m: sum(ms.get(m, 0) for ms in table.values()))
-    return bl.DimensionBest(best, arms[overall], fitted_on)
-
-
-def build(spec: str, matrix: Matrix, arms: dict, *, data_dir: Path, profile: Profile | None, cost_weight: float,
-          seed: int, k: int) -> tuple[str, Callable[[Memory, str], Policy]]:
-    """(label, factory) for one ``--policy`` string; the factory gets the memory and the run's scope."""
-    name, colon, arg = spec.partition(":")
-    if name not in SIMPLE + WITH_ARG or (name in WITH_ARG and not arg):
-        raise AcrError(f"unknown policy {spec!r}", hint="policies: oracle, always:MODEL, random, acrouter, "
-                       "cascade:M1,M2,..., map:FILE, decisions:FILE, dimension-best, linucb, lints, knn, learned")
-    if colon and name in SIMPLE:
-        raise AcrError(f"policy {name} takes no argument (got {spec!r})",
-                       hint="only always:MODEL, cascade:M1,M2,..., map:FILE and decisions:FILE take one"
-                            + (f"; {name}'s {SET_BY[name]}" if name in SET_BY else ""))
-
-    if matrix.name == "memory" and name in PAPER_ONLY:
-        raise AcrError(f"policy {name} is CodeRouterBench's own (its models, its files): it replays on ood176 "
-                       "and id2919, not on your memory",
-                       hint="on your memory: oracle, always:ARM, random, cascade:A1,A2, linucb, lints, knn, learned")
-
-    def arm(model: str):
-        return arms[matrix.normalize(model)]
-
-    def norm(model: str) -> str:
-        return matrix.normalize(model)
-
-    ordered = [arms[m] for m in matrix.models]
-    if name == "oracle":
-        return spec, lambda mem, src: bl.Oracle(matrix, arms, cost_weight)
-    if name == "always":
-        a = arm(arg)
-        return f"always:{a.model}", lambda mem, src: bl.Always(a)
-    if name == "random":
-        return spec, lambda mem, src: bl.RandomChoice(ordered, seed)
-    if name == "acrouter":
-        chain = [arm(m) for m in bl.ACROUTER_CHAIN]
-        premium = arm(bl.ACROUTER_PREMIUM)
-        return spec, lambda mem, src: bl.ACRouter(chain, premium, k)
-    if name == "cascade":
-        names = [m.strip() for m in arg.split(",")]
-        if "" in names:
-            raise AcrError(f"--policy {spec}: a model name is empty", hint="cascade:MODEL1,MODEL2,... "
-                           "with no empty entries")
-        chain = [arm(m) for m in names]
-        repeated = sorted({a.model for a in chain if chain.count(a) > 1})
-        if repeated:
-            raise AcrError(f"--policy {spec}: {', '.join(repeated)} appears twice (a benchmark cell cannot "
-                           "change on a second try)", hint="name each model once")
-        label = "cascade:" + ",".join(a.model for a in chain)
-        return label, lambda mem, src: _named(FixedOrder(chain, why="cascade"), label)
-    if name == "map":
-        path = _file(arg, data_dir)
-        pol = bl.GroupMap(path, arms, norm)
-        return f"map:{path.name}", lambda mem, src: pol
-    if name == "decisions":
-        path = _file(arg, data_dir)
-        read = bl.Decisions(path, arms, norm)
-        if matrix.tasks and not read.by_task.keys() & {t.ref for t in matrix.tasks}:
-            raise AcrError(f"decisions:{path}: none of its task ids is a task of {matrix.name}",
-                           hint=f"is it the file for the other benchmark? {matrix.name}'s ids look like "
-                                f"{matrix.tasks[0].ref!r}")
-        return f"decisions:{path.name}", lambda mem, src: read.fresh()
-    if name == "dimension-best":
-        pol = _fit_dimension_best(matrix, arms, data_dir, profile)
-        return spec, lambda mem, src: pol
-    if name == "linucb":
-        return spec, lambda mem, src: bl.LinUCB(ordered, cost_weight)
-    if name == "lints":
-        return spec, lambda mem, src: bl.LinTS(ordered, cost_weight, seed)
-    if name == "knn":
-        return spec, lambda mem, src: bl.KNN(ordered, cost_weight)
-    # learned: the policy `acr run` uses, reading its statistics from this run's memory
-    from acr_cli.routing.learned import LearnedPolicy
-
-    pw = profile.settings.prior_weight if profile else 2.0
-    tokens = profile.settings.typical_tokens if profile else None
-    return spec, lambda mem, src: LearnedPolicy(ordered, GroupCache(mem, src), cost_weight=cost_weight,
-                                                prior_weight=pw, typical_tokens=tokens)
-
-
-PAPER_ONLY = ("acrouter", "map", "decisions")  # the paper's models, chain or files
-
-
-def _named(policy: Policy, label: str) -> Policy:
-    policy.name = label
-    return policy
+    return "dimension-best", _same(bl.DimensionBest(best, arms[overall], fitted_on))

@@ -18,8 +18,6 @@ Protocols:
 from __future__ import annotations
 
 import random
-import secrets
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -29,7 +27,7 @@ from acr_cli.context import Context
 from acr_cli.domain import COST_REPORTED, FAILED, PASSED, Arm, Feedback, TaskState
 from acr_cli.errors import AcrError
 from acr_cli.loop import run_task
-from acr_cli.memory.store import Memory
+from acr_cli.memory.store import Memory, new_id, now_iso
 from acr_cli.routing.base import Policy
 
 BENCH_AGENT = "bench"
@@ -91,15 +89,11 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def new_run_id(benchmark: str) -> str:
-    return f"{benchmark}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
-
-
 def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory: Memory, *, label: str,
            protocol: str, cost_weight: float, order_seed: int | None = None, params: dict | None = None,
            group: str | None = None, progress: Callable[[int], None] | None = None) -> RunResult:
     """Replay every task of ``matrix`` through ``run_task``; returns the run's metrics."""
-    run_id = new_run_id(matrix.name)
+    run_id = new_id(matrix.name)
     source = f"bench:{matrix.name}:{run_id}"
     order = list(range(len(matrix.tasks)))
     if order_seed is not None:
@@ -111,7 +105,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     policy = make_policy(memory, source)
     env = MatrixEnvironment(matrix)
     unscorable = 0
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = now_iso()
     with memory.transaction():
         for done, i in enumerate(order, 1):
             task = matrix.tasks[i]

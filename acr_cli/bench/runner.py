@@ -1,20 +1,41 @@
-"""Orchestrate ``acr bench replay`` / ``acr bench report``: data, policies, orders, storage."""
+"""Orchestrate ``acr bench replay`` / ``acr bench report``: resolve the data, build the policies,
+replay them over the orders, store the summary. Nothing here prints."""
 
 from __future__ import annotations
 
 import random
-import secrets
-import sys
-import time
-from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from acr_cli.bench import from_memory, matrix as matrix_mod, policies, replay as replay_mod, spec as spec_mod
+from acr_cli.bench import contexts, data, from_memory, matrix as matrix_mod, policies, replay as replay_mod
+from acr_cli.bench import spec as spec_mod
+from acr_cli.bench.matrix import Matrix
 from acr_cli.bench.report import METRICS, aggregate
+from acr_cli import profiles
+from acr_cli.domain import Arm
 from acr_cli.errors import AcrError
-from acr_cli.memory.store import Memory
+from acr_cli.memory.store import Memory, new_id
+from acr_cli.profiles import Profile
+from acr_cli.routing import registry
+from acr_cli.routing.registry import Factory
+
+
+def _paths():
+    from acr_cli.paths import Paths
+
+    return Paths.from_env()
+
+
+def _profile(name: str | None):
+    return profiles.load(name or "coderouterbench", _paths().profiles_dir)
+
+
+def _configured_profile() -> str:
+    """The profile live runs use here (.acr.toml, config.toml, else the default profile)."""
+    from acr_cli.config import Settings
+
+    return Settings(_paths().config_file, Path.cwd()).resolve("profile", default=profiles.DEFAULT_PROFILE)[0]
 
 
 @dataclass
@@ -33,166 +54,176 @@ class ReplayRequest:
     context: str = "labels"  # labels | prompt: what the router sees of a task (acr_cli.bench.contexts)
 
 
-def _paths():
-    from acr_cli.paths import Paths
-
-    return Paths.from_env()
+Progress = Callable[[str, int, int], None]  # (policy label, task-runs done, task-runs in all)
+Notice = Callable[[str], None]  # something the user should know while it runs (e.g. a first download)
 
 
-def _profile(name: str | None):
-    from acr_cli import profiles
+@dataclass
+class Source:
+    """What a replay runs on, resolved from the request: the matrix, the arms, the protocol."""
 
-    return profiles.load(name or "coderouterbench", _paths().profiles_dir)
-
-
-def _configured_profile() -> str:
-    """The profile live runs use here (.acr.toml, config.toml, else balanced)."""
-    from acr_cli.config import Settings
-
-    return Settings(_paths().config_file, Path.cwd()).resolve("profile", default="balanced")[0]
-
-
-def _progress(enabled: bool):
-    """A progress bar on stderr when a person is watching, else nothing."""
-    if not enabled or not sys.stderr.isatty():
-        return nullcontext(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    transient=True)
+    matrix: Matrix
+    arms: dict[str, Arm]
+    profile: Profile
+    protocol: str
+    data_dir: Path
+    title: str
+    spec: Any = None  # the benchmark's spec (None: your memory)
+    names: list[str] = field(default_factory=list)  # the policies asked for, with --baselines' rows
+    live_tasks: list = field(default_factory=list)  # a memory replay: what acr run actually did
+    warnings: list[str] = field(default_factory=list)
 
 
-def run_replays(req: ReplayRequest, progress: bool = True) -> dict[str, Any]:
-    from acr_cli.bench import contexts
+def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
+                on_notice: Notice | None = None) -> dict[str, Any]:
+    """Replay every policy of ``req`` and return the report document.
 
+    The library prints nothing: progress and notices reach the caller through the callbacks;
+    warnings about the result are part of it (``doc["warnings"]``, shown beside the table)."""
+    source = resolve(req, on_notice or (lambda message: None))
+    built = build_policies(req, source)
+    store_path = req.memory if req.memory and req.benchmark != "memory" else None
+    mem = Memory.open(store_path or ":memory:")
+    try:
+        group, order_seeds, results, curves = replay_all(req, source, built, mem, on_progress)
+        if req.benchmark == "memory":
+            results.insert(0, {**from_memory.actual(source.matrix, source.live_tasks, req.cost_weight), "run_ids": []})
+            curves = {"actual": results[0].pop("curve"), **curves}
+        doc = _document(source, req, order_seeds, results, group)
+        doc["curves"] = curves
+        try:
+            _store_summary(mem if store_path else None, _paths().memory_path(req.memory), doc)
+        except AcrError as e:  # a broken memory must not lose the replay's output: say so beside it
+            doc["not_stored"] = e.message
+    finally:
+        mem.close()
+    return doc
+
+
+def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
+    """The benchmark (or your memory) as a matrix, the profile's arms on it, the protocol and the policies."""
     if req.context not in contexts.CONTEXTS:
         raise AcrError(f"--context {req.context!r}: expected one of {', '.join(contexts.CONTEXTS)}")
-    paths = _paths()
-    warnings: list[str] = []
-    user_memory_path = paths.memory_path(req.memory)
     if req.benchmark == "memory":
-        live = Memory.open(paths.memory_path(req.memory), create=False) if paths.memory_path(req.memory).exists() \
-            else None
-        if live is None:
-            raise AcrError("no memory yet: `acr bench replay memory` replays the attempts `acr run` recorded")
-        try:
-            matrix, live_tasks = from_memory.load(live, _profile(req.profile or _configured_profile()))
-        finally:
-            live.close()
-        if not matrix.tasks:
-            raise AcrError("memory holds no judged live attempt yet (passed, failed or timeout)")
-        spec = None
-        prof = _profile(req.profile or _configured_profile())
-        data_dir = Path(".")
-        protocol = req.protocol or "cascade"
-        if protocol != "cascade":
-            raise AcrError("--protocol: your memory replays with `cascade` only")
-        names = req.policies or ["oracle", "learned", "random", "linucb", "lints", "knn"]
-        title = "Your memory (live runs)"
-    else:
-        spec = spec_mod.load(req.benchmark)
-        prof = _profile(req.profile or spec.profile)
-        protocol = req.protocol or spec.default_protocol
-        if protocol not in spec.protocols:
-            known = {"cascade", "single", "verify"}
-            what = "does not apply to" if protocol in known else "is not a protocol of"
-            raise AcrError(f"--protocol {protocol!r} {what} {spec.name} (use {', '.join(spec.protocols)})")
-        from acr_cli.bench import data
-
-        files = {f.name: f.sha256 for f in spec.files.values()}
-        try:
-            found = data.locate(files, req.data_dir, paths.bench_cache)
-        except AcrError:
-            if req.data_dir is not None or data.env_data_dir() is not None:
-                raise
-            _download_first(files, paths.bench_cache, progress)  # first use: fetch into the cache
-            found = data.locate(files, None, paths.bench_cache)
-        warnings += found.warnings
-        data_dir = found.path
-        matrix = matrix_mod.load(spec, data_dir)
-        if req.context == "prompt":
-            matrix = contexts.with_prompt_context(matrix)
-        names = list(req.policies)
-        if req.baselines or not names:
-            names += [p for p in policies.baseline_set(spec.name, data_dir) if p not in names]
-            if spec.name != "ood176" and not any(n.startswith("map:") for n in names):
-                warnings.append(f"no reference/acrouter_id_group_map.json in {data_dir} (it comes with the paper's "
-                                "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
-        title = spec.title
+        return _memory_source(req)
+    paths = _paths()
+    spec = spec_mod.load(req.benchmark)
+    prof = _profile(req.profile or spec.profile)
+    protocol = req.protocol or spec.default_protocol
+    if protocol not in spec.protocols:
+        known = {"cascade", "single", "verify"}
+        what = "does not apply to" if protocol in known else "is not a protocol of"
+        raise AcrError(f"--protocol {protocol!r} {what} {spec.name} (use {', '.join(spec.protocols)})")
+    files = {f.name: f.sha256 for f in spec.files.values()}
+    try:
+        found = data.locate(files, req.data_dir, paths.bench_cache)
+    except AcrError:
+        if req.data_dir is not None or data.env_data_dir() is not None:
+            raise
+        _download_first(files, paths.bench_cache, on_notice)  # first use: fetch into the cache
+        found = data.locate(files, None, paths.bench_cache)
+    warnings = list(found.warnings)
+    matrix = matrix_mod.load(spec, found.path)
+    if req.context == "prompt":
+        matrix = contexts.with_prompt_context(matrix)
+    names = list(req.policies)
+    if req.baselines or not names:
+        names += [p for p in policies.baseline_set(spec.name, found.path) if p not in names]
+        if spec.name != "ood176" and not any(n.startswith("map:") for n in names):
+            warnings.append(f"no reference/acrouter_id_group_map.json in {found.path} (it comes with the paper's "
+                            "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
     arms = replay_mod.bench_arms(matrix, prof)
-    if req.context == "prompt" and req.benchmark != "memory":  # priors per dimension -> per live kind
+    if req.context == "prompt":  # priors per dimension -> per live kind
         arms = {m: contexts.rekey_priors(a) for m, a in arms.items()}
-    built, asked_as = [], {}
-    for n in names:
-        label, make = policies.build(n, matrix, arms, data_dir=data_dir, profile=prof, cost_weight=req.cost_weight,
-                                     seed=req.seed, k=req.k)
+    return Source(matrix, arms, prof, protocol, found.path, spec.title, spec=spec, names=names, warnings=warnings)
+
+
+def _memory_source(req: ReplayRequest) -> Source:
+    path = _paths().memory_path(req.memory)
+    if not path.exists():
+        raise AcrError("no memory yet: `acr bench replay memory` replays the attempts `acr run` recorded")
+    prof = _profile(req.profile or _configured_profile())
+    live = Memory.open(path, create=False)
+    try:
+        matrix, live_tasks = from_memory.load(live, prof)
+    finally:
+        live.close()
+    if not matrix.tasks:
+        raise AcrError("memory holds no judged live attempt yet (passed, failed or timeout)")
+    if (req.protocol or "cascade") != "cascade":
+        raise AcrError("--protocol: your memory replays with `cascade` only")
+    names = req.policies or ["oracle", "learned", "random", "linucb", "lints", "knn"]
+    return Source(matrix, replay_mod.bench_arms(matrix, prof), prof, "cascade", Path("."), "Your memory (live runs)",
+                  names=names, live_tasks=live_tasks)
+
+
+@dataclass
+class Built:
+    label: str
+    name: str  # as asked for
+    make: Factory
+    seeded: bool  # its choices depend on --seed: rebuilt with each order's seed
+
+
+def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
+    """One factory per distinct policy (a policy asked for twice is replayed once, with a warning)."""
+    setup = policies.replay_setup(source.matrix, source.arms, data_dir=source.data_dir, profile=source.profile,
+                                  cost_weight=req.cost_weight, seed=req.seed, k=req.k)
+    built: list[Built] = []
+    asked_as: dict[str, str] = {}
+    for n in source.names:
+        label, make = registry.build(n, setup)
         if label in asked_as:  # e.g. -P always:Claude-Opus-4-6 beside --baselines' always:claude-opus-4-6
             twice = f"{asked_as[label]} and {n}" if asked_as[label] != n else f"{n} twice"
-            warnings.append(f"{label} was asked for as {twice}: replayed once")
+            source.warnings.append(f"{label} was asked for as {twice}: replayed once")
             continue
         asked_as[label] = n
-        built.append((label, make))
+        built.append(Built(label, n, make, registry.parse(n, live=False)[0].seeded))
+    return built
 
-    group = f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+def replay_all(req: ReplayRequest, source: Source, built: list[Built], mem: Memory,
+               on_progress: Progress | None) -> tuple[str, list[int | None], list[dict], dict[str, list[float]]]:
+    """Every policy over every order, recorded in ``mem``: (group id, order seeds, rows, mean regret curves)."""
+    matrix = source.matrix
+    group = new_id(matrix.name)
     order_seeds: list[int | None] = [None]
     if req.orders > 1:
         rng = random.Random(req.seed)
         order_seeds = [rng.randrange(2**31) for _ in range(req.orders)]
-    store_path = req.memory if req.memory and req.benchmark != "memory" else None
-    mem = Memory.open(store_path or ":memory:")
+    total = len(built) * len(order_seeds) * len(matrix.tasks)
+    setup = None
     results, curves = [], {}
-    try:
-        with _progress(progress) as b:
-            task_id = b.add_task("replaying", total=len(built) * len(order_seeds) * len(matrix.tasks)) if b else None
-            done_before = 0
-            for label, make in built:
-                runs = []
-                for order_seed in order_seeds:
-                    if b:
-                        b.update(task_id, description=f"{label}")
-                    base = done_before
+    done = 0
+    for b in built:
+        runs = []
+        for order_seed in order_seeds:
+            make = b.make
+            if order_seed is not None and b.seeded:
+                if setup is None:
+                    setup = policies.replay_setup(matrix, source.arms, data_dir=source.data_dir,
+                                                  profile=source.profile, cost_weight=req.cost_weight,
+                                                  seed=req.seed, k=req.k)
+                _, make = registry.build(b.name, replace(setup, seed=order_seed))
 
-                    def tick(n: int, base: int = base) -> None:
-                        if b:
-                            b.update(task_id, completed=base + n)
+            def tick(n: int, base: int = done, label: str = b.label) -> None:
+                if on_progress:
+                    on_progress(label, base + n, total)
 
-                    seeded = make
-                    if order_seed is not None and label in ("random", "lints"):
-                        _, seeded = policies.build(label, matrix, arms, data_dir=data_dir, profile=prof,
-                                                   cost_weight=req.cost_weight, seed=order_seed, k=req.k)
-                    res = replay_mod.replay(matrix, seeded, mem, label=label, protocol=protocol,
-                                            cost_weight=req.cost_weight, order_seed=order_seed,
-                                            params={"k": req.k, "seed": req.seed, "profile": prof.name},
-                                            group=group, progress=tick)
-                    done_before += len(matrix.tasks)
-                    runs.append({"run_id": res.run_id, "policy": label, **res.metrics, "unscorable": res.unscorable,
-                                 **res.extra})
-                row = aggregate(runs)
-                curves[label] = _mean_curve([r.get("curve") or [] for r in runs])
-                results.append(row)
-    finally:
-        if store_path is None:
-            mem.close()
-    if req.benchmark == "memory":
-        results.insert(0, {**from_memory.actual(matrix, live_tasks, req.cost_weight), "run_ids": []})
-        curves = {"actual": results[0].pop("curve"), **curves}
-    doc = _document(matrix, spec, title, protocol, req, order_seeds, results, warnings, group, data_dir)
-    doc["curves"] = curves
-    try:
-        _store_summary(mem if store_path else None, user_memory_path, doc)
-    except AcrError as e:  # a broken memory must not lose the replay's output: say so beside it
-        doc["not_stored"] = e.message
-    finally:
-        if store_path:
-            mem.close()
-    return doc
+            res = replay_mod.replay(matrix, make, mem, label=b.label, protocol=source.protocol,
+                                    cost_weight=req.cost_weight, order_seed=order_seed,
+                                    params={"k": req.k, "seed": req.seed, "profile": source.profile.name},
+                                    group=group, progress=tick)
+            done += len(matrix.tasks)
+            runs.append({"run_id": res.run_id, "policy": b.label, **res.metrics, "unscorable": res.unscorable,
+                         **res.extra})
+        curves[b.label] = _mean_curve([r.get("curve") or [] for r in runs])
+        results.append(aggregate(runs))
+    return group, order_seeds, results, curves
 
 
-def _download_first(files: dict[str, str | None], cache: Path, progress: bool) -> None:
-    from acr_cli.bench import data
-
-    print(f"acr: downloading CodeRouterBench into {cache} (first use; --data-dir DIR uses a local copy)",
-          file=sys.stderr)
+def _download_first(files: dict[str, str | None], cache: Path, on_notice: Notice) -> None:
+    on_notice(f"downloading CodeRouterBench into {cache} (first use; --data-dir DIR uses a local copy)")
     try:
         data.download(files, cache)
     except AcrError as e:
@@ -209,15 +240,16 @@ def _mean_curve(curves: list[list[float]]) -> list[float]:
     return [sum(c[i] for c in curves) / len(curves) for i in range(n)]
 
 
-def _document(matrix, spec, title, protocol, req, order_seeds, results, warnings, group, data_dir) -> dict[str, Any]:
+def _document(source: Source, req: ReplayRequest, order_seeds, results, group) -> dict[str, Any]:
+    spec, matrix, warnings = source.spec, source.matrix, source.warnings
     for r in results:
         pub = (spec.published.get(r["policy"]) if spec else None) or {}
         if pub:
             r["published"] = {m: v for m, v in pub.items() if m in METRICS}
     order = "canonical" if order_seeds == [None] else f"{len(order_seeds)} shuffled orders (seed {req.seed})"
-    doc = {"benchmark": matrix.name, "title": title, "n_tasks": len(matrix.tasks), "order": order,
-           "protocol": protocol, "context": req.context, "cost_weight": req.cost_weight, "group": group,
-           "data_dir": str(data_dir),
+    doc = {"benchmark": matrix.name, "title": source.title, "n_tasks": len(matrix.tasks), "order": order,
+           "protocol": source.protocol, "context": req.context, "cost_weight": req.cost_weight, "group": group,
+           "data_dir": str(source.data_dir),
            "results": results, "warnings": warnings,
            "published_note": spec.published_note if spec else ""}
     if matrix.name == "memory":

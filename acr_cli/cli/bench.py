@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import typer
 
 from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, finite
+from acr_cli.routing import registry
 
 app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919) or on your own memory.",
                   no_args_is_help=True)
@@ -20,9 +22,7 @@ DATA_HELP = "Folder with the CodeRouterBench files (default: $ACR_BENCH_DATA, el
 def replay(
     benchmark: str = typer.Argument(..., help="ood176, id2919, or memory (your own recorded runs)."),
     policy: Optional[List[str]] = typer.Option(None, "--policy", "-P",
-                                               help="Policy to replay (repeatable): oracle, always:MODEL, random, "
-                                                    "acrouter, cascade:M1,M2, map:FILE, decisions:FILE, "
-                                                    "dimension-best, linucb, lints, knn, learned."),
+                                               help=f"Policy to replay (repeatable): {registry.help_text(live=False)}."),
     baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_HELP),
     protocol: Optional[str] = typer.Option(None, "--protocol",
@@ -70,9 +70,30 @@ def replay(
         from acr_cli.bench.report import check_plot
 
         check_plot(plot)
-    doc = run_replays(req, progress=not (json_out or csv_out or md_out))
+    with _progress_bar(enabled=not (json_out or csv_out or md_out)) as on_progress:
+        doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: typer.echo(f"acr: {m}", err=True))
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot,
            stored_in=str(memory) if memory else None)
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Optional[Callable[[str, int, int], None]]]:
+    """A progress bar on stderr when a person is watching (a terminal, no machine-readable output)."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  transient=True) as bar:
+        task = bar.add_task("replaying", total=None)
+
+        def update(label: str, done: int, total: int) -> None:
+            bar.update(task, description=label, completed=done, total=total)
+
+        yield update
 
 
 @app.command()
@@ -87,7 +108,7 @@ def report(
 ) -> None:
     """Re-render a stored replay (recomputed from its recorded attempts when the memory holds them).
 
-    Example: acr bench report --list; acr bench report ood176-20261121-101500-ab12
+    Example: acr bench report --list; acr bench report ood176-20261121-101500-a1b2c3
     """
     from acr_cli.bench.runner import list_groups, load_report
     from acr_cli.cli.bench_render import render

@@ -29,7 +29,7 @@ def show(
     from acr_cli.cli.render import memory_table
     from acr_cli.context import Context, context_groups
     from acr_cli.domain import TaskState
-    from acr_cli.routing.factory import live_policy
+    from acr_cli.routing.registry import live_policy
 
     from acr_cli.cli.run import _kind
 

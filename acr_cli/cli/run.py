@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, finite
+from acr_cli.routing import registry
 
 _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
               "(the model part may contain ':' or '/').")
@@ -17,6 +18,8 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
 _PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
                 "request is given).")
 _PROMPT_FILE_HELP = "Read the request from a file (UTF-8, at most 4 MiB)."
+_POLICY_HELP = (f"Routing policy (default: the profile's, learned): {registry.help_text(live=True)}. "
+                "linucb, lints, knn, random and always make one attempt per task.")
 PROMPT_MAX_BYTES = 4 << 20  # 4 MiB: past the context window of any model a profile names (~1M tokens)
 _STDIN = "-"
 
@@ -106,11 +109,8 @@ def _project(project: Optional[Path]) -> Path:
 
 
 def _policy(policy: Optional[str]) -> Optional[str]:
-    from acr_cli.domain import POLICIES
-    from acr_cli.errors import AcrError
-
-    if policy is not None and policy not in POLICIES:
-        raise AcrError(f"--policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    if policy is not None:
+        registry.parse(policy, live=True)
     return policy
 
 
@@ -135,7 +135,7 @@ def run(
                                               "--verify \"\" runs none."),
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
-    policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed (the profile's order)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, callback=finite, help="USD budget for the task: no attempt starts once it is spent, nor one the learned policy "
                                                "expects to go over it. An attempt's real cost is known only when it ends."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
@@ -231,7 +231,7 @@ def route(
     explain: bool = typer.Option(False, "--explain", "-e", help="Show the context and the numbers behind the ranking."),
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
-    policy: Optional[str] = typer.Option(None, "--policy", help="learned (default) or fixed."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
     kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -248,7 +248,7 @@ def route(
     from acr_cli.cli.render import print_route
     from acr_cli.context import classify
     from acr_cli.domain import TaskState
-    from acr_cli.routing.factory import live_policy
+    from acr_cli.routing.registry import live_policy
     from acr_cli.config import resolve_options
     from acr_cli.session import context_json, parse_arms
 

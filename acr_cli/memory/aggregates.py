@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from acr_cli.domain import JUDGED
 from acr_cli.memory import similar
 from acr_cli.memory.store import PRICED_COST, Memory
 
@@ -332,6 +333,28 @@ def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = No
     return out
 
 
+def first_attempts(memory: Memory, scope: str, window: int = WINDOW) -> list[tuple[tuple[str, ...], str, float, float]]:
+    """The first attempt of each of the ``window`` newest finished tasks of ``scope``, oldest first, when its
+    verdict judges the arm: (the task's groups coarse to fine, arm id, score, USD). What a one-action
+    bandit would have learned from those tasks (:func:`acr_cli.routing.bandits.warm`)."""
+    rows = memory.db.execute(
+        f"SELECT t.id, a.agent || ':' || a.model, a.verdict, {SCORE}, COALESCE(a.cost_usd, 0)"
+        " FROM (SELECT id, rowid AS r FROM tasks INDEXED BY tasks_source WHERE source = ? AND finished_at IS NOT NULL"
+        "       ORDER BY rowid DESC LIMIT ?) t"
+        " JOIN attempts a ON a.task_id = t.id AND a.seq = (SELECT MIN(seq) FROM attempts WHERE task_id = t.id)"
+        " ORDER BY t.r", (scope, window)).fetchall()
+    rows = [r for r in rows if r[2] in JUDGED]
+    groups: dict[str, dict[int, str]] = {}
+    ids = [r[0] for r in rows]
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for task, level, key in memory.db.execute(
+                f"SELECT task_id, level, key FROM task_groups WHERE task_id IN ({','.join('?' * len(chunk))})", chunk):
+            groups.setdefault(task, {})[level] = key
+    return [(tuple(v for _, v in sorted(groups.get(t, {}).items())), arm, float(score or 0.0), float(cost))
+            for t, arm, _, score, cost in rows]
+
+
 def max_task_rowid(memory: Memory, scope: str) -> int:
     """The newest finished task of ``scope`` (walks the source index backwards: cheap on a big memory)."""
     row = memory.db.execute("SELECT rowid FROM tasks INDEXED BY tasks_source WHERE source = ? AND finished_at IS NOT NULL"
@@ -390,6 +413,9 @@ class GroupCache:
         near = [Near(f, stats[f.task_id], scores.get(f.task_id, {})) for f in found if f.task_id in stats]
         self._near = (key, near)
         return near
+
+    def show_outcomes(self, near: Sequence[Near]) -> None:
+        similar.outcomes(self.memory.db, [n.task for n in near])
 
     def get(self, keys: Sequence[str]) -> list[GroupStats]:
         self.refresh()

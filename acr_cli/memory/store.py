@@ -44,8 +44,11 @@ def now_iso(t: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t if t is not None else time.time()))
 
 
-def new_task_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+def new_id(prefix: str = "") -> str:
+    """The one id format of tasks, replay runs and replay groups: ``[PREFIX-]20261124-101500-a1b2c3`` (UTC
+    time, then 3 random bytes: ids sort by time and do not collide between processes)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    return f"{prefix}-{stamp}" if prefix else stamp
 
 
 @dataclass
@@ -144,7 +147,7 @@ class Memory:
                    ref: str | None = None, policy: str | None = None, task_id: str | None = None,
                    oracle_reward: float | None = None, oracle_arm: str | None = None,
                    created_at: str | None = None) -> str:
-        task_id = task_id or new_task_id()
+        task_id = task_id or new_id()
         clean = redact(prompt)
         sha = hashlib.sha256(prompt.encode()).hexdigest() if prompt is not None else None
         with self.transaction():

@@ -1,5 +1,2 @@
-"""Routing policies behind one interface (:class:`~acr_cli.routing.base.Policy`)."""
-
-from acr_cli.routing.base import Policy, Ranked, Stats
-
-__all__ = ["Policy", "Ranked", "Stats"]
+"""Routing policies behind one interface (:class:`~acr_cli.routing.base.Policy`), named in
+:mod:`acr_cli.routing.registry`."""

@@ -1,26 +1,44 @@
 """The policy interface: the one object that decides, in live runs and in replays alike.
 
 A policy is asked ``next(ctx, state)`` before every attempt of a task and
-answers a :class:`~acr_cli.domain.Decision` or ``None`` (stop). It reads what
-memory knows through a :class:`Stats` source (SQL aggregates per context group
-and arm) and never talks to agents or the benchmark itself, so the same object
-can be driven by ``acr run`` (agents answer) and ``acr bench replay`` (the
-matrix answers).
+answers a :class:`~acr_cli.domain.Decision` or ``None`` (stop). A learning policy
+reads what memory knows through an :class:`Evidence` source (SQL aggregates per
+context group and arm, :class:`acr_cli.memory.aggregates.GroupCache`) and never
+talks to agents or the benchmark itself, so the same object can be driven by
+``acr run`` (agents answer) and ``acr bench replay`` (the matrix answers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
-from acr_cli.memory.store import ArmStats
+
+if TYPE_CHECKING:
+    from acr_cli.memory.aggregates import Chains, GroupStats, Near
 
 
-class Stats(Protocol):
-    def get(self, keys: Sequence[str]) -> list[dict[str, ArmStats]]:
-        """For each group key: {arm id: aggregates of the attempts recorded in that group}."""
+class Evidence(Protocol):
+    """What the learned policy reads from memory, all of it for one scope (``live`` or a replay run)."""
+
+    version: dict[str, int]  # group key -> a number that changes when the group's data changes
+
+    def get(self, keys: Sequence[str]) -> list[GroupStats]:
+        """For each group key, coarse to fine: the aggregates of its newest finished tasks."""
+
+    def overall(self) -> GroupStats:
+        """Per-arm token and cost sums over the whole scope (the cost prior's fallback)."""
+
+    def chains(self, root: str) -> Chains:
+        """Every finished task under group ``root`` by its chain of finer groups."""
+
+    def similar(self, text: str, project: str | None) -> list[Near]:
+        """The finished tasks whose requests read most like ``text`` (same project first)."""
+
+    def show_outcomes(self, near: Sequence[Near]) -> None:
+        """Add to ``near``'s tasks the verdicts ``route --explain`` shows (never routed on)."""
 
 
 @dataclass

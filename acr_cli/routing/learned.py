@@ -43,9 +43,9 @@ from typing import Callable, Sequence
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory import similar
-from acr_cli.memory.aggregates import GroupCache, GroupStats, Near
+from acr_cli.memory.aggregates import GroupStats, Near
 from acr_cli.routing import effects
-from acr_cli.routing.base import Policy, Ranked
+from acr_cli.routing.base import Evidence, Policy, Ranked
 from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
 
 N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
@@ -83,7 +83,7 @@ class Fit:
 class LearnedPolicy(Policy):
     name = "learned"
 
-    def __init__(self, arms: Sequence[Arm], stats: GroupCache, *, cost_weight: float = 0.1,
+    def __init__(self, arms: Sequence[Arm], stats: Evidence, *, cost_weight: float = 0.1,
                  prior_weight: float = 2.0, tie_order: Callable[[Context], Sequence[Arm]] | None = None,
                  typical_tokens: float | None = None, n_hier: float = N_HIER, rho: float = RHO,
                  min_tasks: int = effects.MIN_TASKS):
@@ -386,7 +386,7 @@ class LearnedPolicy(Policy):
         found = self.similar(ctx)
         if not found:
             return [], {}
-        similar.outcomes(self.stats.memory.db, [t.task for t in found])  # only shown, never routed on
+        self.stats.show_outcomes(found)  # only shown, never routed on
         with_them = self._analyse(ctx, state)[4].get("p", {})
         without = self._analyse(ctx, state, near=False)[4].get("p", {})
         return found, {self.arms[i].id: (without[i], with_them[i]) for i in with_them if i in without}
