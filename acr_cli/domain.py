@@ -12,7 +12,7 @@ from typing import Any
 
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
 # Accepted on the agent's own word: it finished without an error and no verifier checked its work.
-# It ends the task like a pass, but it is weak evidence of skill (memory.aggregates.UNVERIFIED_WEIGHT).
+# It ends the task like a pass, but it is weak evidence of skill (memory.sql.UNVERIFIED_WEIGHT).
 UNVERIFIED = "unverified"
 VERDICTS = (PASSED, UNVERIFIED, FAILED, ERROR, TIMEOUT, CANCELLED)
 # Verdicts that say something about the arm's ability (an error or a cancel does not).

@@ -48,7 +48,7 @@ def run(m, prof, protocol, order_seed, per_task=None, **overrides):
     try:
         res = rp.replay(m, make, mem, label="learned", protocol=protocol, cost_weight=0.1, order_seed=order_seed)
         if per_task is not None:
-            for t in mem.task_outcomes(f"bench:{m.name}:{res.run_id}"):
+            for t in mem.task_results(f"bench:{m.name}:{res.run_id}"):
                 per_task[t["ref"]] = t["oracle_reward"] - (t["score"] or 0.0) + 0.1 * (t["cost_usd"] or 0.0)
     finally:
         mem.close()

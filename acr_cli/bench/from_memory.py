@@ -12,7 +12,8 @@ from typing import Any
 
 from acr_cli.bench.matrix import Cell, Matrix, Task
 from acr_cli.context import kind_sure
-from acr_cli.memory.store import JUDGED, Memory
+from acr_cli.domain import JUDGED
+from acr_cli.memory.store import Memory
 from acr_cli.profiles import Profile
 
 

@@ -21,7 +21,7 @@ from acr_cli.memory.store import Memory
 
 
 def compute(memory: Memory, source: str, cost_weight: float, premium: str | None) -> dict[str, Any]:
-    tasks = memory.task_outcomes(source)
+    tasks = memory.task_results(source)
     n = len(tasks)
     if n == 0:
         return {"n": 0}

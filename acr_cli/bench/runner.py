@@ -331,7 +331,7 @@ def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
             if not doc:
                 doc = {k: v for k, v in rep.items() if k not in ("result", "curve")}
             source = f"bench:{r['benchmark']}:{r['id']}"
-            if mem.task_outcomes(source):  # the attempts are here: recompute
+            if mem.task_results(source):  # the attempts are here: recompute
                 premium = (r.get("params") or {}).get("premium")
                 figures = metrics.compute(mem, source, doc.get("cost_weight", 0.1), premium)
                 by_policy.setdefault(r["policy"], []).append({"run_id": r["id"], "policy": r["policy"], **figures})

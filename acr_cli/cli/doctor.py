@@ -123,7 +123,7 @@ def doctor(
         from acr_cli.errors import MemoryFileError
 
         try:  # a broken memory is one more finding, not the end of the diagnosis
-            mem_info.update(_memory_figures(memory, mem_path))
+            mem_info.update(_memory_figures(memory))
         except MemoryFileError as e:
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
     report = {
@@ -247,22 +247,15 @@ def _any_runnable(arms: list[dict]) -> bool:
     return any(a["state"] in ("ready", "unknown") for a in arms)
 
 
-def _memory_figures(memory: Optional[Path], mem_path: Path) -> dict:
-    """Counts and size of the memory, after ``PRAGMA quick_check``: it reads every page, so damage that
-    opening the file does not reach shows here too (raised as MemoryFileError)."""
-    import sqlite3
-
+def _memory_figures(memory: Optional[Path]) -> dict:
+    """Counts and size of the memory, after a check that reads every page, so damage that opening the
+    file does not reach shows here too (raised as MemoryFileError)."""
     from acr_cli.cli.common import open_memory
-    from acr_cli.memory.db import damaged
 
     mem = open_memory(memory, create=False, read_only=True)
     try:
-        problems = [r[0] for r in mem.db.execute("PRAGMA quick_check(5)")]
-        if problems != ["ok"]:
-            raise damaged(mem_path, "; ".join(problems), what="is damaged")
+        mem.check()
         return {**mem.counts(), "size_bytes": mem.size_bytes()}
-    except sqlite3.DatabaseError as e:
-        raise damaged(mem_path, str(e), what="is damaged") from None
     finally:
         mem.close()
 

@@ -31,24 +31,9 @@ from typing import Sequence
 
 from acr_cli.domain import JUDGED
 from acr_cli.memory import similar
-from acr_cli.memory.store import PRICED_COST, Memory
-
-JUDGED_SQL = "('passed','failed','timeout')"
-SCORE = "COALESCE(a.score, a.verdict = 'passed')"
-
-# How much a task accepted with no verifier tells about an arm's skill, as a share of a verified
-# pass: four such tasks count as one verified pass. An agent that finishes without an error says
-# it is done on nearly every task, good work or not, so its word separates arms only weakly (it
-# does separate them from arms whose agent gives up or reports failure, which are judged fully).
-# Counting it fully would let the first arm tried win every later no-verifier task by its own
-# claims; counting it as nothing would leave a user who never verifies with the profile's priors
-# forever. A quarter lets a verified failure outweigh three claims. No benchmark task is
-# unverified, so replays do not depend on this setting.
-UNVERIFIED_WEIGHT = 0.25
-# verdicts that enter the success estimates, and each one's weight and pass flag
-EVIDENCE_SQL = "('passed','failed','timeout','unverified')"
-WEIGHT = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE 1.0 END)"
-WEIGHTED_SCORE = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE {SCORE} END)"
+from acr_cli.memory.sql import (EVIDENCE_SQL, JUDGED_SQL, PRICED_COST, SCORE, UNVERIFIED_WEIGHT, WEIGHT,
+                                 WEIGHTED_SCORE)
+from acr_cli.memory.store import Memory
 
 
 @dataclass

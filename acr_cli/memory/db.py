@@ -124,7 +124,7 @@ def _m002_arm_health(db: sqlite3.Connection) -> None:
 
 def _m003_unverified(db: sqlite3.Connection) -> None:
     """Attempts accepted with no verifier were recorded as ``passed`` (with no score and no verifier):
-    they become ``unverified``, weak evidence (memory.aggregates.UNVERIFIED_WEIGHT), and their
+    they become ``unverified``, weak evidence (memory.sql.UNVERIFIED_WEIGHT), and their
     tasks' ``passed`` becomes NULL (nobody knows). Benchmark rows always have a score: untouched."""
     _script(
         db,

@@ -1,0 +1,50 @@
+"""The SQL that more than one memory module writes: column lists and the fragments that say what an
+attempt counts as (judged, its score, its price, its weight as evidence). One home, so the commands,
+the reports and routing cannot drift apart."""
+
+from __future__ import annotations
+
+from acr_cli.domain import JUDGED
+
+TASK_FIELDS = ("id", "created_at", "source", "project", "prompt", "prompt_sha256", "kind", "language", "size",
+               "ref", "policy", "passed", "score", "cost_usd", "final_arm", "oracle_reward", "oracle_arm",
+               "finished_at", "context", "baseline")
+ATTEMPT_FIELDS = ("seq", "agent", "model", "policy", "reason", "started_at", "duration_s", "exit_code",
+                  "tokens_in", "tokens_out", "cost_usd", "cost_source", "verdict", "score", "apply_ok", "detail",
+                  "verifier", "verifier_tail", "session_id", "log_path", "text", "attempt_ref", "base_tree",
+                  "verifier_unchanged", "changes")
+RUN_FIELDS = ("id", "benchmark", "policy", "params", "started_at", "finished_at", "n_tasks", "report")
+
+# Verdicts that say something about the arm's ability (acr_cli.domain.JUDGED), as an SQL list.
+JUDGED_SQL = "(" + ",".join(f"'{v}'" for v in JUDGED) + ")"
+# An attempt's score: its own (partial credit), else 1 for a pass and 0 otherwise.
+SCORE = "COALESCE(a.score, a.verdict = 'passed')"
+# An attempt's cost as a price: an error's $0 (it never reached the model) is no evidence of cheapness.
+PRICED_COST = "CASE WHEN a.verdict <> 'error' OR a.cost_usd > 0 THEN a.cost_usd END"
+
+# How much a task accepted with no verifier tells about an arm's skill, as a share of a verified
+# pass: four such tasks count as one verified pass. An agent that finishes without an error says
+# it is done on nearly every task, good work or not, so its word separates arms only weakly (it
+# does separate them from arms whose agent gives up or reports failure, which are judged fully).
+# Counting it fully would let the first arm tried win every later no-verifier task by its own
+# claims; counting it as nothing would leave a user who never verifies with the profile's priors
+# forever. A quarter lets a verified failure outweigh three claims. No benchmark task is
+# unverified, so replays do not depend on this setting.
+UNVERIFIED_WEIGHT = 0.25
+# verdicts that enter the success estimates, and each one's weight and pass flag
+EVIDENCE_SQL = JUDGED_SQL[:-1] + ",'unverified')"
+WEIGHT = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE 1.0 END)"
+WEIGHTED_SCORE = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} ELSE {SCORE} END)"
+
+# Per arm, what `acr memory show` prints (columns of a GROUP BY over attempts ``a``).
+STATS_COLUMNS = f"""
+    COUNT(*) AS n,
+    SUM(a.verdict IN {JUDGED_SQL}) AS n_judged,
+    SUM(a.verdict = 'unverified') AS n_unverified,
+    SUM(CASE WHEN a.verdict IN {JUDGED_SQL} THEN {SCORE} ELSE 0 END) AS score_sum,
+    SUM(a.verdict = 'passed') AS n_passed,
+    TOTAL({PRICED_COST}) AS cost_sum,
+    COUNT({PRICED_COST}) AS n_cost,
+    TOTAL(a.duration_s) AS duration_sum,
+    MAX(a.started_at) AS last_used
+"""
