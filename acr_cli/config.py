@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acr_cli.errors import ConfigError
+from acr_cli import profiles
+from acr_cli.atomic import atomic_write
+from acr_cli.domain import PERMISSIONS
+from acr_cli.errors import ConfigError, ProfileError
+from acr_cli.paths import Paths
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,8 +75,6 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def check_value(key: str, value: Any) -> str | None:
     """What is wrong with a setting's value (the same limits as the command-line options), or None."""
-    from acr_cli.domain import PERMISSIONS
-
     if isinstance(value, float) and not math.isfinite(value):
         return f"expected a finite number, got {value!r}"
     if key in ("timeout", "verify_timeout") and value < 1:
@@ -102,8 +104,6 @@ def find_project_file(project: Path) -> Path | None:
 
 def _anchor_profile_path(data: dict[str, Any], file: Path | None) -> None:
     """A relative profile path in a settings file is relative to that file (not to where acr runs)."""
-    from acr_cli import profiles
-
     spec = data.get("profile")
     if file is not None and isinstance(spec, str) and profiles.is_path(spec):
         p = Path(spec).expanduser()
@@ -165,8 +165,6 @@ def resolve_options(settings: Settings, profile: Any, flags: dict[str, Any] | No
         if source == "profile" and profile is not None:
             source = f"profile {profile.name}"
         out[key] = Option(value, source)
-    from acr_cli.domain import PERMISSIONS
-
     if out["permissions"].value not in PERMISSIONS:
         raise ConfigError(f"permissions {out['permissions'].value!r}: expected one of {', '.join(PERMISSIONS)}")
     if out["baseline"].value not in BASELINE_MODES:
@@ -189,10 +187,6 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
     if key == "verify" and not value.strip():
         value = ""  # no verifier, as `--verify ""`: stored as such, so it overrides the profile's
     if key == "profile":
-        from acr_cli import profiles
-        from acr_cli.errors import ProfileError
-        from acr_cli.paths import Paths
-
         try:  # a profile that does not load would break every later command: check it now
             profiles.load(value, Paths.from_env().profiles_dir)
         except ProfileError as e:
@@ -224,8 +218,6 @@ def unset_user_value(path: Path, key: str) -> bool:
 def _write_settings(path: Path, data: dict[str, Any], key: str) -> None:
     """Write ``data`` to the settings file, changing only ``key``'s line: the user's comments,
     order and layout stay. (The files hold flat ``key = value`` lines, which read_toml checks.)"""
-    from acr_cli.atomic import atomic_write
-
     old = ""
     if path.is_file():
         with open(path, encoding="utf-8", newline="") as f:  # as it is: a CRLF file stays CRLF

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 EXIT_OK = 0
 EXIT_NOT_PASSED = 1  # the run finished but no attempt passed the verifier
+EXIT_PROBLEMS = 1  # a report was printed and it found problems (doctor, init, profiles validate)
+EXIT_PIPE_CLOSED = 1  # the reader of acr's output left (`acr memory log | head`)
 EXIT_USAGE = 2  # bad arguments, bad configuration, unusable files
 EXIT_INTERNAL = 70  # a bug in acr (traceback written to the crash log)
 EXIT_CANCELLED = 130  # Ctrl-C
@@ -29,6 +31,14 @@ class AcrError(Exception):
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.message
+
+
+class Reported(AcrError):
+    """End the command with ``exit_code`` after it printed everything the user needs (a run that did not
+    pass, a doctor report with problems): nothing more is said."""
+
+    def __init__(self, exit_code: int):
+        super().__init__("", exit_code=exit_code)
 
 
 class ConfigError(AcrError):

@@ -18,11 +18,25 @@ from typing import Callable, Iterator
 from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
 from acr_cli.context import Context
-from acr_cli.domain import (CANCELLED, COST_CATALOG, COST_PRICED, COST_REPORTED, COST_UNKNOWN, ERROR, FAILED,
-                            PASSED, TIMEOUT, UNVERIFIED, Arm, Feedback, TaskState)
+from acr_cli.domain import (
+    CANCELLED,
+    COST_CATALOG,
+    COST_PRICED,
+    COST_REPORTED,
+    COST_UNKNOWN,
+    ERROR,
+    FAILED,
+    PASSED,
+    TIMEOUT,
+    UNVERIFIED,
+    Arm,
+    Feedback,
+    TaskState,
+)
 from acr_cli.errors import WorkspaceError
 from acr_cli.health.errors import classify as classify_error
 from acr_cli.health.state import HealthBook
+from acr_cli.pricing import catalog_price
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import VerifierResult, run_verifier
@@ -289,7 +303,5 @@ class LiveEnvironment:
             if priced is not None:
                 fb.cost_usd, fb.cost_source = priced, COST_PRICED
             else:  # no price in the profile: the catalog's, else unknown
-                from acr_cli.pricing import catalog_price
-
                 listed = catalog_price(arm.agent, arm.model, parsed.tokens_in, parsed.tokens_out)
                 fb.cost_usd, fb.cost_source = (listed, COST_CATALOG) if listed is not None else (None, COST_UNKNOWN)

@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from acr_cli import yamlfile
+from acr_cli.agents.command import validate_spec
 from acr_cli.domain import PERMISSIONS, Arm, parse_arm_id  # noqa: F401 (re-exported)
 from acr_cli.errors import AcrError, ConfigError, ProfileError
+from acr_cli.resources import profiles_dir
 from acr_cli.routing import registry
 
 BUILTIN_AGENTS = ("claude", "codex", "opencode")
@@ -101,8 +103,6 @@ class Profile:
 
 
 def builtin_dir() -> Path:
-    from acr_cli.resources import profiles_dir
-
     return profiles_dir()
 
 
@@ -296,8 +296,6 @@ def _order(v: "_Validator", raw: Any, ids: set[str]) -> dict[str, tuple[str, ...
 
 
 def _agents(v: "_Validator", raw: Any) -> dict[str, dict[str, Any]]:
-    from acr_cli.agents.command import validate_spec
-
     v.mapping(raw, ("agents",), None)
     out = {}
     for name, spec in raw.items():

@@ -21,14 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import interrupts, process
+from acr_cli import agents, interrupts, process
+from acr_cli.agents import unavailable
 from acr_cli.config import Option, Settings, resolve_options
 from acr_cli.context import Context, classify
+from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
+from acr_cli.health.state import HealthBook
+from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, run_task, summary
+from acr_cli.paths import Paths
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
-from acr_cli.verify import VerifierResult
+from acr_cli.routing.registry import live_policy
+from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
+from acr_cli.workspace import Workspace
+from acr_cli.workspace.core import UnwritableGitDir
+
 
 @dataclass
 class RunRequest:
@@ -140,8 +149,6 @@ class Prepared:
         A verifier that cannot run for reasons no code change fixes (acr_cli.verify.cannot_run) is a
         set-up error: :class:`AcrError` before any agent runs. A passing one is returned: whether to
         go on is the caller's question (the check cannot tell whether the work gets done)."""
-        from acr_cli.verify import cannot_run, run_verifier
-
         if self.verify is None or self.options["baseline"].value == "off":
             return None
         try:
@@ -150,7 +157,8 @@ class Prepared:
             raise KeyboardInterrupt from None
         why = cannot_run(self.verify, result)
         if why:
-            raise AcrError(f"{_verifier_named(self.options['verify'])} cannot run here: {why}; no agent was run, nothing was spent\n"
+            raise AcrError(f"{_verifier_named(self.options['verify'])} cannot run here: {why}; no agent was run, "
+                           "nothing was spent\n"
                            + _indent(result.tail),
                            hint=f"it runs as `/bin/sh -c '...'` in {self.request.project}; try it there by hand, "
                                 "or pass --no-baseline if this failure is what the agent should fix")
@@ -160,11 +168,6 @@ class Prepared:
     def execute(self, on_event: Callable[..., None] | None = None,
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
-        from acr_cli.health.state import HealthBook
-        from acr_cli.live import LiveEnvironment
-        from acr_cli.paths import Paths
-        from acr_cli.routing.registry import live_policy
-
         req, opts = self.request, self.options
         policy = live_policy(self.profile, self.memory, arms=self.arm_ids, policy=req.policy)
         ctx = classify(req.text, req.project, kind=req.kind)
@@ -211,9 +214,6 @@ def _indent(text: str) -> str:
 
 def parse_arms(text: str | None, profile: Profile) -> list[str] | None:
     """The ``--arms`` list, checked: AGENT:MODEL items, each once, whose agent acr knows."""
-    from acr_cli import agents
-    from acr_cli.domain import parse_arm_id
-
     if text is None:
         return None
     items = [x.strip() for x in text.split(",") if x.strip()]
@@ -240,11 +240,6 @@ def prepare(req: RunRequest, *,
     """Check everything a run needs before it starts; lock the work tree. Raises AcrError (exit 2).
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
-    from acr_cli.agents import unavailable
-    from acr_cli.domain import parse_arm_id
-    from acr_cli.workspace import Workspace
-    from acr_cli.workspace.core import UnwritableGitDir
-
     profile, settings = load_profile(req.profile, req.project)
     arm_ids = parse_arms(req.arms, profile)
     options = resolve_options(settings, profile, {
@@ -253,8 +248,6 @@ def prepare(req: RunRequest, *,
         "baseline": req.baseline})
     verify = options["verify"]
     if verify.value:
-        from acr_cli.verify import preflight
-
         problem = preflight(verify.value, req.project)
         if problem:
             raise AcrError(f"{_verifier_named(verify)}: {problem}; no agent was run",

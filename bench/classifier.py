@@ -33,8 +33,9 @@ SETS = {"tuned": DATA / "requests.jsonl", "held-out": DATA / "requests_heldout.j
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acr_cli.context import KINDS, classify_kind  # noqa: E402
 import kind_rules_before  # noqa: E402
+
+from acr_cli.context import KINDS, classify_kind  # noqa: E402
 
 
 def load(path: Path) -> list[dict]:

@@ -23,7 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from acr_cli import profiles  # noqa: E402
-from acr_cli.bench import matrix as matrix_mod, replay as rp, spec as spec_mod  # noqa: E402
+from acr_cli.bench import matrix as matrix_mod  # noqa: E402
+from acr_cli.bench import replay as rp
+from acr_cli.bench import spec as spec_mod
 from acr_cli.memory import Memory  # noqa: E402
 from acr_cli.memory.aggregates import GroupCache  # noqa: E402
 from acr_cli.routing import effects, learned  # noqa: E402

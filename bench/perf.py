@@ -52,9 +52,7 @@ def seed_memory(path: Path, n_attempts: int) -> None:
     """n_attempts synthetic live attempts (two per task) across kinds, languages and projects."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acr_cli.context import live_groups
-    from acr_cli.memory import Memory
-
-    from acr_cli.memory import similar
+    from acr_cli.memory import Memory, similar
 
     mem = Memory.open(path)
     rng = random.Random(7)
@@ -98,7 +96,10 @@ def bench_figures(data_dir: Path) -> None:
     """Replay speed, in-process (the data is loaded once, as one `acr bench replay` command does)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acr_cli import profiles
-    from acr_cli.bench import matrix as matrix_mod, policies, replay as rp, spec as spec_mod
+    from acr_cli.bench import matrix as matrix_mod
+    from acr_cli.bench import policies
+    from acr_cli.bench import replay as rp
+    from acr_cli.bench import spec as spec_mod
     from acr_cli.memory import Memory
     from acr_cli.routing import registry
 

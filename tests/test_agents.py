@@ -156,3 +156,19 @@ def test_opencode_session_is_the_newest_of_this_project_since_the_start():
     assert newest_session(text, project, updated + 5) is None  # the session ended before this run started
     assert newest_session(json.dumps([older]), project, updated - 5) is None
     assert newest_session("not json", project, 0) is None
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "opencode"])
+def test_the_live_progress_line_of_each_cli_names_its_tool_calls_and_skips_what_it_cannot_read(name):
+    """`acr run` shows one line per agent event; an event of a shape the CLI never documented (or a
+    line that is not an object at all) is skipped, never a crash mid-run."""
+    stream = (SAMPLES / f"{name}_tool{'_stream' if name == 'claude' else ''}.stdout").read_text().splitlines()
+    shown = [s for s in (agents.get(name).describe(line) for line in stream) if s]
+    assert shown, name
+    assert any(":" in s or s.startswith("$ ") for s in shown), shown  # a tool call with what it ran or touched
+    odd = ["", "not json", "[1, 2]", "42", '"text"', "{", '{"type": "assistant", "message": "x"}',
+           '{"type": "assistant", "message": {"content": ["x", 3]}}', '{"type": "item.completed", "item": [1]}',
+           '{"type": "tool_use", "part": "x"}', '{"type": "tool_use", "part": {"state": []}}']
+    for line in odd:
+        out = agents.get(name).describe(line)
+        assert out is None or isinstance(out, str), (name, line)

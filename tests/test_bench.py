@@ -10,11 +10,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from benchdata import write_id, write_ood
+from conftest import acr
 
 from acr_cli.bench import data
 from acr_cli.errors import AcrError
-from benchdata import write_id, write_ood
-from conftest import acr
 
 LAMBDA = 0.1
 # task -> model -> (resolved, apply_ok, cost)

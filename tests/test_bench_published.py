@@ -14,7 +14,6 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED_BENCH, acr
 
 DATA = Path(os.environ.get("ACR_TEST_BENCH_DATA", SHARED_BENCH))

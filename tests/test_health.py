@@ -8,12 +8,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import VERIFY, acr, calls
 
 from acr_cli.domain import Arm
 from acr_cli.health.errors import SETUP, TRANSIENT, Problem, classify
 from acr_cli.health.state import COOL_BASE_S, HealthBook
 from acr_cli.memory import Memory
-from conftest import VERIFY, acr, calls
 
 OPENCODE3 = "opencode:moonshotai/kimi-k2.5,opencode:zhipuai/glm-5,opencode:deepseek/deepseek-v3.2"
 

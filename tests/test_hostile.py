@@ -13,10 +13,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import acr, git, init_repo
 
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import Workspace
-from conftest import acr, git, init_repo
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -153,7 +153,7 @@ def test_the_checkpoint_survives_an_attempt_that_deletes_refs_acr_and_prunes(use
     root = user_project
     files, state = tree_bytes(root), git_state(root)
     ws = Workspace.open(root)
-    cp = ws.checkpoint("t-1")
+    ws.checkpoint("t-1")
     (root / "calc.py").write_text("agent\n")
     (root / "notes.md").unlink()
     for ref in git(root, "for-each-ref", "--format=%(refname)", "refs/acr").split():
@@ -360,7 +360,8 @@ def test_a_planted_commondir_is_put_back_and_redirects_nothing(user_project, tmp
     for d in ("refs", "objects", "logs", "info"):
         os.symlink(root / ".git" / d, evil / d)
     (evil / "hooks").mkdir()
-    (evil / "config").write_text(f"[core]\n\thooksPath = {evil / 'hooks'}\n[filter \"ev\"]\n\tclean = sh -c 'touch {sentinel}; cat'\n")
+    (evil / "config").write_text(f"[core]\n\thooksPath = {evil / 'hooks'}\n"
+                                 f"[filter \"ev\"]\n\tclean = sh -c 'touch {sentinel}; cat'\n")
     files, state = tree_bytes(root), git_state(root)
     ws = Workspace.open(root)
     cp = ws.checkpoint("t-1")

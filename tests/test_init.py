@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import FAKES, acr
 
 

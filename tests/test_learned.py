@@ -6,10 +6,10 @@ import json
 import random
 
 import pytest
-
-from acr_cli.routing.latent import Latent, Phi, Phi_inv, hermite_nodes, tau2_of
 from benchdata import write_id, write_ood
 from conftest import acr
+
+from acr_cli.routing.latent import Latent, Phi, Phi_inv, hermite_nodes, tau2_of
 
 
 def test_quadrature_and_normal_helpers():

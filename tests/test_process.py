@@ -31,7 +31,7 @@ def test_timeout_kills_the_process_group(tmp_path):
             f"open({str(pidfile)!r},'w').write(str(c.pid)); print('started', flush=True); time.sleep(60)")
     seen = []
     start = time.monotonic()
-    r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=2, on_line=lambda s, l: seen.append(l))
+    r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=2, on_line=lambda stream, line: seen.append(line))
     assert r.timed_out and time.monotonic() - start < 15
     assert seen == ["started"]
     child = int(pidfile.read_text())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import acr
 
 from acr_cli import profiles
 from acr_cli.errors import ConfigError, ProfileError
-from conftest import acr
 
 GOOD = """\
 description: test

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FAKES, acr
 
 from acr_cli import redact as redact_module
 from acr_cli.agents import base as agent_base
@@ -17,7 +18,6 @@ from acr_cli.agents.claude import ClaudeAdapter
 from acr_cli.agents.codex import CodexAdapter
 from acr_cli.agents.opencode import OpencodeAdapter
 from acr_cli.health import readiness
-from conftest import FAKES, acr
 
 STATUS_VARS = ("FAKE_AGENT_LOGGED_OUT", "FAKE_AGENT_OPENCODE_PROVIDERS", "FAKE_AGENT_STATUS_HANG",
                "FAKE_AGENT_STATUS_UNSUPPORTED", "FAKE_AGENT_STATUS_LOG")

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import BAD, GOOD, VERIFY, acr, calls, git
 
 LONG_ARM = "opencode:openrouter/an-unusually-long-provider-name/an-extremely-long-model-name-for-pipes:free"

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import BAD, GOOD, VERIFY, acr, calls, git
 
 TWO_ARMS = "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4"

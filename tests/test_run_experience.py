@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import BAD, GOOD, VERIFY, acr, calls, git
 
 THREE = "opencode:moonshotai/kimi-k2.5,claude:claude-sonnet-4-6,codex:gpt-5.4"

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from acr_cli.context import classify
-from acr_cli.domain import Arm, Decision, Feedback, TaskState
-from acr_cli.memory import Memory
-from acr_cli.memory import db as dbmod
-from acr_cli.memory import similar
 from conftest import acr
 from test_json_shapes import ROUTE_SIMILAR
 from test_learning import PROFILE  # two equal arms, codex:m-a and claude:m-b
 from test_memory import old_schema
+
+from acr_cli.context import classify
+from acr_cli.domain import Arm, Decision, Feedback, TaskState
+from acr_cli.memory import Memory, similar
+from acr_cli.memory import db as dbmod
 
 A, B = Arm("codex", "m-a"), Arm("claude", "m-b")
 WEBSOCKET = "rework the websocket reconnect backoff in the streaming client so it stops hammering the gateway"

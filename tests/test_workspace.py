@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from acr_cli import workspace
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import Workspace
-from conftest import git
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -63,7 +63,7 @@ def test_restore_undoes_every_kind_of_change_and_keeps_user_work(dirty):
     git(dirty, "add", "-A")
     git(dirty, "commit", "-qm", "agent commit")
     assert ws.changes(cp)
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert ws.changes(cp) == []
     after = snapshot(dirty)
     assert after == before
@@ -88,7 +88,7 @@ def test_directories_the_attempt_created_go_and_the_users_own_stay_even_empty(di
         (dirty / f).parent.mkdir(parents=True, exist_ok=True)
         (dirty / f).write_text("agent\n")
     (dirty / "made-but-empty").mkdir()  # holds no file: git cannot see it, so neither can a rollback
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert dirs(dirty) == before | {"made-but-empty"}
 
 
@@ -98,7 +98,7 @@ def test_same_size_edit_in_the_same_second_is_seen(project):
     cp = ws.checkpoint()
     (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     assert ws.changes(cp) == [("M", "calc.py")]
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert (project / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
 
 
@@ -107,7 +107,7 @@ def test_untouched_files_are_not_rewritten(dirty):
     cp = ws.checkpoint()
     stat_before = (dirty / "untracked.bin").stat()
     (dirty / "other.txt").write_text("agent\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     stat_after = (dirty / "untracked.bin").stat()
     assert (stat_before.st_ino, stat_before.st_mtime_ns) == (stat_after.st_ino, stat_after.st_mtime_ns)
     assert not (dirty / "other.txt").exists()
@@ -122,7 +122,7 @@ def test_empty_repository_without_commits(tmp_path):
     cp = ws.checkpoint()
     (tmp_path / "a.txt").write_text("agent\n")
     (tmp_path / "b.txt").write_text("agent\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert (tmp_path / "a.txt").read_text() == "mine\n" and not (tmp_path / "b.txt").exists()
 
 
@@ -137,7 +137,7 @@ def test_a_commit_into_an_empty_repository_is_undone(tmp_path):
     cp = ws.checkpoint()
     git(tmp_path, "add", "-A")
     git(tmp_path, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "agent")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert git(tmp_path, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""  # still no commit
     assert git(tmp_path, "status", "--porcelain") == "A  s.txt\n?? a.txt\n"
 
@@ -197,7 +197,7 @@ def test_files_git_converts_come_back_byte_for_byte(project):
     cp = ws.checkpoint()
     (project / "nb.ipynb").write_text("agent\n")
     (project / "run.bat").write_text("agent\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert (project / "nb.ipynb").read_text() == "outputs the user has not committed\n"
     assert (project / "run.bat").read_bytes() == b"echo lf only\n"
 
@@ -207,7 +207,7 @@ def test_what_a_rollback_undoes_is_kept_under_a_ref(project):
     cp = ws.checkpoint("t9-1")
     (project / "calc.py").write_text("the attempt's edit\n")
     (project / "notes.md").write_text("saved by the user while the attempt ran\n")
-    report = ws.restore(cp, keep_as="t9-1")
+    ws.restore(cp, keep_as="t9-1")
     ws.drop(cp)
     assert not (project / "notes.md").exists()  # the rollback undid it, but it is not lost:
     assert git(project, "show", "refs/acr/attempts/t9-1:notes.md") == "saved by the user while the attempt ran\n"
@@ -278,7 +278,7 @@ def test_ignored_files_the_attempt_changed_are_put_back(with_ignored, monkeypatc
     (root / "__pycache__" / "calc.pyc").write_bytes(b"\0cache")
     (root / "node_modules" / "pkg" / "m0.js").write_text("upgraded\n")
     assert ws.changes(cp) == []  # ignored files are not the attempt's work (apply_ok)
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert {p: (root / p).read_bytes() for p in kept_before} == kept_before
     assert not (root / "data" / "b.csv").exists()
     # a new ignored entry (a cache) stays; a directory over the budget is left whole as the attempt made it
@@ -298,7 +298,7 @@ def test_ignored_directory_replaced_by_a_file_and_gitignore_edited(with_ignored,
     # now nothing is ignored: .env and node_modules/ (not kept) look like files the attempt added
     (root / ".gitignore").write_text("")
     (root / ".env").write_text("TOKEN=agent\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(root) == before
 
 
@@ -318,7 +318,7 @@ def test_same_size_edit_of_an_ignored_file_in_the_same_second_is_put_back(with_i
     ws.checkpoint()  # the second checkpoint reuses the first one's stat cache
     cp = ws.checkpoint()
     (with_ignored / ".env").write_text("TOKEN=evil\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
 
 
@@ -331,7 +331,7 @@ def test_an_unreadable_ignored_file_does_not_stop_a_checkpoint(with_ignored):
         ws = Workspace.open(with_ignored)
         cp = ws.checkpoint()
         (with_ignored / ".env").write_text("TOKEN=agent\n")
-        report = ws.restore(cp)
+        ws.restore(cp)
         assert (with_ignored / ".env").read_text() == "TOKEN=mine\n"
     finally:
         secret.chmod(0o644)
@@ -349,7 +349,7 @@ def test_files_git_is_told_not_to_read_are_rolled_back_to_the_users_version(proj
     (project / "calc.py").write_text("agent\n")
     (project / "test_calc.py").write_text("agent\n")
     assert {p for _, p in ws.changes(cp)} == {"calc.py", "test_calc.py"}  # the attempt's edits are seen
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before
     assert (project / ".git" / "index").read_bytes() == index_before  # the bits stay set
 
@@ -373,7 +373,7 @@ def test_sparse_checkout_files_outside_the_cone(project, via):
     if via == "recover":  # acr was killed: `acr recover` starts from the refs alone
         ws = Workspace.open(project)
         cp = ws.load_checkpoint(cp.name)
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before  # and the files the sparse checkout leaves out are not "deleted"
     assert "out/o.txt" in git(project, "ls-files") and not git(project, "status", "--porcelain", "out")
     assert git(project, "ls-files", "-v", "out/o.txt").startswith("S ")  # still outside the sparse checkout
@@ -387,7 +387,7 @@ def test_a_hidden_file_the_agent_deletes_comes_back(project):
     cp = ws.checkpoint()
     (project / "calc.py").unlink()
     (project / "test_calc.py").unlink()
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -421,7 +421,7 @@ def test_an_attempt_that_unignores_files_does_not_get_them_deleted(project, monk
     if "recovered" in rule_change:
         ws = Workspace.open(project)
         cp = ws.load_checkpoint(cp.name)
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before  # model.bin is still there, and the new rule is gone
     assert exclude_file.read_bytes() == exclude
 
@@ -450,7 +450,7 @@ def test_permission_bits_come_back_as_the_user_set_them(project):
     (project / ".env").write_text("TOKEN=leaked\n")
     (project / "calc.py").chmod(0o644)  # a mode-only change: no diff to git
     (project / "key").unlink()
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -468,7 +468,7 @@ def test_a_read_only_directory_does_not_stop_the_rest_of_the_rollback(project):
     (project / "d").chmod(0o555)
     try:
         with pytest.raises(WorkspaceError) as e:
-            report = ws.restore(cp)
+            ws.restore(cp)
     finally:
         (project / "d").chmod(0o755)
     assert "d/f.txt" in e.value.message
@@ -489,11 +489,11 @@ def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_
     git(project / "u", "init", "-q")
     (project / "u" / "x").write_text("x\n")
     with pytest.raises(WorkspaceError) as e:
-        report = ws.restore(cp)
+        ws.restore(cp)
     assert "u (a directory holding a git repository" in e.value.message and "acr recover" in e.value.hint
     assert (project / "calc.py").read_text() == "user edit\n" and (project / "test_calc.py").exists()
     shutil.move(project / "u", tmp_path / "aside")  # what the message says to do, then recover finishes
-    report = ws.restore(ws.load_checkpoint(cp.name))
+    ws.restore(ws.load_checkpoint(cp.name))
     assert snapshot(project) == before
 
 
@@ -512,7 +512,7 @@ def test_recover_after_a_kill_keeps_exact_bytes_and_modes_even_after_a_gc(projec
     # acr was killed here; `acr recover` starts from the refs alone
     ws = Workspace.open(project)
     assert ws.interrupted_checkpoints() == [cp.name]
-    report = ws.restore(ws.load_checkpoint(cp.name))
+    ws.restore(ws.load_checkpoint(cp.name))
     assert snapshot(project) == before
     ws.drop(cp)
     assert ws.interrupted_checkpoints() == []
@@ -528,7 +528,7 @@ def test_exec_bits_come_back_with_core_filemode_off(project):
     cp = ws.checkpoint()
     (project / "run.sh").unlink()
     (project / "calc.py").write_text("agent\n")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert snapshot(project) == before
 
 
@@ -574,7 +574,7 @@ def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
     ws = Workspace.open(root)
     cp = ws.checkpoint()
     git(root, "stash", "clear")
-    report = ws.restore(cp)
+    ws.restore(cp)
     assert stash_list(root) == stashes
 
 
@@ -603,7 +603,7 @@ def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes)
     git(root, "reflog", "expire", "--expire=now", "--all")
     git(root, "gc", "-q", "--prune=now")  # unreachable now but for acr's own refs
     ws = Workspace.open(root)  # acr was killed; `acr recover` starts from the refs alone
-    report = ws.restore(ws.load_checkpoint(cp.name))
+    ws.restore(ws.load_checkpoint(cp.name))
     assert stash_list(root) == stashes and git(root, "rev-parse", "--verify", "-q", "feature")
     ws.drop(cp)
     assert not git(root, "for-each-ref", "refs/acr/")

@@ -73,18 +73,33 @@ class Adapter:
 # --------------------------------------------------------------------------- helpers
 
 
+def json_event(line: str) -> dict[str, Any] | None:
+    """One line of an agent's JSON event stream as an object; None for anything else (a log line, a
+    JSON value that is not an object, a line cut short)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def json_lines(text: str) -> Iterator[dict[str, Any]]:
     """Every JSON object in ``text`` that sits on a line of its own; other lines are skipped."""
     for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
+        obj = json_event(line)
+        if obj is not None:
             yield obj
+
+
+def tool_call(tool: Any, args: Any) -> str:
+    """A tool call as a progress line shows it: ``Bash: pytest -q``, the command or file it names, else its
+    arguments as JSON."""
+    args = args if isinstance(args, dict) else {}
+    what = args.get("command") or args.get("file_path") or args.get("filePath") or json.dumps(args)
+    return f"{tool}: {short(what, 100)}"
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:

@@ -10,12 +10,21 @@ subtype ``success``: acr counts it as a failed attempt.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from acr_cli.agents.base import (Adapter, AgentResult, Invocation, as_float, as_int, json_lines, prompt_fits_argv,
-                                 short)
+from acr_cli.agents.base import (
+    Adapter,
+    AgentResult,
+    Invocation,
+    as_float,
+    as_int,
+    json_event,
+    json_lines,
+    prompt_fits_argv,
+    short,
+    tool_call,
+)
 from acr_cli.domain import Arm
 
 EDIT_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit,Read,Glob,Grep,LS,TodoWrite"
@@ -52,7 +61,8 @@ class ClaudeAdapter(Adapter):
             kind = ev.get("type")
             res.session_id = ev.get("session_id") or res.session_id
             if kind == "assistant":
-                for block in (ev.get("message") or {}).get("content") or []:
+                message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+                for block in message.get("content") or []:
                     if isinstance(block, dict) and block.get("type") == "tool_use":
                         tool_uses += 1
             elif kind == "result":
@@ -79,16 +89,17 @@ class ClaudeAdapter(Adapter):
         return res
 
     def describe(self, line: str) -> str | None:
-        try:
-            ev = json.loads(line)
-        except ValueError:
+        ev = json_event(line)
+        if ev is None:
             return None
         if ev.get("type") == "assistant":
             parts = []
-            for block in (ev.get("message") or {}).get("content") or []:
+            message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+            for block in message.get("content") or []:
+                if not isinstance(block, dict):
+                    continue
                 if block.get("type") == "tool_use":
-                    inp = block.get("input") or {}
-                    parts.append(f"{block.get('name')}: {short(inp.get('command') or inp.get('file_path') or json.dumps(inp), 100)}")
+                    parts.append(tool_call(block.get("name"), block.get("input")))
                 elif block.get("type") == "text" and block.get("text"):
                     parts.append(short(block["text"], 120))
             return " · ".join(parts) or None

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_lines, prompt_fits_argv, short
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_event, json_lines, prompt_fits_argv, short
 from acr_cli.domain import Arm
 
 SANDBOX = {"read-only": "read-only", "workspace-write": "workspace-write", "full": "danger-full-access"}
@@ -72,11 +72,10 @@ class CodexAdapter(Adapter):
         return res
 
     def describe(self, line: str) -> str | None:
-        try:
-            ev = json.loads(line)
-        except ValueError:
+        ev = json_event(line)
+        if ev is None:
             return None
-        item = ev.get("item") or {}
+        item = ev.get("item") if isinstance(ev.get("item"), dict) else {}
         if ev.get("type") == "item.completed":
             if item.get("type") == "command_execution":
                 return f"$ {short(item.get('command'), 100)} -> {item.get('exit_code')}"

@@ -26,8 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acr_cli.agents.base import (Adapter, AgentResult, Invocation, as_float, as_int, dig, json_lines,
-                                 last_json_object, short)
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, dig, json_lines, last_json_object, short
 from acr_cli.domain import Arm
 
 FIELDS = ("tokens_in", "tokens_out", "cost_usd", "text", "session_id", "error")

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from acr_cli import process
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_lines, short
+from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_event, json_lines, short, tool_call
 from acr_cli.domain import Arm
 
 SESSION_TIMEOUT = 30.0  # seconds for each of `opencode session list` and `opencode export` (about 2 s each)
@@ -95,15 +95,13 @@ class OpencodeAdapter(Adapter):
         return export_usage(exported.stdout)
 
     def describe(self, line: str) -> str | None:
-        try:
-            ev = json.loads(line)
-        except ValueError:
+        ev = json_event(line)
+        if ev is None:
             return None
-        part = ev.get("part") or {}
+        part = ev.get("part") if isinstance(ev.get("part"), dict) else {}
         if ev.get("type") == "tool_use":
-            state = part.get("state") or {}
-            inp = state.get("input") or {}
-            return f"{part.get('tool')}: {short(inp.get('command') or inp.get('filePath') or json.dumps(inp), 100)}"
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            return tool_call(part.get("tool"), state.get("input"))
         if ev.get("type") == "text":
             return short(part.get("text"), 120)
         if ev.get("type") == "error":

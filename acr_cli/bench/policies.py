@@ -11,7 +11,7 @@ from acr_cli.bench import baselines as bl
 from acr_cli.bench.matrix import Matrix, read_text
 from acr_cli.errors import AcrError
 from acr_cli.profiles import Profile
-from acr_cli.routing.registry import Factory, Setup
+from acr_cli.routing.builders import Factory, Setup
 
 
 def replay_setup(matrix: Matrix, arms: dict, *, data_dir: Path, profile: Profile | None, cost_weight: float,

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acr_cli.bench.baselines import REIMPLEMENTED
 from acr_cli.errors import AcrError
 
 METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations")
@@ -115,8 +116,6 @@ def notes(doc: dict[str, Any]) -> list[str]:
         out.append("(\"paper\" lines: the paper's published figures for the row above)")
     if doc.get("published_note"):
         out.append(doc["published_note"])
-    from acr_cli.bench.baselines import REIMPLEMENTED
-
     ours = [r["policy"] for r in doc["results"] if r["policy"] in REIMPLEMENTED]
     if ours and doc["benchmark"] != "memory":  # on your memory there is no paper figure to compare with
         out.append(f"{', '.join(ours)}: acr's implementations of the paper's baselines (it publishes no code for "
@@ -159,7 +158,8 @@ def check_plot(path: str) -> None:
     if not path.lower().endswith((".png", ".svg")):
         raise AcrError(f"--plot {path}: use a .png or .svg file name")
     if importlib.util.find_spec("matplotlib") is None:
-        raise AcrError("--plot needs matplotlib", hint=f"{sys.executable} -m pip install matplotlib  (in a checkout: pip install -e '.[plot]')")
+        raise AcrError("--plot needs matplotlib",
+                       hint=f"{sys.executable} -m pip install matplotlib  (in a checkout: pip install -e '.[plot]')")
     target = Path(path).expanduser()
     if target.is_dir():
         raise AcrError(f"--plot {path} is a directory", hint="give a file name ending in .png or .svg")

@@ -8,22 +8,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli.bench import contexts, data, from_memory, matrix as matrix_mod, policies, replay as replay_mod
+from acr_cli import profiles
+from acr_cli.bench import contexts, data, from_memory, metrics, policies
+from acr_cli.bench import matrix as matrix_mod
+from acr_cli.bench import replay as replay_mod
 from acr_cli.bench import spec as spec_mod
 from acr_cli.bench.matrix import Matrix
 from acr_cli.bench.report import METRICS, aggregate
-from acr_cli import profiles
+from acr_cli.config import Settings
 from acr_cli.domain import Arm
 from acr_cli.errors import AcrError
 from acr_cli.memory.store import Memory, new_id
+from acr_cli.paths import Paths
 from acr_cli.profiles import Profile
 from acr_cli.routing import registry
-from acr_cli.routing.registry import Factory
+from acr_cli.routing.builders import Factory
 
 
 def _paths():
-    from acr_cli.paths import Paths
-
     return Paths.from_env()
 
 
@@ -33,8 +35,6 @@ def _profile(name: str | None):
 
 def _configured_profile() -> str:
     """The profile live runs use here (.acr.toml, config.toml, else the default profile)."""
-    from acr_cli.config import Settings
-
     return Settings(_paths().config_file, Path.cwd()).resolve("profile", default=profiles.DEFAULT_PROFILE)[0]
 
 
@@ -306,8 +306,6 @@ def list_groups(memory: Path | None) -> list[dict[str, Any]]:
 
 def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
     """The document of a stored replay group (or single run), recomputed from attempts when present."""
-    from acr_cli.bench import metrics
-
     groups = list_groups(memory)
     if not groups:
         raise AcrError("no replay stored yet", hint="run `acr bench replay ood176 --baselines` first")

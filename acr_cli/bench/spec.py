@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acr_cli.errors import AcrError
+from acr_cli.resources import bench_dir
 
 NAMES = ("ood176", "id2919")
 
@@ -37,8 +38,6 @@ class BenchSpec:
 
 def load(name: str) -> BenchSpec:
     import yaml
-
-    from acr_cli.resources import bench_dir
 
     if name not in NAMES:
         raise AcrError(f"unknown benchmark {name!r}", hint=f"choose one of: {', '.join(NAMES)}, memory")

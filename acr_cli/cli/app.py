@@ -16,6 +16,8 @@ from typer.core import TyperGroup
 
 from acr_cli import __version__
 from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run, show
+from acr_cli.cli.common import report_crash, report_error
+from acr_cli.errors import EXIT_PIPE_CLOSED, AcrError, MemoryFileError, Reported
 
 
 class AcrGroup(TyperGroup):
@@ -24,11 +26,10 @@ class AcrGroup(TyperGroup):
         _label_option_values(self)
 
     def invoke(self, ctx):  # type: ignore[override]
-        from acr_cli.cli.common import report_crash, report_error
-        from acr_cli.errors import AcrError
-
         try:
             return super().invoke(ctx)
+        except Reported as e:
+            raise typer.Exit(e.exit_code) from None
         except AcrError as e:
             report_error(e)
             raise typer.Exit(e.exit_code) from None
@@ -43,7 +44,7 @@ class AcrGroup(TyperGroup):
             import os
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(1) from None
+            raise typer.Exit(EXIT_PIPE_CLOSED) from None
         except OSError as e:
             # The file system refused (a missing directory, a file where a directory belongs, permissions,
             # a full disk): something the user can act on, not a bug in acr.
@@ -66,7 +67,6 @@ class AcrGroup(TyperGroup):
 
 
 def _memory_failure(e: Exception):
-    from acr_cli.errors import MemoryFileError
     from acr_cli.memory.db import BUSY_TIMEOUT_S
 
     if "locked" in str(e) or "busy" in str(e):

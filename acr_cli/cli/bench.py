@@ -8,7 +8,8 @@ from typing import Callable, Iterator, List, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, finite
+from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, console, finite, paths, print_json
+from acr_cli.errors import AcrError
 from acr_cli.routing import registry
 
 app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919) or on your own memory.",
@@ -28,7 +29,8 @@ def replay(
     protocol: Optional[str] = typer.Option(None, "--protocol",
                                            help="cascade (OOD176, its only one), single (ID2919's default: one "
                                                 "action per task) or verify (ID2919: retry where execution-verified)."),
-    cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite, help="lambda in reward = score - lambda x USD."),
+    cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite,
+                                      help="lambda in reward = score - lambda x USD."),
     orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
                                help="Replay N shuffled stream orders; report mean and sd."),
     context: str = typer.Option("labels", "--context",
@@ -112,11 +114,7 @@ def report(
     """
     from acr_cli.bench.runner import list_groups, load_report
     from acr_cli.cli.bench_render import render
-    from acr_cli.cli.common import console, print_json
-
     if list_runs:
-        from acr_cli.errors import AcrError
-
         if run is not None:
             raise AcrError(f"--list lists every stored replay; it takes no run id (got {run!r})",
                            hint=f"`acr bench report {run}` shows that replay")
@@ -146,9 +144,6 @@ def download(
     Example: acr bench download
     """
     from acr_cli.bench import data, spec
-    from acr_cli.cli.common import paths
-    from acr_cli.errors import AcrError
-
     if not revision.strip():
         raise AcrError("--revision is empty", hint="give a branch, tag or commit of the dataset (default: main)")
     target = dest or paths().bench_cache

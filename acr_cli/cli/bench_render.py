@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from acr_cli.cli.common import console, print_json
+from acr_cli.errors import AcrError
+
 
 def check_formats(*flags: bool) -> None:
-    from acr_cli.errors import AcrError
-
     if sum(flags) > 1:
         raise AcrError("choose one output format: --json, --csv or --markdown")
 
@@ -16,7 +17,6 @@ def check_formats(*flags: bool) -> None:
 def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, plot: str | None,
            stored_note: bool = True, stored_in: str | None = None) -> None:
     from acr_cli.bench import report
-    from acr_cli.cli.common import console, print_json
     check_formats(json_out, csv_out, md_out)
 
     if json_out:

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from acr_cli.errors import EXIT_INTERNAL, AcrError
+from acr_cli.errors import EXIT_INTERNAL, AcrError, MemoryFileError
 
 MEMORY_HELP = ("Memory file to use (default: ACR_MEMORY, else `memory` in config.toml, "
                "else memory.sqlite in acr's data dir).")
@@ -29,7 +29,6 @@ def open_memory(memory: Path | None, create: bool = True, read_only: bool = Fals
     """The memory. ``create=False``: a memory file that does not exist yet is an empty memory when it is
     the default one, and an error when the user named it (a typo must not silently become a new, empty
     memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read."""
-    from acr_cli.errors import MemoryFileError
     from acr_cli.memory import Memory
 
     path, source = paths().memory_choice(memory)
@@ -159,3 +158,31 @@ def parse_since(text: str | None) -> str | None:
             raise AcrError(f"--since {text!r}: not a real date ({e})") from None
         return stamp
     raise AcrError(f"--since {text!r}: expected a duration like 7d, 24h, 30m or a date like 2026-11-01")
+
+
+def project_dir(project: Path | None) -> Path:
+    """``--project`` (default: the current directory), resolved; an error when it is not a directory."""
+    p = (project or Path.cwd()).resolve()
+    if not p.exists():
+        raise AcrError(f"project directory {p} does not exist")
+    if not p.is_dir():
+        raise AcrError(f"--project {p} is a file; give the project's directory")
+    return p
+
+
+def check_kind(kind: str | None) -> str | None:
+    """``--kind``, checked against the task kinds acr knows."""
+    from acr_cli.context import KINDS
+
+    if kind is not None and kind not in KINDS:
+        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    return kind
+
+
+def task_state(task: dict) -> str:
+    """running, passed, unverified (accepted with no verifier: ``passed`` is NULL) or not passed."""
+    if task["finished_at"] is None:
+        return "running"
+    if task["passed"] is None:
+        return "unverified"
+    return "passed" if task["passed"] else "not passed"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP
+from acr_cli.cli.common import JSON_HELP, load_profile, paths, print_json
+from acr_cli.errors import AcrError
 
 app = typer.Typer(help="User settings in <config>/config.toml (project settings go in .acr.toml).",
                   no_args_is_help=True)
@@ -18,10 +19,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     """
     from pathlib import Path
 
-    from acr_cli.cli.common import load_profile, paths, print_json
     from acr_cli.config import KEYS, Settings, resolve_options
-    from acr_cli.errors import AcrError
-
     p = paths()
     s = Settings(p.config_file, Path.cwd())
     prof = problem = None
@@ -69,7 +67,6 @@ def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
 
     Example: acr config set profile cheap
     """
-    from acr_cli.cli.common import paths
     from acr_cli.config import set_user_value
 
     p = paths()
@@ -84,7 +81,6 @@ def unset(key: str = typer.Argument(..., help="Setting name.")) -> None:
 
     Example: acr config unset profile
     """
-    from acr_cli.cli.common import paths
     from acr_cli.config import unset_user_value
 
     p = paths()

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, console, load_profile, open_memory, paths, print_json
+from acr_cli.errors import EXIT_PROBLEMS, AcrError, MemoryFileError, Reported
 
 
 def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[Path] = None,
@@ -104,12 +105,8 @@ def doctor(
     Examples: acr doctor; acr doctor --refresh; acr doctor --reset; acr doctor --check --agent codex
     """
     from acr_cli.agents import BUILTIN
-    from acr_cli.errors import AcrError
-
     if agent and not check:
         raise AcrError("--agent chooses which agents --check runs", hint="acr doctor --check --agent codex")
-    from acr_cli.cli.common import console, load_profile, paths, print_json
-
     p = paths()
     prof, settings = load_profile(profile, Path.cwd())
     names = list(BUILTIN) + sorted(prof.agents)
@@ -120,8 +117,6 @@ def doctor(
     mem_path = p.memory_path(memory)
     mem_info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
     if mem_path.exists():
-        from acr_cli.errors import MemoryFileError
-
         try:  # a broken memory is one more finding, not the end of the diagnosis
             mem_info.update(_memory_figures(memory))
         except MemoryFileError as e:
@@ -220,8 +215,6 @@ def _print_arm(con, a: dict, width: int) -> None:
 def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> int | None:
     """Add to each arm what memory knows of its health (set aside, cooling down); with ``reset``, forget
     all of it first and return how many entries went (None without ``reset``)."""
-    from acr_cli.cli.common import open_memory
-    from acr_cli.errors import AcrError
     from acr_cli.health.state import HealthBook
 
     try:
@@ -250,8 +243,6 @@ def _any_runnable(arms: list[dict]) -> bool:
 def _memory_figures(memory: Optional[Path]) -> dict:
     """Counts and size of the memory, after a check that reads every page, so damage that opening the
     file does not reach shows here too (raised as MemoryFileError)."""
-    from acr_cli.cli.common import open_memory
-
     mem = open_memory(memory, create=False, read_only=True)
     try:
         mem.check()
@@ -265,8 +256,6 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
 
     from acr_cli.agents import BUILTIN
     from acr_cli.agents.selfcheck import check_agent
-    from acr_cli.errors import AcrError
-
     names = list(only or [a for a in BUILTIN if found.get(a, {}).get("found")])
     for n in names:
         if n not in BUILTIN:
@@ -284,4 +273,4 @@ def _exit_on_failed(checks: Optional[list], mem_info: dict, arms: list[dict]) ->
     none installed, or none ready or unknown."""
     if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem") or not any(a["usable"] for a in arms) \
             or not _any_runnable(arms):
-        raise typer.Exit(1)
+        raise Reported(EXIT_PROBLEMS)

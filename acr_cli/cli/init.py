@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP
+from acr_cli.cli.common import JSON_HELP, paths, print_json
+from acr_cli.errors import EXIT_PROBLEMS, AcrError, ConfigError, Reported
 
 BUILTIN_SOURCES = ("balanced", "quality", "cheap")  # where known models' prices and priors come from, in order
 
@@ -29,9 +30,7 @@ def init(
     import yaml
 
     from acr_cli import agents
-    from acr_cli.cli.common import paths, print_json
     from acr_cli.config import read_toml, set_user_value
-    from acr_cli.errors import AcrError, ConfigError
     from acr_cli.health import readiness
     from acr_cli.profiles import builtin_dir
 
@@ -81,7 +80,7 @@ def init(
     else:
         _print(out)
     if not kept:
-        raise typer.Exit(1)
+        raise Reported(EXIT_PROBLEMS)
 
 
 def _print(out: dict) -> None:

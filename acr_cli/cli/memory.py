@@ -8,7 +8,21 @@ from typing import List, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP
+from acr_cli.cli.common import (
+    JSON_HELP,
+    MEMORY_HELP,
+    PROFILE_HELP,
+    check_kind,
+    console,
+    fmt_money,
+    load_profile,
+    open_memory,
+    parse_since,
+    paths,
+    print_json,
+    task_state,
+)
+from acr_cli.errors import AcrError
 
 app = typer.Typer(help="What acr has learned (show), what happened (log), and moving memory around.",
                   no_args_is_help=True)
@@ -25,15 +39,12 @@ def show(
 
     Example: acr memory show --kind bug_fix
     """
-    from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import memory_table
     from acr_cli.context import Context, context_groups
     from acr_cli.domain import TaskState
     from acr_cli.routing.registry import live_policy
 
-    from acr_cli.cli.run import _kind
-
-    kind = _kind(kind)
+    kind = check_kind(kind)
     prof, _ = load_profile(profile, Path.cwd())
     mem = open_memory(memory, create=False, read_only=True)
     try:
@@ -95,10 +106,7 @@ def log(
 
     Example: acr memory log --since 7d --json
     """
-    from acr_cli.cli.common import console, fmt_money, open_memory, parse_since, print_json
-    from acr_cli.cli.run import _kind
-
-    kind = _kind(kind)  # a typo must not look like "no such task"
+    kind = check_kind(kind)  # a typo must not look like "no such task"
     mem = open_memory(memory, create=False, read_only=True)
     try:
         tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
@@ -108,7 +116,7 @@ def log(
         keep = ("id", "created_at", "kind", "language", "project", "prompt", "passed", "cost_usd")
         print_json({"tasks": [{**{k: t[k] for k in keep},
                                "passed": None if t["passed"] is None else bool(t["passed"]),
-                               "state": _state(t), "attempts": t["attempts"]} for t in tasks]})
+                               "state": task_state(t), "attempts": t["attempts"]} for t in tasks]})
         return
     con = console()
     if not tasks:
@@ -119,7 +127,7 @@ def log(
     from acr_cli.cli.render import MARK, VERDICT_STYLE
 
     for t in tasks:
-        state = _state(t)
+        state = task_state(t)
         head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], 4)}", style="bold")
         con.print(head)
         con.print(Text("  " + (t["prompt"] or "").splitlines()[0][:100] if t["prompt"] else "  ", style="italic"))
@@ -135,15 +143,6 @@ def log(
     con.print(Text("`acr show ID` shows a task whole: answers, verifier output, logs, kept work", style="dim"))
 
 
-def _state(task: dict) -> str:
-    """running, passed, unverified (accepted with no verifier: ``passed`` is NULL) or not passed."""
-    if task["finished_at"] is None:
-        return "running"
-    if task["passed"] is None:
-        return "unverified"
-    return "passed" if task["passed"] else "not passed"
-
-
 @app.command("export")
 def export_(
     output: Optional[Path] = typer.Argument(None, help="File to write (default, or '-': stdout). Written whole "
@@ -155,8 +154,6 @@ def export_(
     Example: acr memory export backup.jsonl
     """
     from acr_cli.atomic import atomic_write
-    from acr_cli.cli.common import open_memory, paths
-    from acr_cli.errors import AcrError
     from acr_cli.memory.db import sqlite_files
 
     to_stdout = output is None or str(output) in ("-", "/dev/stdout")
@@ -186,9 +183,6 @@ def import_(
 
     Example: acr memory import backup.jsonl
     """
-    from acr_cli.cli.common import open_memory, paths
-    from acr_cli.errors import AcrError
-
     if not source.is_file():
         raise AcrError(f"{source} is a directory" if source.is_dir() else f"{source} does not exist",
                        hint="give a file written by `acr memory export`")
@@ -226,9 +220,6 @@ def forget(
 
     Example: acr memory forget 20261121-101500-a1b2c3
     """
-    from acr_cli.cli.common import open_memory
-    from acr_cli.errors import AcrError
-
     if not task_ids and not all_ and not bench:
         raise AcrError("say what to forget: task ids, --bench or --all")
     if sum(map(bool, (task_ids, all_, bench))) > 1:
@@ -259,8 +250,6 @@ def forget(
 
 def _remove_logs(task_ids: List[str]) -> None:
     import shutil
-
-    from acr_cli.cli.common import paths
 
     logs = paths().logs_dir.resolve()
     for tid in task_ids:

@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP
+from acr_cli.cli.common import JSON_HELP, console, fmt_money, load_profile, paths, print_json
+from acr_cli.errors import EXIT_USAGE, AcrError, Reported
 
 app = typer.Typer(help="Routing profiles: the arms acr may use, prices, priors, order and settings.",
                   no_args_is_help=True)
@@ -24,8 +25,6 @@ def list_(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> Non
     Example: acr profiles list
     """
     from acr_cli import profiles
-    from acr_cli.cli.common import console, paths, print_json
-
     p = paths()
     items = profiles.available(p.profiles_dir)
     if json_out:
@@ -48,7 +47,8 @@ def list_(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> Non
 
 @app.command()
 def show(
-    name: str = typer.Argument("balanced", help="Profile name or path."),
+    name: Optional[str] = typer.Argument(None, help="Profile name or path (default: the one in effect here: "
+                                                    "from .acr.toml or config.toml, else the default profile)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Show a profile's settings, arms and orders.
@@ -56,11 +56,9 @@ def show(
     Example: acr profiles show cheap
     """
     from dataclasses import asdict
+    from pathlib import Path
 
-    from acr_cli import profiles
-    from acr_cli.cli.common import console, fmt_money, paths, print_json
-
-    prof = profiles.load(name, paths().profiles_dir)
+    prof, _ = load_profile(name, Path.cwd())
     if json_out:
         print_json({"name": prof.name, "path": str(prof.path), "description": prof.description,
                     "settings": asdict(prof.settings), "arms": [_arm_dict(a) for a in prof.arms],
@@ -96,9 +94,6 @@ def validate(
     Example: acr profiles validate ~/my-profile.yaml
     """
     from acr_cli import profiles
-    from acr_cli.cli.common import paths
-    from acr_cli.errors import AcrError
-
     p = paths()
     names = targets or [str(path) for _, path, _ in profiles.available(p.profiles_dir)]
     bad = 0
@@ -119,7 +114,7 @@ def validate(
                 typer.echo(f"acr: warning: {prof.path}: {where}: {kind!r} is not a task kind acr knows, so it never "
                            f"applies" + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
     if bad:
-        raise typer.Exit(2)
+        raise Reported(EXIT_USAGE)
 
 
 def _kind_keys(prof) -> list[tuple[str, str]]:

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP
+from acr_cli.cli.common import JSON_HELP, open_memory, print_json, project_dir
+from acr_cli.errors import AcrError, WorkspaceError
 
 
 def recover(
@@ -33,13 +34,10 @@ def recover(
     Examples: acr recover --list; acr recover; acr recover --kill; acr recover --discard
     """
     from acr_cli import process
-    from acr_cli.cli.common import print_json
-    from acr_cli.cli.run import _project
-    from acr_cli.errors import AcrError, WorkspaceError
     from acr_cli.workspace import RECOVERED_REFS, Workspace
 
     try:
-        ws = Workspace.open(_project(project))
+        ws = Workspace.open(project_dir(project))
     except WorkspaceError as e:  # not the run's hint (--no-rollback): nothing here to recover
         from acr_cli.workspace.core import NO_GIT_HINT
 
@@ -122,9 +120,6 @@ def _close_tasks(task_ids: list[str]) -> int:
     """The killed run's tasks end "not passed" in memory (they showed "running"); 0 when memory is not at hand."""
     if not task_ids:
         return 0
-    from acr_cli.cli.common import open_memory
-    from acr_cli.errors import AcrError
-
     try:
         mem = open_memory(None, create=False)
     except AcrError:

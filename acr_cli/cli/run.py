@@ -8,7 +8,18 @@ from typing import Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, finite
+from acr_cli.cli.common import (
+    JSON_HELP,
+    MEMORY_HELP,
+    PROFILE_HELP,
+    check_kind,
+    finite,
+    load_profile,
+    open_memory,
+    print_json,
+    project_dir,
+)
+from acr_cli.errors import EXIT_NOT_PASSED, AcrError, Reported
 from acr_cli.routing import registry
 
 _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
@@ -26,8 +37,6 @@ _STDIN = "-"
 
 def _prompt(prompt: Optional[str], prompt_file: Optional[Path], command: str = "run") -> str:
     """The request: the argument, ``--prompt-file``, or stdin (``-``, or a piped stdin and no argument)."""
-    from acr_cli.errors import AcrError
-
     example = ('acr run "describe the change you want" --verify "pytest -q"' if command == "run" else
                'acr route "describe the change you want" --explain')
     if prompt_file is not None:
@@ -65,8 +74,6 @@ def _stdin_is_piped() -> bool:
 
 
 def _read_stdin(command: str, example: str) -> bytes:
-    from acr_cli.errors import AcrError
-
     if sys.stdin is None:
         raise AcrError("`-` reads the request from stdin, but stdin is closed", hint=example)
     if sys.stdin.isatty():  # asked for with `-`: read what the user types, and say how to end it
@@ -83,8 +90,6 @@ def _read_stdin(command: str, example: str) -> bytes:
 
 def _request_text(data: bytes, where: str) -> str:
     """Bytes read for the request, as text: bounded and UTF-8, or an error naming where they came from."""
-    from acr_cli.errors import AcrError
-
     if len(data) > PROMPT_MAX_BYTES:
         raise AcrError(f"{where} is over {PROMPT_MAX_BYTES >> 20} MiB, more than any model reads",
                        hint="give the agent the part that matters; it can read the project's files itself")
@@ -97,30 +102,10 @@ def _request_text(data: bytes, where: str) -> str:
                        hint="convert it first, e.g. iconv -f latin1 -t utf-8") from None
 
 
-def _project(project: Optional[Path]) -> Path:
-    from acr_cli.errors import AcrError
-
-    p = (project or Path.cwd()).resolve()
-    if not p.exists():
-        raise AcrError(f"project directory {p} does not exist")
-    if not p.is_dir():
-        raise AcrError(f"--project {p} is a file; give the project's directory")
-    return p
-
-
 def _policy(policy: Optional[str]) -> Optional[str]:
     if policy is not None:
         registry.parse(policy, live=True)
     return policy
-
-
-def _kind(kind: Optional[str]) -> Optional[str]:
-    from acr_cli.context import KINDS
-    from acr_cli.errors import AcrError
-
-    if kind is not None and kind not in KINDS:
-        raise AcrError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
-    return kind
 
 
 _KIND_HELP = ("Task kind, instead of classifying the prompt: bug_fix, feature, test_generation, refactor, explain, "
@@ -136,11 +121,15 @@ def run(
     arms: Optional[str] = typer.Option(None, "--arms", help=_ARMS_HELP),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     policy: Optional[str] = typer.Option(None, "--policy", help=_POLICY_HELP),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, callback=finite, help="USD budget for the task: no attempt starts once it is spent, nor one the learned policy "
-                                               "expects to go over it. An attempt's real cost is known only when it ends."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, callback=finite,
+                                             help="USD budget for the task: no attempt starts once it is spent, nor one "
+                                                  "the learned policy expects to go over it. An attempt's real cost is "
+                                                  "known only when it ends."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="Attempts at most (profile default: 3)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, callback=finite, help="Seconds per attempt before the agent is killed."),
-    verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, callback=finite, help="Seconds for the verifier."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, callback=finite,
+                                            help="Seconds per attempt before the agent is killed."),
+    verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", min=1, callback=finite,
+                                                   help="Seconds for the verifier."),
     kind: Optional[str] = typer.Option(None, "--kind", help=_KIND_HELP),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     permissions: Optional[str] = typer.Option(None, "--permissions",
@@ -169,14 +158,12 @@ def run(
     """
     from acr_cli import interrupts
     from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
-    from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import LiveView, print_baseline, print_run_summary
-    from acr_cli.errors import EXIT_NOT_PASSED, AcrError
     from acr_cli.session import RunRequest, prepare
 
     text = _prompt(prompt, prompt_file)
-    proj = _project(project)
-    kind, policy = _kind(kind), _policy(policy)
+    proj = project_dir(project)
+    kind, policy = check_kind(kind), _policy(policy)
     if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
                        "agents' non-interactive mode")
@@ -204,7 +191,7 @@ def run(
         report = run.execute(on_event=view.event, on_output=view.output)
     except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
         typer.echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
-        raise typer.Exit(interrupts.exit_code()) from None
+        raise Reported(interrupts.exit_code()) from None
     finally:
         run.close()
     if json_out:
@@ -213,9 +200,9 @@ def run(
         print_run_summary(report)
     result = report.result
     if result.cancelled:
-        raise typer.Exit(interrupts.exit_code())
+        raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
-        raise typer.Exit(EXIT_NOT_PASSED)
+        raise Reported(EXIT_NOT_PASSED)
 
 
 def _confirm_passing_baseline() -> bool:
@@ -244,17 +231,16 @@ def route(
 
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
-    from acr_cli.cli.common import load_profile, open_memory, print_json
     from acr_cli.cli.render import print_route
+    from acr_cli.config import resolve_options
     from acr_cli.context import classify
     from acr_cli.domain import TaskState
     from acr_cli.routing.registry import live_policy
-    from acr_cli.config import resolve_options
     from acr_cli.session import context_json, parse_arms
 
     prompt = _prompt(prompt, prompt_file, command="route")
-    proj = _project(project)
-    kind, policy = _kind(kind), _policy(policy)
+    proj = project_dir(project)
+    kind, policy = check_kind(kind), _policy(policy)
     prof, settings = load_profile(profile, proj)
     arm_list = parse_arms(arms, prof)
     opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
@@ -288,15 +274,13 @@ def route(
     else:
         print_route(ctx, prof, pol, planned, explain, blocked, similar=(near, moved))
     if ranked and not planned:
-        from acr_cli.errors import AcrError
-
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
 
 
 def _cannot_run(profile, memory, arms) -> dict[str, str]:
     """arm id -> why it cannot be tried now: its CLI is missing, or it is set aside or cooling down."""
-    from acr_cli.health.state import HealthBook
     from acr_cli.agents import unavailable
+    from acr_cli.health.state import HealthBook
 
     out = {}
     missing = {a.agent: unavailable(a.agent, profile.agents) for a in arms}

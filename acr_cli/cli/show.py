@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, fmt_money, open_memory, print_json, task_state
+from acr_cli.errors import EXIT_NOT_PASSED, AcrError
 
 TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default: the latest task in this project."
 
@@ -26,8 +27,6 @@ def show(
 
       acr show 20261124-101500-a1b2c3 --json
     """
-    from acr_cli.cli.common import open_memory, print_json
-
     mem = open_memory(memory, create=False, read_only=True)
     try:
         found = find_task(mem, task, Path.cwd())
@@ -44,8 +43,6 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
     """The task named by ``task`` (an id or an unambiguous start of one), else the newest of the project
     ``cwd`` is in. An AcrError (exit 1: nothing to show; 2: an ambiguous id) says what to do."""
     from acr_cli.context import project_root
-    from acr_cli.errors import EXIT_NOT_PASSED, AcrError
-
     if task is not None:
         task = task.strip()
         hits = mem.tasks(source=None, id_prefix=task, limit=2) if task else []
@@ -70,7 +67,6 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
 def task_json(t: dict[str, Any]) -> dict[str, Any]:
     """A task as ``acr show --json`` prints it: memory's fields, JSON columns decoded, and for each
     attempt the command that shows a rolled-back attempt's work."""
-    from acr_cli.cli.memory import _state
     from acr_cli.session import diff_command, load_json
 
     attempts = []
@@ -84,7 +80,7 @@ def task_json(t: dict[str, Any]) -> dict[str, Any]:
     final = attempts[-1] if attempts else None
     kept = final["changes"] if final and final["verdict"] in ("passed", "unverified") else []
     return {
-        "id": t["id"], "created_at": t["created_at"], "finished_at": t["finished_at"], "state": _state(t),
+        "id": t["id"], "created_at": t["created_at"], "finished_at": t["finished_at"], "state": task_state(t),
         "passed": None if t["passed"] is None else bool(t["passed"]), "cost_usd": t["cost_usd"],
         "project": t["project"], "prompt": t["prompt"], "policy": t["policy"],
         "context": {"kind": t["kind"], "language": t["language"], "size": t["size"], "groups": t["groups"],
@@ -108,7 +104,6 @@ def _section(title: str, text: str) -> None:
 
 def render(d: dict[str, Any]) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
-    from acr_cli.cli.common import fmt_money
     from acr_cli.cli.render import diffstat_lines
 
     out = typer.echo

@@ -65,6 +65,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from acr_cli import process
+from acr_cli.agents.base import last_json_object
+from acr_cli.atomic import atomic_write
+from acr_cli.errors import AcrError
+from acr_cli.redact import redact
+
 READY, NOT_READY, UNKNOWN = "ready", "not_ready", "unknown"
 STATES = (READY, NOT_READY, UNKNOWN)
 
@@ -370,8 +376,6 @@ def _status(agent: str, argv: list[str], cwd: Path, timeout: float):
 
 
 def _run(argv: list[str], cwd: Path, timeout: float, env: dict | None = None):
-    from acr_cli import process
-
     try:
         cwd.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -606,14 +610,10 @@ def _strip_ansi(text: str | None) -> str:
 
 
 def _json_object(text: str | None) -> dict | None:
-    from acr_cli.agents.base import last_json_object
-
     return last_json_object(_strip_ansi(text))
 
 
 def _redact(text: str) -> str:
-    from acr_cli.redact import redact
-
     return redact(text) or ""
 
 
@@ -679,9 +679,6 @@ class _Cache:
         self._save(data)
 
     def _save(self, data: dict) -> None:
-        from acr_cli.atomic import atomic_write
-        from acr_cli.errors import AcrError
-
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_write(self.path) as f:

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from acr_cli.domain import Arm
+from acr_cli.health import readiness
+from acr_cli.health.errors import SETUP
 from acr_cli.redact import redact
 
 if TYPE_CHECKING:  # the error patterns compile on import: routing, which only reads health, skips them
@@ -75,8 +77,6 @@ class HealthBook:
     def __init__(self, memory, scope_of: Callable[[str, str], str] | None = None,
                  fingerprint_of: Callable[[str, str], str] | None = None):
         if scope_of is None or fingerprint_of is None:
-            from acr_cli.health import readiness
-
             scope_of, fingerprint_of = scope_of or readiness.scope, fingerprint_of or readiness.fingerprint
         self.m = memory
         self.scope_of, self.fingerprint_of = scope_of, fingerprint_of
@@ -89,8 +89,6 @@ class HealthBook:
 
     def record(self, arm: Arm, problem: "Problem", detail: str | None = None, now: datetime | None = None) -> Health:
         """Remember what an error attempt showed; returns the arm's health now."""
-        from acr_cli.health.errors import SETUP
-
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == SETUP:

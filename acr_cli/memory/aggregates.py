@@ -31,8 +31,7 @@ from typing import Sequence
 
 from acr_cli.domain import JUDGED
 from acr_cli.memory import similar
-from acr_cli.memory.sql import (EVIDENCE_SQL, JUDGED_SQL, PRICED_COST, SCORE, UNVERIFIED_WEIGHT, WEIGHT,
-                                 WEIGHTED_SCORE)
+from acr_cli.memory.sql import EVIDENCE_SQL, JUDGED_SQL, PRICED_COST, SCORE, UNVERIFIED_WEIGHT, WEIGHT, WEIGHTED_SCORE
 from acr_cli.memory.store import Memory
 
 

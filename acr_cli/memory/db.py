@@ -7,6 +7,7 @@ brought up to date and a new one is created from scratch by the same code.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -266,12 +267,7 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
         if not in_memory:
             _enable_wal(db)
         db.execute("PRAGMA foreign_keys = ON")
-        try:
-            db.execute("SELECT ln(1.0)")
-        except sqlite3.OperationalError:  # SQLite built without its math functions
-            import math
-
-            db.create_function("ln", 1, math.log, deterministic=True)
+        _math_functions(db)
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     except sqlite3.DatabaseError as e:
@@ -292,6 +288,14 @@ def connect(path: Path | str, create: bool = True, read_only: bool = False) -> s
     return db
 
 
+def _math_functions(db: sqlite3.Connection) -> None:
+    """``ln()``, which the aggregates use, also where SQLite was built without its math functions."""
+    try:
+        db.execute("SELECT ln(1.0)")
+    except sqlite3.OperationalError:
+        db.create_function("ln", 1, math.log, deterministic=True)
+
+
 def sqlite_files(path: str | os.PathLike) -> tuple[Path, Path, Path]:
     """The files a memory at ``path`` is made of: the database, its write-ahead log and shared memory."""
     return Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")
@@ -310,12 +314,7 @@ def _connect_immutable(path: Path, why: MemoryFileError) -> sqlite3.Connection:
         db.row_factory = sqlite3.Row
         if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone():
             raise why
-        try:
-            db.execute("SELECT ln(1.0)")
-        except sqlite3.OperationalError:
-            import math
-
-            db.create_function("ln", 1, math.log, deterministic=True)
+        _math_functions(db)
     except sqlite3.DatabaseError:
         raise why from None
     return db

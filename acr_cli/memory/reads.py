@@ -50,7 +50,8 @@ class ArmStats:
 
 
 def _stats_from_row(r: Any) -> ArmStats:
-    return ArmStats(r["n"], r["n_judged"] or 0, r["n_unverified"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0, r["cost_sum"] or 0.0,
+    return ArmStats(r["n"], r["n_judged"] or 0, r["n_unverified"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0,
+                    r["cost_sum"] or 0.0,
                     r["n_cost"] or 0, r["duration_sum"] or 0.0, r["last_used"])
 
 

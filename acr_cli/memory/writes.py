@@ -13,7 +13,8 @@ import time
 from typing import Any, Iterable, Sequence
 
 from acr_cli.domain import Decision, Feedback
-from acr_cli.memory import db as dbmod, similar
+from acr_cli.memory import db as dbmod
+from acr_cli.memory import similar
 from acr_cli.memory.base import Base, new_id, now_iso
 from acr_cli.redact import redact
 

@@ -7,19 +7,17 @@ parameters come from, and how to build it. The same parser serves ``acr run``/``
 ``--policy``, a profile's ``settings.policy`` and ``acr bench replay --policy``; errors list the
 names valid where the name was given.
 
-A builder gets a :class:`Setup` (the arms and settings of the run or replay) and the argument,
-and returns ``(label, factory)``: the factory makes a fresh policy for one stream of tasks from
-the memory and scope it will read (a replay builds one per run; ``acr run`` one per task). The
-replay-only builders live in :mod:`acr_cli.bench.policies` and are imported only when used, so
-reading this table costs nothing at start-up.
+A builder (:mod:`acr_cli.routing.builders`; the replay-only ones in :mod:`acr_cli.bench.policies`)
+gets a ``Setup`` (the arms and settings of the run or replay) and the argument, and returns
+``(label, factory)``: the factory makes a fresh policy for one stream of tasks from the memory and
+scope it will read (a replay builds one per run; ``acr run`` one per task). Builders are imported
+only when used: every command's ``--help`` reads this table, so it must cost nothing to import.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from acr_cli.errors import AcrError
 
@@ -28,150 +26,54 @@ if TYPE_CHECKING:
     from acr_cli.memory.store import Memory
     from acr_cli.profiles import Profile
     from acr_cli.routing.base import Policy
-
-Factory = Callable[["Memory", str], "Policy"]
-
-
-@dataclass
-class Setup:
-    """What a builder may use. ``matrix``/``data_dir`` are set in a replay of CodeRouterBench only."""
-
-    arms: Sequence[Arm]  # every arm, in the profile's (or the benchmark's) order
-    resolve: Callable[[str], Arm]  # a name the user typed -> the arm (raises AcrError)
-    cost_weight: float = 0.1
-    prior_weight: float = 2.0
-    typical_tokens: float | None = None
-    order: Callable[[Any], Sequence[Arm]] | None = None  # ctx -> arms in the profile's order for its kind
-    seed: int | None = None  # None: a fresh seed (live)
-    k: int = 2
-    profile: Profile | None = None
-    matrix: Any = None  # acr_cli.bench.matrix.Matrix
-    arm_of: dict[str, Arm] = field(default_factory=dict)  # benchmark model -> arm (replay)
-    data_dir: Path | None = None
-    live: bool = False
-    on_memory: bool = False  # a replay of your own memory (not CodeRouterBench)
+    from acr_cli.routing.builders import Factory, Setup
 
 
-@dataclass(frozen=True)
 class Entry:
-    name: str
-    help: str
-    build: Callable[[Setup, str], tuple[str, Factory]]
-    arg: str = ""  # the argument's metavar ("ARM", "A1,A2,..."); "" = takes none
-    replay_only: str = ""  # why it cannot run live (it reads the benchmark); "" = usable live
-    paper_only: bool = False  # CodeRouterBench's own models or files: not on a replay of your memory
-    set_by: str = ""  # where a replay takes its parameters from, for the error when an argument is given
-    seeded: bool = False  # its choices depend on the seed (a replay of N orders reseeds it per order)
+    """One policy: its name, what it does, its argument's metavar ("" = takes none), why it cannot run
+    live ("" = it can), whether it is CodeRouterBench's own, where a replay takes its parameters from,
+    whether its choices depend on the seed, and ``module:function`` of its builder (imported on use)."""
+
+    __slots__ = ("name", "help", "builder", "arg", "replay_only", "paper_only", "set_by", "seeded")
+
+    def __init__(self, name: str, help: str, builder: str, *, arg: str = "", replay_only: str = "",
+                 paper_only: bool = False, set_by: str = "", seeded: bool = False):
+        self.name, self.help, self.builder, self.arg = name, help, builder, arg
+        self.replay_only, self.paper_only, self.set_by, self.seeded = replay_only, paper_only, set_by, seeded
 
     @property
     def usage(self) -> str:
         return f"{self.name}:{self.arg}" if self.arg else self.name
 
-
-def _lazy(module: str, function: str) -> Callable[[Setup, str], tuple[str, Factory]]:
-    def build(setup: Setup, arg: str) -> tuple[str, Factory]:
+    def build(self, setup: Setup, arg: str) -> tuple[str, Factory]:
+        module, _, function = self.builder.partition(":")
         return getattr(importlib.import_module(module), function)(setup, arg)
-
-    return build
-
-
-# --------------------------------------------------------------------------- the policies usable live
-
-
-def _learned(setup: Setup, arg: str) -> tuple[str, Factory]:
-    from acr_cli.memory.aggregates import GroupCache
-    from acr_cli.routing.learned import LearnedPolicy
-
-    def make(memory: Memory, scope: str) -> Policy:
-        return LearnedPolicy(setup.arms, GroupCache(memory, scope), cost_weight=setup.cost_weight,
-                             prior_weight=setup.prior_weight, tie_order=setup.order,
-                             typical_tokens=setup.typical_tokens)
-
-    return "learned", make
-
-
-def _fixed(setup: Setup, arg: str) -> tuple[str, Factory]:
-    from acr_cli.routing.fixed import FixedOrder
-
-    order = setup.order or (lambda ctx: list(setup.arms))
-    why = "profile order" if setup.order else "benchmark order"
-    return "fixed", lambda memory, scope: FixedOrder(order, why=why)
-
-
-def _always(setup: Setup, arg: str) -> tuple[str, Factory]:
-    from acr_cli.routing.single import Always
-
-    arm = setup.resolve(arg)
-    return f"always:{arm.model}", lambda memory, scope: Always(arm)
-
-
-def _random(setup: Setup, arg: str) -> tuple[str, Factory]:
-    from acr_cli.routing.single import RandomChoice
-
-    return "random", lambda memory, scope: RandomChoice(setup.arms, setup.seed)
-
-
-def _cascade(setup: Setup, arg: str) -> tuple[str, Factory]:
-    from acr_cli.routing.fixed import FixedOrder
-
-    names = [m.strip() for m in arg.split(",")]
-    if "" in names:
-        raise AcrError(f"policy cascade:{arg}: a name is empty", hint="cascade:ARM1,ARM2,... with no empty entries")
-    chain = [setup.resolve(m) for m in names]
-    repeated = sorted({a.id if setup.live else a.model for a in chain if chain.count(a) > 1})
-    if repeated:
-        again = "" if setup.live else " (a benchmark cell cannot change on a second try)"
-        raise AcrError(f"policy cascade:{arg}: {', '.join(repeated)} appears twice{again}", hint="name each arm once")
-    label = "cascade:" + ",".join(a.id if setup.live else a.model for a in chain)
-
-    def make(memory: Memory, scope: str) -> Policy:
-        policy = FixedOrder(chain, why="cascade")
-        policy.name = label
-        return policy
-
-    return label, make
-
-
-def _bandit(cls_name: str) -> Callable[[Setup, str], tuple[str, Factory]]:
-    def build(setup: Setup, arg: str) -> tuple[str, Factory]:
-        from acr_cli.memory.aggregates import first_attempts
-        from acr_cli.routing import bandits
-
-        cls = getattr(bandits, cls_name)
-
-        def make(memory: Memory, scope: str) -> Policy:
-            extra = {"seed": setup.seed} if cls is bandits.LinTS else {}
-            return bandits.warm(cls(setup.arms, setup.cost_weight, **extra), first_attempts(memory, scope))
-
-        return cls.name, make
-
-    return build
 
 
 _ONE = "one attempt per task (the bandit setting); "
 POLICIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("learned", "acr's learned router: Bayesian estimates per context group, escalates", _learned,
+    Entry("learned", "acr's learned router: Bayesian estimates per context group, escalates", "acr_cli.routing.builders:learned",
           set_by="priors come from --profile NAME"),
-    Entry("fixed", "the profile's order for the task's kind, until one passes", _fixed),
-    Entry("always", "always the same arm", _always, arg="ARM"),
-    Entry("cascade", "these arms in this order, until one passes", _cascade, arg="A1,A2,..."),
-    Entry("random", _ONE + "an arm uniformly at random", _random, set_by="seed is --seed N",
+    Entry("fixed", "the profile's order for the task's kind, until one passes", "acr_cli.routing.builders:fixed"),
+    Entry("always", "always the same arm", "acr_cli.routing.builders:always", arg="ARM"),
+    Entry("cascade", "these arms in this order, until one passes", "acr_cli.routing.builders:cascade", arg="A1,A2,..."),
+    Entry("random", _ONE + "an arm uniformly at random", "acr_cli.routing.builders:random_choice", set_by="seed is --seed N",
           seeded=True),
-    Entry("linucb", _ONE + "linear upper confidence bound on score - lambda x cost", _bandit("LinUCB")),
-    Entry("lints", _ONE + "linear Thompson sampling on score - lambda x cost", _bandit("LinTS"),
+    Entry("linucb", _ONE + "linear upper confidence bound on score - lambda x cost", "acr_cli.routing.builders:linucb"),
+    Entry("lints", _ONE + "linear Thompson sampling on score - lambda x cost", "acr_cli.routing.builders:lints",
           set_by="seed is --seed N", seeded=True),
-    Entry("knn", _ONE + "the best mean reward among the 10 most similar earlier tasks", _bandit("KNN")),
-    Entry("oracle", "the best single model in hindsight", _lazy("acr_cli.bench.policies", "oracle"),
+    Entry("knn", _ONE + "the best mean reward among the 10 most similar earlier tasks", "acr_cli.routing.builders:knn"),
+    Entry("oracle", "the best single model in hindsight", "acr_cli.bench.policies:oracle",
           replay_only="it reads every outcome in hindsight"),
     Entry("acrouter", "the paper's OOD cascade with escalation to claude-opus-4-6",
-          _lazy("acr_cli.bench.policies", "acrouter"), replay_only="it routes among the paper's models",
+          "acr_cli.bench.policies:acrouter", replay_only="it routes among the paper's models",
           paper_only=True, set_by="k is --k N"),
-    Entry("map", "a group -> model map like the paper's ID router", _lazy("acr_cli.bench.policies", "group_map"),
+    Entry("map", "a group -> model map like the paper's ID router", "acr_cli.bench.policies:group_map",
           arg="FILE", replay_only="it maps the benchmark's task groups", paper_only=True),
-    Entry("decisions", "another router's recorded decisions (JSONL)", _lazy("acr_cli.bench.policies", "decisions"),
+    Entry("decisions", "another router's recorded decisions (JSONL)", "acr_cli.bench.policies:decisions",
           arg="FILE", replay_only="it reads decisions per benchmark task", paper_only=True),
     Entry("dimension-best", "per dimension, the best model on the probing split",
-          _lazy("acr_cli.bench.policies", "dimension_best"), replay_only="it is fitted on the benchmark's probing split"),
+          "acr_cli.bench.policies:dimension_best", replay_only="it is fitted on the benchmark's probing split"),
 )}
 
 
@@ -219,6 +121,8 @@ def build(spec: str, setup: Setup, *, option: str = "--policy") -> tuple[str, Fa
 
 def live_setup(profile: Profile) -> Setup:
     """A live run's setup: the profile's arms, its order for the task's kind and its settings."""
+    from acr_cli.routing.builders import Setup
+
     s = profile.settings
     return Setup(arms=profile.arms, resolve=_profile_arm(profile), cost_weight=s.cost_weight,
                  prior_weight=s.prior_weight, typical_tokens=s.typical_tokens,

@@ -50,8 +50,8 @@ class Checkpoint:
                 "unprotected": list(self.unprotected), "raw": self.raw,
                 "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
-                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside, "marker": self.marker,
-                "dotgit": self.dotgit, "replace": self.replace}
+                "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
+                "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":

@@ -13,7 +13,7 @@ from acr_cli import interrupts
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
-from acr_cli.workspace.git import Git, discover, ident
+from acr_cli.workspace.git import Git, discover, ident, user_name
 from acr_cli.workspace.rollback import RestoreReport
 from acr_cli.workspace.snapshot import Snapshots
 from acr_cli.workspace.store import Store, default_base
@@ -75,8 +75,6 @@ class Workspace:
     def _unwritable(self, e: OSError) -> "UnwritableGitDir":
         import errno
         import shlex
-
-        from acr_cli.workspace.git import user_name
 
         where = e.filename or str(self.git_dir)
         message = (f"acr cannot write to {where} ({e.strerror or e}): `acr run` keeps its lock in the "

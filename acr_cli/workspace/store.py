@@ -23,11 +23,10 @@ import shutil
 from pathlib import Path
 
 from acr_cli.errors import WorkspaceError
+from acr_cli.paths import Paths
 
 
 def default_base() -> Path:
-    from acr_cli.paths import Paths
-
     return Paths.from_env().data_dir / "checkpoints"
 
 

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FAKES, acr, init_repo
 
 from acr_cli.agents.mockapi import MockServer, http_error, stall, tool_call
 from acr_cli.agents.selfcheck import sandbox
-from conftest import FAKES, acr, init_repo
 
 pytestmark = pytest.mark.agents
 AGENTS = ("claude", "codex", "opencode")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+from conftest import GOOD, VERIFY, acr
+
 from acr_cli.context import classify
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.memory import Memory
-from conftest import GOOD, VERIFY, acr
 
 PROFILE = """\
 description: two arms
