@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-FAKES = Path(__file__).parent / "fakes"
-REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+FAKES = TESTS / "fakes"
+SAMPLES = TESTS / "samples"  # outputs recorded from the real CLIs (samples/README.md)
+DATA = TESTS / "data"  # hand-written requests, labelled by kind
+REPO = TESTS.parent
 SHARED_BENCH = REPO.parent / "shared" / "coderouterbench"
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLES
 
 from acr_cli import agents
 from acr_cli.agents.command import CommandAdapter
@@ -114,7 +115,6 @@ def test_generic_command_adapter(tmp_path):
     assert a.parse("", "boom\n", 3).error == "boom"
 
 
-SAMPLES = Path(__file__).parent / "samples"
 
 
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason="no recorded CLI samples")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from conftest import DATA, REPO
 
 from acr_cli.context import KIND_PRECISION, KINDS, classify, classify_kind
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).parent / "data"
+ROOT = REPO
 
 # Held-out agreement: the current rules reach 0.78 (63/81); the rules before they were measured reached 0.54.
 HELD_OUT_FLOOR = 0.70

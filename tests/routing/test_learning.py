@@ -5,20 +5,11 @@ from __future__ import annotations
 import json
 
 from conftest import acr
+from shared import TWO_EQUAL_ARMS as PROFILE
 
 from acr_cli.context import classify
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.memory import Memory
-
-PROFILE = """\
-description: two equal arms
-settings: {policy: learned}
-arms:
-  - {agent: codex, model: m-a, price: {input: 1, output: 4}}
-  - {agent: claude, model: m-b, price: {input: 1, output: 4}}
-order:
-  default: [codex:m-a, claude:m-b]
-"""
 
 
 def first_choice(profile, project) -> str:

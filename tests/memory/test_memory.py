@@ -10,6 +10,7 @@ import stat
 from dataclasses import astuple
 
 import pytest
+from shared import old_schema
 
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.errors import MemoryFileError
@@ -30,18 +31,6 @@ def record(mem: Memory, groups, outcomes, source="live", prompt="p"):
         mem.add_attempt(tid, seq, Decision(arm, "test"), fb, policy="fixed")
     mem.finish_task(tid, passed=any(v == "passed" for _, v, _ in outcomes), score=None, cost_usd=0, final_arm=None)
     return tid
-
-
-def old_schema(path, before: str) -> sqlite3.Connection:
-    """A memory file as an acr without migration ``before`` (and later ones) left it."""
-    raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, step in dbmod.MIGRATIONS:
-        if name == before:
-            break
-        step(raw)
-        raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
-    return raw
 
 
 def test_new_file_is_migrated_private_and_wal(tmp_path):

@@ -6,9 +6,8 @@ import json
 import sqlite3
 
 from conftest import acr
-from test_json_shapes import ROUTE_SIMILAR
-from test_learning import PROFILE  # two equal arms, codex:m-a and claude:m-b
-from test_memory import old_schema
+from shared import ROUTE_SIMILAR, old_schema
+from shared import TWO_EQUAL_ARMS as PROFILE
 
 from acr_cli.context import classify
 from acr_cli.domain import Arm, Decision, Feedback, TaskState
