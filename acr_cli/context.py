@@ -29,6 +29,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_science", "algorithm", "docs",
          "multi_file")
@@ -615,3 +616,9 @@ def classify(prompt: str, project: Path | None = None, kind: str | None = None) 
     return Context(prompt=prompt, kind=kind, language=language, size=size,
                    project=str(project) if project else None,
                    groups=live_groups(kind, language, project), reasons=tuple(reasons), kind_sure=sure)
+
+
+def context_json(ctx: Context) -> dict[str, Any]:
+    """How a request was read, as ``--json`` output and memory keep it."""
+    return {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
+            "groups": list(ctx.groups), "reasons": list(ctx.reasons), "kind_sure": ctx.kind_sure}

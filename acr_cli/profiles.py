@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from acr_cli import yamlfile
+from acr_cli import agents, yamlfile
 from acr_cli.agents.command import validate_spec
 from acr_cli.domain import PERMISSIONS, Arm, parse_arm_id  # noqa: F401 (re-exported)
 from acr_cli.errors import AcrError, ConfigError, ProfileError
@@ -364,3 +364,25 @@ def _kind(val: Any) -> str:
     if val is None:
         return "nothing"
     return {dict: "a mapping", list: "a list", str: f"the string {val!r}", bool: f"{val}"}.get(type(val), repr(val))
+
+
+def parse_arms(text: str | None, profile: Profile) -> list[str] | None:
+    """The ``--arms`` list, checked: AGENT:MODEL items, each once, whose agent acr knows."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise AcrError("--arms: no arm given", hint="--arms AGENT:MODEL[,AGENT:MODEL...], e.g. --arms codex:gpt-5.4")
+    for item in items:
+        try:
+            agent, _ = parse_arm_id(item)
+        except ValueError as e:
+            raise AcrError(f"--arms: {e}") from None
+        try:
+            agents.get(agent, profile.agents)
+        except AcrError as e:
+            raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
+    twice = sorted({x for x in items if items.count(x) > 1})
+    if twice:  # a task tries an arm once: a second mention would change nothing but the count shown
+        raise AcrError(f"--arms: {', '.join(twice)} listed twice", hint="list each AGENT:MODEL once")
+    return items

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import agents, interrupts, process
+from acr_cli import interrupts, process
 from acr_cli.agents import unavailable
 from acr_cli.config import Option, Settings, resolve_options
-from acr_cli.context import Context, classify
+from acr_cli.context import Context, classify, context_json
 from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, run_task, summary
 from acr_cli.paths import Paths
-from acr_cli.profiles import Profile
+from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
 from acr_cli.routing.registry import live_policy
 from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
@@ -120,11 +120,6 @@ def baseline_json(b: VerifierResult | None) -> dict[str, Any] | None:
             "duration_s": round(b.duration_s, 3), "tail": redact(b.tail)}
 
 
-def context_json(ctx: Context) -> dict[str, Any]:
-    return {"kind": ctx.kind, "language": ctx.language, "size": ctx.size, "project": ctx.project,
-            "groups": list(ctx.groups), "reasons": list(ctx.reasons), "kind_sure": ctx.kind_sure}
-
-
 @dataclass
 class Prepared:
     """A run that passed every check and holds the work tree's lock; :meth:`close` releases it."""
@@ -210,28 +205,6 @@ def _verifier_named(opt: Option) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("  | " + line for line in (text or "").rstrip().splitlines()[-15:])
-
-
-def parse_arms(text: str | None, profile: Profile) -> list[str] | None:
-    """The ``--arms`` list, checked: AGENT:MODEL items, each once, whose agent acr knows."""
-    if text is None:
-        return None
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
-        raise AcrError("--arms: no arm given", hint="--arms AGENT:MODEL[,AGENT:MODEL...], e.g. --arms codex:gpt-5.4")
-    for item in items:
-        try:
-            agent, _ = parse_arm_id(item)
-        except ValueError as e:
-            raise AcrError(f"--arms: {e}") from None
-        try:
-            agents.get(agent, profile.agents)
-        except AcrError as e:
-            raise AcrError(f"--arms {item}: {e.message}", hint=e.hint) from None
-    twice = sorted({x for x in items if items.count(x) > 1})
-    if twice:  # a task tries an arm once: a second mention would change nothing but the count shown
-        raise AcrError(f"--arms: {', '.join(twice)} listed twice", hint="list each AGENT:MODEL once")
-    return items
 
 
 def prepare(req: RunRequest, *,

@@ -233,10 +233,10 @@ def route(
     """
     from acr_cli.cli.render import print_route
     from acr_cli.config import resolve_options
-    from acr_cli.context import classify
+    from acr_cli.context import classify, context_json
     from acr_cli.domain import TaskState
+    from acr_cli.profiles import parse_arms
     from acr_cli.routing.registry import live_policy
-    from acr_cli.session import context_json, parse_arms
 
     prompt = _prompt(prompt, prompt_file, command="route")
     proj = project_dir(project)

@@ -377,10 +377,9 @@ def test_download_cli_uses_the_endpoint_variable(tmp_path, file_server):
 
 def test_a_memory_replay_shows_the_router_what_acr_run_showed_it(tmp_path):
     from acr_cli.bench import from_memory
-    from acr_cli.context import KIND_PRECISION, classify
+    from acr_cli.context import KIND_PRECISION, classify, context_json
     from acr_cli.domain import Arm, Decision, Feedback
     from acr_cli.memory import Memory
-    from acr_cli.session import context_json
 
     mem = Memory.open(tmp_path / "m.sqlite")
     a = Arm("codex", "gpt-5.4")
