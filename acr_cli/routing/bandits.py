@@ -84,6 +84,16 @@ class _Linear(Bandit):
         var = sum(ax[c] for c in x)
         return mean, max(var, 0.0)
 
+    def score(self, mean: float, var: float) -> float:
+        """An arm's score from its predicted reward and that prediction's variance term."""
+        raise NotImplementedError
+
+    def _best(self, ctx: Context, avoid) -> tuple[float, Arm] | None:
+        """The arm with the highest score (the first of equals, in arm order), with its score."""
+        x = self._features(ctx.groups)
+        scored = [(self.score(*self._stats(a.id, x)), a) for a in self.arms if a.id not in avoid]
+        return max(scored, key=lambda s: s[0]) if scored else None
+
     def observe(self, groups: Sequence[str], arm_id: str, reward: float) -> None:
         x = self._features(groups)
         inv, b = self.inv[arm_id], self.b[arm_id]
@@ -107,18 +117,12 @@ class LinUCB(_Linear):
         super().__init__(arms, cost_weight, ridge)
         self.alpha = alpha
 
+    def score(self, mean: float, var: float) -> float:
+        return mean + self.alpha * math.sqrt(var)
+
     def choose(self, ctx, avoid=frozenset()):
-        x = self._features(ctx.groups)
-        scored = []
-        for a in self.arms:
-            if a.id in avoid:
-                continue
-            mean, var = self._stats(a.id, x)
-            scored.append((mean + self.alpha * math.sqrt(var), a))
-        if not scored:
-            return None
-        best = max(scored, key=lambda s: s[0])
-        return best[1], f"upper confidence bound {best[0]:+.3f}"
+        best = self._best(ctx, avoid)
+        return (best[1], f"upper confidence bound {best[0]:+.3f}") if best else None
 
 
 class LinTS(_Linear):
@@ -129,20 +133,14 @@ class LinTS(_Linear):
         self.v = v
         self.rng = random.Random(seed)
 
-    def choose(self, ctx, avoid=frozenset()):
-        x = self._features(ctx.groups)
+    def score(self, mean: float, var: float) -> float:
         # Only x'theta matters for the decision, and for theta ~ N(theta_hat, v^2 A^-1) it is
         # exactly N(x'theta_hat, v^2 x'A^-1 x): sample that scalar per arm.
-        scored = []
-        for a in self.arms:
-            if a.id in avoid:
-                continue
-            mean, var = self._stats(a.id, x)
-            scored.append((self.rng.gauss(mean, self.v * math.sqrt(var)), a))
-        if not scored:
-            return None
-        best = max(scored, key=lambda s: s[0])
-        return best[1], f"Thompson sample {best[0]:+.3f}"
+        return self.rng.gauss(mean, self.v * math.sqrt(var))
+
+    def choose(self, ctx, avoid=frozenset()):
+        best = self._best(ctx, avoid)
+        return (best[1], f"Thompson sample {best[0]:+.3f}") if best else None
 
 
 class KNN(Bandit):
