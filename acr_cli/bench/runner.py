@@ -160,9 +160,8 @@ def _memory_source(req: ReplayRequest) -> Source:
 @dataclass
 class Built:
     label: str
-    name: str  # as asked for
     make: Factory
-    seeded: bool  # its choices depend on --seed: rebuilt with each order's seed
+    reseed: Callable[[int], Factory] | None  # a policy whose choices depend on the seed: one per order's seed
 
 
 def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
@@ -172,13 +171,15 @@ def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
     built: list[Built] = []
     asked_as: dict[str, str] = {}
     for n in source.names:
+        entry, _ = registry.parse(n, live=False)
         label, make = registry.build(n, setup)
         if label in asked_as:  # e.g. -P always:Claude-Opus-4-6 beside --baselines' always:claude-opus-4-6
             twice = f"{asked_as[label]} and {n}" if asked_as[label] != n else f"{n} twice"
             source.warnings.append(f"{label} was asked for as {twice}: replayed once")
             continue
         asked_as[label] = n
-        built.append(Built(label, n, make, registry.parse(n, live=False)[0].seeded))
+        reseed = (lambda seed, n=n: registry.build(n, replace(setup, seed=seed))[1]) if entry.seeded else None
+        built.append(Built(label, make, reseed))
     return built
 
 
@@ -192,19 +193,12 @@ def replay_all(req: ReplayRequest, source: Source, built: list[Built], mem: Memo
         rng = random.Random(req.seed)
         order_seeds = [rng.randrange(2**31) for _ in range(req.orders)]
     total = len(built) * len(order_seeds) * len(matrix.tasks)
-    setup = None
     results, curves = [], {}
     done = 0
     for b in built:
         runs = []
         for order_seed in order_seeds:
-            make = b.make
-            if order_seed is not None and b.seeded:
-                if setup is None:
-                    setup = policies.replay_setup(matrix, source.arms, data_dir=source.data_dir,
-                                                  profile=source.profile, cost_weight=req.cost_weight,
-                                                  seed=req.seed, k=req.k)
-                _, make = registry.build(b.name, replace(setup, seed=order_seed))
+            make = b.reseed(order_seed) if order_seed is not None and b.reseed else b.make
 
             def tick(n: int, base: int = done, label: str = b.label) -> None:
                 if on_progress:

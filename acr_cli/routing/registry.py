@@ -93,8 +93,9 @@ def parse(spec: str, *, live: bool, option: str = "--policy") -> tuple[Entry, st
     entry = POLICIES.get(name.strip())
     valid = f"policies: {help_text(live)}"
     if entry is None:
+        what = "".join(f"\n    {e.usage}: {e.help}" for e in POLICIES.values() if not (live and e.replay_only))
         raise AcrError(f"{option} {spec!r}: expected one of {help_text(live)}",
-                       hint=f"unknown policy {name.strip()!r} (a policy that takes an argument is NAME:ARG)")
+                       hint=f"unknown policy {name.strip()!r}; the policies (NAME:ARG where one takes an argument):{what}")
     if entry.arg and not arg:
         raise AcrError(f"{option} {spec!r}: {entry.name} needs an argument: {entry.usage}", hint=valid)
     if colon and not entry.arg:

@@ -6,19 +6,13 @@ from __future__ import annotations
 import json
 
 from conftest import GOOD, VERIFY, acr
+from shared import TWO_EQUAL_ARMS
 
 from acr_cli.context import classify
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.memory import Memory
 
-PROFILE = """\
-description: two arms
-arms:
-  - {agent: codex, model: m-a, price: {input: 1, output: 4}}
-  - {agent: claude, model: m-b, price: {input: 1, output: 4}}
-order:
-  default: [codex:m-a, claude:m-b]
-"""
+PROFILE = TWO_EQUAL_ARMS  # codex:m-a and claude:m-b, settings: {policy: learned}
 REQUEST = "fix the add function in calc.py"
 
 
@@ -95,12 +89,12 @@ def test_a_profile_names_its_policy_with_the_same_grammar(tmp_path, project, fak
                             ("cascade:codex:m-a,codex:m-zz", "'codex:m-zz' is not an arm of profile"),
                             ("knn:5", "takes no argument")):
         bad = tmp_path / "bad.yaml"
-        bad.write_text(PROFILE + f"settings: {{policy: '{policy}'}}\n")
+        bad.write_text(PROFILE.replace("{policy: learned}", f"{{policy: '{policy}'}}"))
         r = acr("route", REQUEST, "--profile", str(bad), "--project", str(project))
         assert r.returncode == 2, (policy, r.stdout)
         assert "settings.policy" in r.stderr and problem in r.stderr, r.stderr
     good = tmp_path / "good.yaml"
-    good.write_text(PROFILE + "settings: {policy: 'always:m-b'}\n")
+    good.write_text(PROFILE.replace("{policy: learned}", "{policy: 'always:m-b'}"))
     r = acr("route", REQUEST, "--profile", str(good), "--project", str(project), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
