@@ -41,13 +41,16 @@ KEYS = {
     "max_attempts": int,
     "max_cost": float,
     "permissions": str,
-    "memory": str,
+    "memory": str,  # a file, or a team's postgresql:// URL (acr_cli.paths, acr_cli.memory.team)
+    "share_prompts": bool,  # false: request texts and agents' answers stay in the local file (acr_cli.memory.team)
     "baseline": str,  # check | accept | off: the verifier on the untouched tree (acr_cli.session)
 }
 BASELINE_MODES = ("check", "accept", "off")  # the verifier on the untouched tree: see acr_cli.session
-TYPE_NAMES = {int: "whole number", float: "number", str: "string"}
+TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false"}
 PROJECT_FILE = ".acr.toml"
-USER_ONLY = ("memory",)  # a project file must not move the user's memory
+# A project file must not move the user's memory file; it may name the team's shared memory (a URL)
+# that runs in the project record into (a project file is trusted like its `verify`, which runs code).
+USER_ONLY = ("memory",)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -122,9 +125,12 @@ class Settings:
         for data, where in ((self.user, user_file), (self.project, self.project_file)):
             _anchor_profile_path(data, where)
         for key in USER_ONLY:
+            if key == "memory" and str(self.project.get(key, "")).startswith(("postgresql://", "postgres://")):
+                continue
             if key in self.project:
                 raise ConfigError(f"{self.project_file}: setting {key!r} belongs in the user's config.toml "
-                                  f"({user_file}) or ACR_MEMORY, not in a project file")
+                                  f"({user_file}) or ACR_MEMORY, not in a project file",
+                                  hint="a project file may name a team's shared memory: memory = \"postgresql://...\"")
 
     def resolve(self, key: str, cli_value: Any = None, profile_value: Any = None,
                 default: Any = None) -> tuple[Any, str]:

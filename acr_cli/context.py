@@ -24,12 +24,13 @@ Classification is deterministic and cheap (no model call):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from acr_cli.project import identity
 
 KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_science", "algorithm", "docs",
          "multi_file")
@@ -448,7 +449,7 @@ class Context:
     kind: str
     language: str | None = None
     size: str = "medium"
-    project: str | None = None  # absolute path of the project (live runs)
+    project: str | None = None  # the project's identity (acr_cli.project; replays: the task's repository)
     groups: tuple[str, ...] = ()  # coarse -> fine
     reasons: tuple[str, ...] = field(default=(), compare=False)
     ref: str | None = None  # the benchmark's task id (replays)
@@ -563,19 +564,15 @@ def estimate_size(prompt: str, kind: str) -> str:
     return "medium"
 
 
-def project_key(project: Path) -> str:
-    digest = hashlib.sha256(str(project).encode()).hexdigest()[:6]
-    return f"{project.name or 'root'}@{digest}"
-
-
 def context_groups(kind: str, project: str | None) -> tuple[str, ...]:
     """The context groups of a request, coarse to fine: what ``acr run`` routes in, and what a
     ``--context prompt`` replay gives the router (acr_cli.bench), so that a replay measures this code.
 
     ``all`` (every task) -> ``kind=K`` (the classifier's guess) -> ``kind=K/project=P``. The root holds
     all of a user's history, so a wrong kind costs little: a kind level starts from the root's
-    estimate, not from nothing. The project (``project_key``: the same for every task in a work
-    tree) is exact and is the finest level; the language is left out (a project implies it)."""
+    estimate, not from nothing. The project (acr_cli.project.identity: the same for every task in a
+    repository, on every clone) is exact and is the finest level; the language is left out (a project
+    implies it)."""
     groups = ["all", f"kind={kind}"]
     if project is not None:
         groups.append(f"kind={kind}/project={project}")
@@ -583,7 +580,7 @@ def context_groups(kind: str, project: str | None) -> tuple[str, ...]:
 
 
 def live_groups(kind: str, language: str | None, project: Path | None) -> tuple[str, ...]:
-    return context_groups(kind, project_key(project) if project is not None else None)
+    return context_groups(kind, identity(project) if project is not None else None)
 
 
 def project_root(path: Path) -> Path:
@@ -613,9 +610,12 @@ def classify(prompt: str, project: Path | None = None, kind: str | None = None) 
     language, why = detect_language(prompt, project)
     reasons.append(why)
     size = estimate_size(prompt, kind)
-    return Context(prompt=prompt, kind=kind, language=language, size=size,
-                   project=str(project) if project else None,
-                   groups=live_groups(kind, language, project), reasons=tuple(reasons), kind_sure=sure)
+    key = identity(project) if project is not None else None
+    if key is not None:
+        reasons.append(f"project {key}" + ("" if key.startswith(("git:", "url:")) else
+                                           " (no git history or origin remote: named by its path)"))
+    return Context(prompt=prompt, kind=kind, language=language, size=size, project=key,
+                   groups=context_groups(kind, key), reasons=tuple(reasons), kind_sure=sure)
 
 
 def context_json(ctx: Context) -> dict[str, Any]:

@@ -4,9 +4,12 @@
 * otherwise the platform's user directories from platformdirs
   (on Linux ``~/.config/acr``, ``~/.local/share/acr``, ``~/.cache/acr``).
 
-The memory database, first found: a command's ``--memory PATH``, ``ACR_MEMORY``,
-``memory = "..."`` in ``config.toml`` (relative to the config directory), else
-``<data>/memory.sqlite``. Attempt logs go to ``<data>/logs``.
+The memory database, first found: a command's ``--memory PATH|URL``, ``ACR_MEMORY``, a
+``postgresql://`` URL as ``memory`` in the project's ``.acr.toml``, ``memory = "..."`` in
+``config.toml`` (a path relative to the config directory, or a URL), else ``<data>/memory.sqlite``.
+A URL names a team's shared memory on PostgreSQL (acr_cli.memory.team); acr then also keeps
+``<data>/memory.sqlite`` as the local memory every run records into first. Attempt logs go to
+``<data>/logs``.
 """
 
 from __future__ import annotations
@@ -60,20 +63,49 @@ class Paths:
     def crash_log(self) -> Path:
         return self.data_dir / "crash.log"
 
-    def memory_choice(self, override: str | os.PathLike | None = None) -> tuple[Path, str]:
-        """The memory file and what chose it: ``--memory``, ``ACR_MEMORY``, config.toml, or ``default``."""
+    @property
+    def local_memory(self) -> Path:
+        """The default memory file; with a shared memory, the local one runs record into first."""
+        return self.data_dir / "memory.sqlite"
+
+    def memory_choice(self, override: str | os.PathLike | None = None,
+                      project: Path | None = None) -> tuple[Path | str, str]:
+        """The memory (a file's Path, or a URL string) and what chose it: ``--memory``, ``ACR_MEMORY``,
+        the project's ``.acr.toml`` (a URL only), config.toml, or ``default``. ``project``: where the
+        command works (default: the current directory)."""
         if override:
-            return Path(override).expanduser(), "--memory"
+            return _location(str(override)), "--memory"
         env = os.environ.get("ACR_MEMORY")
         if env:
-            return Path(env).expanduser(), "ACR_MEMORY"
-        from acr_cli.config import read_toml
+            return _location(env), "ACR_MEMORY"
+        from acr_cli.config import find_project_file, read_toml
 
+        project_file = find_project_file(project or Path.cwd())
+        if project_file is not None:
+            named = read_toml(project_file).get("memory")
+            if is_url(named):
+                return named, str(project_file)
         configured = read_toml(self.config_file).get("memory")
         if configured:
+            if is_url(configured):
+                return configured, str(self.config_file)
             path = Path(configured).expanduser()
             return (path if path.is_absolute() else self.config_dir / path), str(self.config_file)
-        return self.data_dir / "memory.sqlite", "default"
+        return self.local_memory, "default"
 
-    def memory_path(self, override: str | os.PathLike | None = None) -> Path:
-        return self.memory_choice(override)[0]
+    def memory_path(self, override: str | os.PathLike | None = None, project: Path | None = None) -> Path | str:
+        return self.memory_choice(override, project)[0]
+
+
+def is_url(value: object) -> bool:
+    """A ``postgresql://`` (or ``postgres://``) URL: a team's shared memory."""
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+def memory_exists(location: Path | str) -> bool:
+    """Whether there is a memory at ``location`` yet (a server's is there once its URL is given)."""
+    return is_url(location) or Path(location).exists()
+
+
+def _location(value: str) -> Path | str:
+    return value if is_url(value) else Path(value).expanduser()

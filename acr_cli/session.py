@@ -30,6 +30,7 @@ from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, run_task, summary
+from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
 from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
@@ -71,6 +72,7 @@ class RunReport:
     rollback: bool
     baseline: VerifierResult | None = None
     policy: str = ""
+    shared: dict[str, Any] | None = None  # a team's shared memory: where routing read, what the sync did
 
     @property
     def final(self):
@@ -95,6 +97,7 @@ class RunReport:
         out["changes"] = changes_json(self.kept)
         out["baseline"] = baseline_json(self.baseline)
         out["context"] = context_json(self.ctx)
+        out["shared_memory"] = self.shared
         for item, (_, fb) in zip(out["attempts"], self.result.steps):
             item["text"] = redact(fb.final_text) if fb.final_text else None
             item["verifier_tail"] = redact(fb.verifier_tail) if fb.verifier_tail else None
@@ -131,6 +134,7 @@ class Prepared:
     memory: Any
     workspace: Any = None  # acr_cli.workspace.Workspace when rolling back
     lock: Any = None
+    team: Any = None  # acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
 
@@ -164,7 +168,8 @@ class Prepared:
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
         req, opts = self.request, self.options
-        policy = live_policy(self.profile, self.memory, arms=self.arm_ids, policy=req.policy)
+        reads = self.team.reads if self.team is not None else self.memory
+        policy = live_policy(self.profile, reads, arms=self.arm_ids, policy=req.policy)
         ctx = classify(req.text, req.project, kind=req.kind)
         env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
                               workspace=self.workspace, verify=self.verify,
@@ -180,7 +185,13 @@ class Prepared:
         with interrupts.deferred():
             self.memory.describe_task(result.task_id, context=context_json(ctx),
                                       baseline=baseline_json(self._baseline))
-        return RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
+            if self.team is not None and result.task_id:
+                self.team.recorded(result.task_id)
+        report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
+        if self.team is not None:
+            report.shared = {"server": self.team.label, "routed_from": "server" if self.team.server else "local copy",
+                             **self.team.sync().to_json()}
+        return report
 
     def _max_attempts(self) -> int:
         opt = self.options["max_attempts"]
@@ -192,7 +203,7 @@ class Prepared:
     def close(self) -> None:
         interrupts.uninstall()
         try:
-            self.memory.close()
+            (self.team or self.memory).close()
         finally:
             if self.lock is not None:
                 self.lock.unlock()
@@ -231,9 +242,12 @@ def prepare(req: RunRequest, *,
         raise AcrError("no agent this run may use can start: " + "; ".join(r for r in reasons.values() if r),
                        hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
                             "or name arms you have with --arms; `acr doctor` shows what acr finds")
-    memory = open_memory(req.memory)
+    team = for_command(req.memory, req.project, settings)
+    memory = team.local if team is not None else open_memory(req.memory)
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
-    prepared = Prepared(req, profile, options, arm_ids, memory)
+    prepared = Prepared(req, profile, options, arm_ids, memory, team=team)
+    if team is not None and team.offline_note():
+        prepared.warnings.append(team.offline_note())
     try:
         if not req.rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
             try:

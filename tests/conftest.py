@@ -29,6 +29,62 @@ def acr_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of the test session's own (tests/pgserver.py). Without one here the tests that
+    need it are skipped, unless ACR_REQUIRE_POSTGRES=1 (.ci/run) makes that a failure."""
+    import pgserver
+
+    why = pgserver.why_not()
+    if why:
+        if os.environ.get("ACR_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"ACR_REQUIRE_POSTGRES=1 and {why}")
+        pytest.skip(why)
+    server = pgserver.Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request) -> str:
+    """The memory's database: a test taking it runs once on SQLite (default suite) and once on a real
+    PostgreSQL server (``pytest -m postgres``)."""
+    return request.param
+
+
+@pytest.fixture
+def memory_target(backend, tmp_path, request):
+    """A function giving a new, empty memory's location on the test's backend: a file path, or a URL."""
+    n = iter(range(1000))
+
+    def make() -> str:
+        if backend == "sqlite":
+            return str(tmp_path / f"memory{next(n)}.sqlite")
+        server = request.getfixturevalue("pg_server")
+        return server.url(server.new_database())
+
+    return make
+
+
+@pytest.fixture
+def new_memory(memory_target):
+    """A function opening a new, empty memory on the test's backend (closed at the end of the test)."""
+    from acr_cli.memory.store import Memory
+
+    opened = []
+
+    def make():
+        opened.append(Memory.open(memory_target()))
+        return opened[-1]
+
+    yield make
+    for m in opened:
+        try:
+            m.close()
+        except Exception:
+            pass
+
+
 @pytest.fixture
 def fakes_on_path(monkeypatch):
     monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")

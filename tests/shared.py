@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from acr_cli.memory import db as dbmod
+from acr_cli.memory.dialect import SQLITE
 
 # the keys of one similar task in `acr route --json`
 ROUTE_SIMILAR = {"task", "similarity", "same_project", "created_at", "request", "outcome"}
@@ -28,6 +29,6 @@ def old_schema(path, before: str) -> sqlite3.Connection:
     for name, step in dbmod.MIGRATIONS:
         if name == before:
             break
-        step(raw)
+        step(raw, SQLITE)
         raw.execute("INSERT INTO migrations VALUES (?, 'then')", (name,))
     return raw

@@ -19,7 +19,7 @@ from acr_cli.config import Settings
 from acr_cli.domain import Arm
 from acr_cli.errors import AcrError
 from acr_cli.memory.store import Memory, new_id
-from acr_cli.paths import Paths
+from acr_cli.paths import Paths, memory_exists
 from acr_cli.profiles import Profile
 from acr_cli.routing import registry
 from acr_cli.routing.builders import Factory
@@ -140,7 +140,7 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
 
 def _memory_source(req: ReplayRequest) -> Source:
     path = _paths().memory_path(req.memory)
-    if not path.exists():
+    if not memory_exists(path):
         raise AcrError("no memory yet: `acr bench replay memory` replays the attempts `acr run` recorded")
     prof = _profile(req.profile or _configured_profile())
     live = Memory.open(path, create=False)
@@ -279,7 +279,7 @@ def _store_summary(replay_memory: Memory | None, user_memory: Path, doc: dict[st
 
 def list_groups(memory: Path | None) -> list[dict[str, Any]]:
     path = _paths().memory_path(memory)
-    if not path.exists():
+    if not memory_exists(path):
         if memory is not None:
             raise AcrError(f"no memory at {path}", hint="check the path given to --memory")
         return []

@@ -43,7 +43,7 @@ def replay(
                                           help=PROFILE_HELP + " Priors for `learned` (default: the benchmark's own, "
                                                                "coderouterbench-ood for OOD176, coderouterbench for "
                                                                "ID2919; on memory, your configured profile)."),
-    memory: Optional[Path] = typer.Option(None, "--memory",
+    memory: Optional[str] = typer.Option(None, "--memory",
                                           help="Record the replay's attempts and its summary in this file "
                                                "(default: attempts in a throw-away in-memory database, the "
                                                "summary in your memory)."),
@@ -102,7 +102,7 @@ def _progress_bar(enabled: bool) -> Iterator[Optional[Callable[[str, int, int], 
 def report(
     run: Optional[str] = typer.Argument(None, help="A run id or replay group id (default: the latest replay)."),
     list_runs: bool = typer.Option(False, "--list", help="List stored replays instead."),
-    memory: Optional[Path] = typer.Option(None, "--memory", help="Memory file holding the runs."),
+    memory: Optional[str] = typer.Option(None, "--memory", help="Memory file holding the runs."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
     md_out: bool = typer.Option(False, "--markdown", help="Print a markdown table."),

@@ -13,8 +13,8 @@ import typer
 
 from acr_cli.errors import EXIT_INTERNAL, AcrError, MemoryFileError
 
-MEMORY_HELP = ("Memory file to use (default: ACR_MEMORY, else `memory` in config.toml, "
-               "else memory.sqlite in acr's data dir).")
+MEMORY_HELP = ("Memory file, or a team's postgresql:// URL (default: ACR_MEMORY, else a URL in .acr.toml, "
+               "else `memory` in config.toml, else memory.sqlite in acr's data dir).")
 PROFILE_HELP = "Profile name (built-in or in <config>/profiles) or path to a profile YAML."
 JSON_HELP = "Print machine-readable JSON on stdout."
 
@@ -25,13 +25,17 @@ def paths():
     return Paths.from_env()
 
 
-def open_memory(memory: Path | None, create: bool = True, read_only: bool = False):
+def open_memory(memory: str | Path | None, create: bool = True, read_only: bool = False,
+                project: Path | None = None):
     """The memory. ``create=False``: a memory file that does not exist yet is an empty memory when it is
     the default one, and an error when the user named it (a typo must not silently become a new, empty
-    memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read."""
+    memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read. A
+    URL opens the team's shared memory on its server."""
     from acr_cli.memory import Memory
 
-    path, source = paths().memory_choice(memory)
+    path, source = paths().memory_choice(memory, project)
+    if isinstance(path, str):
+        return Memory.open(path)
     if not create and not path.exists():
         if source == "default":
             return Memory.open(":memory:")

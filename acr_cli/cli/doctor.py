@@ -81,7 +81,7 @@ def doctor(
     agent: Optional[List[str]] = typer.Option(None, "--agent", help="With --check: only this agent (repeatable)."),
     timeout: float = typer.Option(120.0, "--timeout", min=5, help="With --check: seconds per agent."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
     refresh: bool = typer.Option(False, "--refresh", help="Ask the CLIs again instead of using the cached "
                                                           "readiness and versions."),
     reset: bool = typer.Option(False, "--reset", help="Forget arm health: arms set aside after a set-up error "
@@ -112,11 +112,15 @@ def doctor(
     names = list(BUILTIN) + sorted(prof.agents)
     found = agent_versions(names, prof.agents, cache_dir=p.cache_dir, refresh=refresh)
     arms = arm_readiness(prof, p.cache_dir, refresh=refresh)
-    forgotten = _arm_health(memory, prof, arms, reset)
-    counts = readiness_counts(arms)
     mem_path = p.memory_path(memory)
-    mem_info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
-    if mem_path.exists():
+    shared = isinstance(mem_path, str)
+    health_memory = str(p.local_memory) if shared else memory  # arm health is this machine's: the local file's
+    forgotten = _arm_health(health_memory, prof, arms, reset)
+    counts = readiness_counts(arms)
+    mem_info: dict = {"path": str(mem_path), "exists": True} if not shared else _shared_figures(mem_path, p)
+    if not shared:
+        mem_info["exists"] = mem_path.exists()
+    if not shared and mem_path.exists():
         try:  # a broken memory is one more finding, not the end of the diagnosis
             mem_info.update(_memory_figures(memory))
         except MemoryFileError as e:
@@ -159,7 +163,9 @@ def doctor(
         if v:
             con.print(f"  {k:15} {v}")
     size = mem_info.get("size_bytes")
-    if mem_info.get("problem"):
+    if shared:
+        _print_shared(con, mem_info)
+    elif mem_info.get("problem"):
         con.print(f"[bold]memory[/] {mem_path}\n  [red]✗[/] {mem_info['problem']}")
     else:
         con.print(f"[bold]memory[/] {mem_path}" + (
@@ -249,6 +255,49 @@ def _memory_figures(memory: Optional[Path]) -> dict:
         return {**mem.counts(), "size_bytes": mem.size_bytes()}
     finally:
         mem.close()
+
+
+def _shared_figures(url: str, p) -> dict:
+    """A team's shared memory: the server, its latency and counts, and what the local file still has to upload."""
+    from acr_cli.memory.team import latency_ms, open_team, pending
+
+    try:
+        team = open_team(url, p.local_memory)
+    except MemoryFileError as e:
+        from acr_cli.memory.postgres import masked
+
+        return {"path": masked(url), "exists": True, "shared": True, "problem": e.message}
+    try:
+        info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_memory),
+                      "pending": pending(team.local, team.label)}
+        cached = team.local.db.execute("SELECT at FROM downloads WHERE target = ?", (team.label,)).fetchone()
+        info["local_copy_at"] = cached[0] if cached else None
+        if team.server is None:
+            info["problem"] = team.offline
+            return info
+        server = team.server
+        info["server_version"] = server.db.execute("SHOW server_version").fetchone()[0]
+        info["latency_ms"] = round(latency_ms(server), 2)
+        info.update(server.counts())
+        info["size_bytes"] = server.size_bytes()
+        return info
+    finally:
+        team.close()
+
+
+def _print_shared(con, m: dict) -> None:
+    from rich.markup import escape
+
+    con.print(f"[bold]memory[/] {escape(m['path'])} [dim](a team's shared memory)[/]")
+    if m.get("problem"):
+        con.print(f"  [red]✗[/] {escape(m['problem'])}")
+    else:
+        con.print(f"  [green]✓[/] PostgreSQL {escape(m['server_version'])}, {m['latency_ms']:.1f} ms a round trip; "
+                  f"{m['tasks']} tasks, {m['attempts']} attempts, {m['size_bytes'] / 1024 / 1024:.1f} MiB")
+    if "pending" in m:
+        con.print(f"  local {escape(m['local'])}: {m['pending']} task(s) to upload"
+                  + (" (`acr memory sync`)" if m["pending"] else "")
+                  + f"; copy of the team's newest tasks as of {m['local_copy_at'] or 'never'}")
 
 
 def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:

@@ -33,7 +33,7 @@ def show(
     kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind (bug_fix, feature, ...)."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help=PROFILE_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Per task kind x arm: attempts, pass rate, posterior score, cost, time, the order acr would try now.
 
@@ -100,7 +100,7 @@ def log(
     agent: Optional[str] = typer.Option(None, "--agent", help="Only tasks where this agent made an attempt."),
     limit: int = typer.Option(20, "--limit", "-n", min=1, max=2**62, help="At most this many tasks."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Tasks and their attempts, newest first.
 
@@ -147,7 +147,7 @@ def log(
 def export_(
     output: Optional[Path] = typer.Argument(None, help="File to write (default, or '-': stdout). Written whole "
                                                        "or not at all; a new file is readable by you only."),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Write the whole memory as JSONL (runs, then tasks with their attempts).
 
@@ -157,8 +157,9 @@ def export_(
     from acr_cli.memory.db import sqlite_files
 
     to_stdout = output is None or str(output) in ("-", "/dev/stdout")
-    if not to_stdout:
-        own = {p.resolve() for p in sqlite_files(paths().memory_choice(memory)[0])}
+    location = paths().memory_choice(memory)[0]
+    if not to_stdout and not isinstance(location, str):
+        own = {p.resolve() for p in sqlite_files(location)}
         if output.resolve() in own or any(output.exists() and p.exists() and output.samefile(p) for p in own):
             raise AcrError(f"{output} is the memory itself (or its SQLite journal): an export there would destroy it",
                            hint="write the export to another file, e.g. acr memory export backup.jsonl")
@@ -177,7 +178,7 @@ def export_(
 @app.command("import")
 def import_(
     source: Path = typer.Argument(..., help="A file written by `acr memory export`."),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Add the records of an export; tasks already in memory are skipped.
 
@@ -186,8 +187,10 @@ def import_(
     if not source.is_file():
         raise AcrError(f"{source} is a directory" if source.is_dir() else f"{source} does not exist",
                        hint="give a file written by `acr memory export`")
+    from acr_cli.paths import memory_exists
+
     target = paths().memory_path(memory)
-    new_file = not target.exists()
+    new_file = not memory_exists(target)
     mem = open_memory(memory)
     try:
         with open(source, encoding="utf-8") as f:
@@ -209,12 +212,46 @@ def import_(
 
 
 @app.command()
+def sync(
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Upload to the team's shared memory the tasks this machine recorded while its server was away, and
+    refresh the local copy of the team's newest tasks (what `acr run` routes from when the server is away).
+
+    Safe to repeat or to run on several machines at once: a task the server already has is skipped.
+
+    Example: acr memory sync
+    """
+    from acr_cli.memory.team import open_team
+
+    p = paths()
+    location, source = p.memory_choice(memory)
+    if not isinstance(location, str):
+        raise AcrError(f"the memory in effect is the file {location} (from {source}): there is no shared memory "
+                       "to sync with", hint='name the team\'s server: memory = "postgresql://USER@HOST/DB" in '
+                                            "config.toml or .acr.toml, ACR_MEMORY or --memory")
+    team = open_team(location, p.local_memory, required=True)
+    try:
+        result = team.sync()
+    finally:
+        team.close()
+    if json_out:
+        print_json({"server": team.label, **result.to_json()})
+    else:
+        typer.echo(f"{team.label}: uploaded {result.uploaded} task(s) ({result.already} were already there), "
+                   f"copied {result.downloaded} of the team's; {result.pending} pending")
+    if result.error:
+        raise AcrError(f"the sync stopped: {result.error}", hint="run `acr memory sync` again when the server is back")
+
+
+@app.command()
 def forget(
     task_ids: Optional[List[str]] = typer.Argument(None, help="Task ids to forget (see `acr memory log`)."),
     all_: bool = typer.Option(False, "--all", help="Forget everything (asks first unless --yes)."),
     bench: bool = typer.Option(False, "--bench", help="Forget all recorded benchmark replays."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Forget tasks (with their attempt logs): some by id, all benchmark replays, or everything.
 

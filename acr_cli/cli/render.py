@@ -152,6 +152,17 @@ def print_run_summary(report) -> None:
             for line in why_failed(result.steps[-1][1]):
                 con.print(line)
     con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
+    if report.shared:
+        con.print("[dim]" + escape(shared_line(report.shared)) + "[/]")
+
+
+def shared_line(s: dict) -> str:
+    """One line on what a run did with the team's shared memory."""
+    if s.get("error"):
+        return (f"shared memory {s['server']}: not reached ({s['error']}); {s['pending']} task(s) wait to be "
+                "uploaded by the next run or `acr memory sync`")
+    return (f"shared memory {s['server']}: uploaded {s['uploaded']} task(s), copied {s['downloaded']} from the team"
+            + (f", {s['pending']} still pending" if s["pending"] else ""))
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,

@@ -143,7 +143,7 @@ def run(
                              help="Run even when the verifier already passes before any change."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the answer and the summary."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Route a coding request to an agent, verify, roll back and escalate on failure, remember.
 
@@ -223,7 +223,7 @@ def route(
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Decide only: classify the request and show the order acr would try arms in. Runs nothing.
 
@@ -244,7 +244,12 @@ def route(
     prof, settings = load_profile(profile, proj)
     arm_list = parse_arms(arms, prof)
     opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
-    mem = open_memory(memory, create=False, read_only=True)
+    from acr_cli.memory.team import for_command
+
+    team = for_command(memory, proj, settings)
+    if team is not None and team.offline_note():
+        typer.echo(f"acr: warning: {team.offline_note()}", err=True)
+    mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)
         ctx = classify(prompt, proj, kind=kind)
@@ -252,9 +257,9 @@ def route(
         state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
         ranked = pol.rank(ctx, state)
         near, moved = pol.similar_effect(ctx, state) if explain or json_out else ([], {})
-        blocked = _cannot_run(prof, mem, [r.arm for r in ranked])
+        blocked = _cannot_run(prof, team.local if team is not None else mem, [r.arm for r in ranked])
     finally:
-        mem.close()
+        (team or mem).close()
     planned = [r for r in ranked if r.arm.id not in blocked]
     if json_out:
         print_json({

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, fmt_money, open_memory, print_json, task_state
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, fmt_money, open_memory, paths, print_json, task_state
 from acr_cli.errors import EXIT_NOT_PASSED, AcrError
 
 TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default: the latest task in this project."
@@ -16,7 +16,7 @@ TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default:
 def show(
     task: Optional[str] = typer.Argument(None, help=TASK_HELP, show_default=False),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    memory: Optional[Path] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """The request, how acr read it, why each arm was chosen, each attempt's verdict, cost, time, answer,
     verifier output, log and kept work, and the change that was kept.
@@ -27,11 +27,24 @@ def show(
 
       acr show 20261124-101500-a1b2c3 --json
     """
-    mem = open_memory(memory, create=False, read_only=True)
-    try:
-        found = find_task(mem, task, Path.cwd())
-    finally:
-        mem.close()
+    location = paths().memory_choice(memory)[0]
+    found = None
+    if isinstance(location, str) and paths().local_memory.exists():
+        # a team's memory: this machine's own record first (it keeps the texts share_prompts kept back)
+        local = open_memory(str(paths().local_memory), create=False, read_only=True)
+        try:
+            found = find_task(local, task, Path.cwd())
+        except AcrError as e:
+            if e.exit_code != EXIT_NOT_PASSED:
+                raise
+        finally:
+            local.close()
+    if found is None:
+        mem = open_memory(memory, create=False, read_only=True)
+        try:
+            found = find_task(mem, task, Path.cwd())
+        finally:
+            mem.close()
     data = task_json(found)
     if json_out:
         print_json(data)
@@ -43,6 +56,8 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
     """The task named by ``task`` (an id or an unambiguous start of one), else the newest of the project
     ``cwd`` is in. An AcrError (exit 1: nothing to show; 2: an ambiguous id) says what to do."""
     from acr_cli.context import project_root
+    from acr_cli.project import identity
+
     if task is not None:
         task = task.strip()
         hits = mem.tasks(source=None, id_prefix=task, limit=2) if task else []
@@ -55,10 +70,11 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
             raise AcrError(f"no task {task!r} in memory", hint="`acr memory log` lists the tasks acr recorded",
                            exit_code=EXIT_NOT_PASSED)
         return hits[0]
-    project = str(project_root(cwd.resolve()))
+    root = project_root(cwd.resolve())
+    project = identity(root)
     latest = mem.tasks(project=project, limit=1)
     if not latest:
-        raise AcrError(f"no task recorded for {project} yet",
+        raise AcrError(f"no task recorded for {root} (project {project}) yet",
                        hint="run `acr run ...` here, or name a task: `acr show ID` (`acr memory log` lists them)",
                        exit_code=EXIT_NOT_PASSED)
     return latest[0]

@@ -70,6 +70,12 @@ def cooldown_s(errors: int) -> float:
     return min(COOL_BASE_S * 2 ** max(errors - 1, 0), COOL_MAX_S)
 
 
+# an arm's row replaced whole (the SQL of an upsert both SQLite and PostgreSQL speak)
+_REPLACE = (" ON CONFLICT (key) DO UPDATE SET " + ", ".join(
+    f"{c} = excluded.{c}" for c in ("state", "agent", "model", "reason", "fix", "fingerprint", "errors", "until",
+                                     "updated_at")))
+
+
 class HealthBook:
     """Read and write arm health in a memory. ``scope_of(agent, model)`` names an arm's credential
     scope, ``fingerprint_of(agent, model)`` what its readiness depends on now (both cheap)."""
@@ -93,8 +99,8 @@ class HealthBook:
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == SETUP:
             key = f"scope:{self.scope_of(arm.agent, arm.model)}"
-            self.m._write("INSERT OR REPLACE INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
-                          " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)",
+            self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
+                          " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)" + _REPLACE,
                           (key, SET_ASIDE, arm.agent, arm.model, reason, problem.fix,
                            self.fingerprint_of(arm.agent, arm.model), _iso(now)))
             return Health(SET_ASIDE, reason, problem.fix, since=_iso(now))
@@ -102,8 +108,8 @@ class HealthBook:
         row = self.m.db.execute("SELECT errors FROM arm_health WHERE key = ?", (key,)).fetchone()
         errors = (row["errors"] if row else 0) + 1
         until = _iso(now + timedelta(seconds=cooldown_s(errors)))
-        self.m._write("INSERT OR REPLACE INTO arm_health (key, state, agent, model, reason, fix, fingerprint, errors,"
-                      " until, updated_at) VALUES (?,?,?,?,?,NULL,NULL,?,?,?)",
+        self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint, errors,"
+                      " until, updated_at) VALUES (?,?,?,?,?,NULL,NULL,?,?,?)" + _REPLACE,
                       (key, COOLING, arm.agent, arm.model, reason, errors, until, _iso(now)))
         return Health(COOLING, reason, until=until, errors=errors, since=_iso(now))
 

@@ -31,7 +31,18 @@ from typing import Sequence
 
 from acr_cli.domain import JUDGED
 from acr_cli.memory import similar
-from acr_cli.memory.sql import EVIDENCE_SQL, JUDGED_SQL, PRICED_COST, SCORE, UNVERIFIED_WEIGHT, WEIGHT, WEIGHTED_SCORE
+from acr_cli.memory.sql import (
+    EVIDENCE_SQL,
+    JUDGED_SQL,
+    PRICED_COST,
+    SCORE,
+    UNVERIFIED_WEIGHT,
+    WEIGHT,
+    WEIGHTED_SCORE,
+    count_if,
+    flag,
+    total,
+)
 from acr_cli.memory.store import Memory
 
 
@@ -96,6 +107,8 @@ class Near:
     scores: dict[str, list]  # arm -> [judged attempts, score sum], as Chains keeps them
 
 
+FAILED = "a.verdict IN ('failed','timeout')"
+POS_TOKENS = "a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"  # an attempt that tells the arm's price per token
 WINDOW = 1000  # the newest finished tasks of a group that routing reads (see group_stats)
 
 
@@ -188,28 +201,26 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
 
     for r in db.execute(
             f"SELECT {key}, a.agent || ':' || a.model AS arm,"
-            f" SUM(a.verdict IN {JUDGED_SQL}),"
-            f" SUM(a.verdict IN ('failed','timeout')),"
-            f" TOTAL(CASE WHEN a.verdict IN ('failed','timeout') THEN {SCORE} END),"
-            f" COUNT({PRICED_COST}), SUM(a.cost_usd > 0),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) END),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END),"
-            " SUM(a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
-            "       THEN ln(a.tokens_in + a.tokens_out) END),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
-            "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
+            f" {count_if(f'a.verdict IN {JUDGED_SQL}')},"
+            f" {count_if(FAILED)},"
+            f" {total(f'CASE WHEN {FAILED} THEN {SCORE} END')},"
+            f" COUNT({PRICED_COST}), {count_if('a.cost_usd > 0')},"
+            f" {total('CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) END')},"
+            f" {total('CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END')},"
+            f" {count_if('a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0')},"
+            f" {total(f'CASE WHEN {POS_TOKENS} THEN ln(a.tokens_in + a.tokens_out) END')},"
+            f" {total(f'CASE WHEN {POS_TOKENS} THEN a.cost_usd / (a.tokens_in + a.tokens_out) END')}"
             f" {one} WHERE {where} GROUP BY {key}, a.agent, a.model", params):
         stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
                                         r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0)
     # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
     # (a task that ended unverified counts UNVERIFIED_WEIGHT of a task)
+    item = "a.agent || ':' || a.model || '=' || " + flag("a.verdict IN ('passed','unverified')")
+    weak = flag("a.verdict = 'unverified'")
     for group, pattern, count in db.execute(
-            f"SELECT key, pattern, TOTAL(CASE WHEN weak THEN {UNVERIFIED_WEIGHT} ELSE 1 END) FROM ("
-            f" SELECT {key} AS key, MAX(a.verdict = 'unverified') AS weak,"
-            "        group_concat(a.agent || ':' || a.model || '=' || (a.verdict IN ('passed','unverified')),"
-            "                     char(9)) AS pattern"
-            f" {one} WHERE {where} AND a.verdict IN {EVIDENCE_SQL} GROUP BY {key}, t.id)"
+            f"SELECT key, pattern, {total(f'CASE WHEN weak = 1 THEN {UNVERIFIED_WEIGHT} ELSE 1 END')} FROM ("
+            f" SELECT {key} AS key, MAX({weak}) AS weak, {memory.dialect.tab_joined(item)} AS pattern"
+            f" {one} WHERE {where} AND a.verdict IN {EVIDENCE_SQL} GROUP BY {key}, t.id) p"
             " GROUP BY key, pattern", params):
         tried, passed = set(), set()
         for item in pattern.split("\t"):
@@ -222,8 +233,8 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
         st.patterns[k] = st.patterns.get(k, 0) + count
         st.n_tasks += count
     for r in [] if not with_pairs else db.execute(
-            f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), TOTAL(ln(a.cost_usd)),"
-            " TOTAL(ln(a.cost_usd) * ln(a.cost_usd)), TOTAL(ln(a.cost_usd) * ln(b.cost_usd))"
+            f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), {total('ln(a.cost_usd)')},"
+            f" {total('ln(a.cost_usd) * ln(a.cost_usd)')}, {total('ln(a.cost_usd) * ln(b.cost_usd)')}"
             f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
             f" GROUP BY {key}, a.agent, a.model, b.agent, b.model", params):
         stats(r[0]).pairs[(r[1], r[2])] = [r[3], r[4], r[5], r[6]]
@@ -296,7 +307,7 @@ def task_scores(memory: Memory, task_ids: Sequence[str]) -> dict[str, dict[str, 
 def _arm_scores(memory: Memory, tasks: str, where: str, params: list) -> dict[str, dict[str, list]]:
     arms: dict[str, dict[str, list]] = {}
     for task, arm, n, s in memory.db.execute(
-            f"SELECT t.id, a.agent || ':' || a.model, TOTAL({WEIGHT}), TOTAL({WEIGHTED_SCORE}) {tasks}"
+            f"SELECT t.id, a.agent || ':' || a.model, {total(WEIGHT)}, {total(WEIGHTED_SCORE)} {tasks}"
             f" JOIN attempts a ON a.task_id = t.id WHERE {where} AND a.verdict IN {EVIDENCE_SQL}"
             " GROUP BY t.id, a.agent, a.model", params):
         arms.setdefault(task, {})[arm] = [n, s]
@@ -308,10 +319,9 @@ def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = No
     where, params = _finished(scope, after, upto)
     out = GroupStats()
     for r in memory.db.execute(
-            "SELECT a.agent || ':' || a.model, SUM(a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0 THEN ln(a.tokens_in + a.tokens_out) END),"
-            " TOTAL(CASE WHEN a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"
-            "       THEN a.cost_usd / (a.tokens_in + a.tokens_out) END)"
+            f"SELECT a.agent || ':' || a.model, {count_if(POS_TOKENS)},"
+            f" {total(f'CASE WHEN {POS_TOKENS} THEN ln(a.tokens_in + a.tokens_out) END')},"
+            f" {total(f'CASE WHEN {POS_TOKENS} THEN a.cost_usd / (a.tokens_in + a.tokens_out) END')}"
             f" FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE {where} GROUP BY a.agent, a.model", params):
         out.arms[r[0]] = ArmAgg(n_tok=r[1] or 0, s_ltok=r[2] or 0.0, s_ptok=r[3] or 0.0)
     return out
@@ -323,7 +333,8 @@ def first_attempts(memory: Memory, scope: str, window: int = WINDOW) -> list[tup
     bandit would have learned from those tasks (:func:`acr_cli.routing.bandits.warm`)."""
     rows = memory.db.execute(
         f"SELECT t.id, a.agent || ':' || a.model, a.verdict, {SCORE}, COALESCE(a.cost_usd, 0)"
-        " FROM (SELECT id, rowid AS r FROM tasks INDEXED BY tasks_source WHERE source = ? AND finished_at IS NOT NULL"
+        f" FROM (SELECT id, rowid AS r FROM tasks {memory.dialect.index_hint('tasks_source')}"
+        "       WHERE source = ? AND finished_at IS NOT NULL"
         "       ORDER BY rowid DESC LIMIT ?) t"
         " JOIN attempts a ON a.task_id = t.id AND a.seq = (SELECT MIN(seq) FROM attempts WHERE task_id = t.id)"
         " ORDER BY t.r", (scope, window)).fetchall()
@@ -341,8 +352,8 @@ def first_attempts(memory: Memory, scope: str, window: int = WINDOW) -> list[tup
 
 def max_task_rowid(memory: Memory, scope: str) -> int:
     """The newest finished task of ``scope`` (walks the source index backwards: cheap on a big memory)."""
-    row = memory.db.execute("SELECT rowid FROM tasks INDEXED BY tasks_source WHERE source = ? AND finished_at IS NOT NULL"
-                            " ORDER BY rowid DESC LIMIT 1", (scope,)).fetchone()
+    row = memory.db.execute(f"SELECT rowid FROM tasks {memory.dialect.index_hint('tasks_source')}"
+                            " WHERE source = ? AND finished_at IS NOT NULL ORDER BY rowid DESC LIMIT 1", (scope,)).fetchone()
     return row[0] if row else 0
 
 
@@ -391,7 +402,7 @@ class GroupCache:
         key = (text, project, self.mark)
         if self._near is not None and self._near[0] == key:
             return self._near[1]
-        found = similar.find(self.memory.db, self.scope, text, project=project, upto=self.mark)
+        found = similar.find(self.memory, self.scope, text, project=project, upto=self.mark)
         ids = [f.task_id for f in found]
         stats, scores = task_stats(self.memory, ids), task_scores(self.memory, ids)
         near = [Near(f, stats[f.task_id], scores.get(f.task_id, {})) for f in found if f.task_id in stats]

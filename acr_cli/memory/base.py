@@ -1,4 +1,5 @@
-"""What every part of the memory shares: the connection, its path, guarded writes and transactions."""
+"""What every part of the memory shares: the connection, where it is, its dialect, guarded writes and
+transactions."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from acr_cli.memory import db as dbmod
+from acr_cli.memory.dialect import SQLITE
 
 
 def now_iso(t: float | None = None) -> str:
@@ -24,14 +26,26 @@ def new_id(prefix: str = "") -> str:
 
 
 class Base:
-    def __init__(self, conn: sqlite3.Connection, path: Path | str):
-        self.db = conn
-        self.path = path
+    def __init__(self, conn: Any, path: Path | str):
+        self.db = conn  # an sqlite3.Connection, or acr_cli.memory.postgres.Connection
+        self.path = path  # the file, or the shared memory's URL with its password masked
+        self.dialect = getattr(conn, "dialect", SQLITE)
         self._in_batch = False
 
-    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    @property
+    def shared(self) -> bool:
+        """A team's memory on a PostgreSQL server (not a local SQLite file)."""
+        return self.dialect.name == "postgresql"
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
             return self.db.execute(sql, params)
+        except sqlite3.OperationalError as e:
+            raise dbmod._explain(e, self.path) from None
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        try:
+            return self.db.executemany(sql, rows)
         except sqlite3.OperationalError as e:
             raise dbmod._explain(e, self.path) from None
 
@@ -41,7 +55,7 @@ class Base:
         if self._in_batch:
             yield
             return
-        self._write("BEGIN IMMEDIATE")
+        self._write(self.dialect.begin)
         self._in_batch = True
         try:
             yield

@@ -1,8 +1,10 @@
-"""Open the memory database: one SQLite file, WAL, busy timeout, mode 0600, migrations.
+"""Open the memory database: one SQLite file (WAL, busy timeout, mode 0600), or a PostgreSQL
+server named by a URL (:mod:`acr_cli.memory.postgres`); then the migrations.
 
-Migrations are named functions applied in order and recorded in the
-``migrations`` table; every open applies the ones missing, so an old file is
-brought up to date and a new one is created from scratch by the same code.
+Migrations are named functions applied in order and recorded in the ``migrations`` table; every
+open applies the ones missing, so an old file is brought up to date and a new one (or a new
+server database) is created from scratch by the same code. Each gets the dialect
+(:mod:`acr_cli.memory.dialect`) for the few statements the two databases say differently.
 """
 
 from __future__ import annotations
@@ -11,24 +13,26 @@ import math
 import os
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import similar
+from acr_cli.memory.dialect import PG_TEXT, SQLITE
 
 BUSY_TIMEOUT_S = 30.0
 
 
-def _script(db: sqlite3.Connection, sql: str) -> None:
-    """Run statements one by one (executescript would commit the migration's transaction)."""
-    for statement in sql.split(";"):
+def _script(db: Any, dialect: Any, sql: str) -> None:
+    """Run statements one by one (executescript would commit the migration's transaction), in the
+    dialect's types."""
+    for statement in dialect.ddl(sql).split(";"):
         if statement.strip():
             db.execute(statement)
 
 
-def _m001_initial(db: sqlite3.Connection) -> None:
+def _m001_initial(db: Any, dialect: Any) -> None:
     _script(
-        db,
+        db, dialect,
         """
         CREATE TABLE tasks (
             id TEXT PRIMARY KEY,
@@ -51,7 +55,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             finished_at TEXT
         );
         CREATE INDEX tasks_source_created ON tasks(source, created_at);
-        CREATE INDEX tasks_source ON tasks(source);            -- (source, rowid) range scans
+        CREATE INDEX tasks_source ON tasks(source{order});     -- (source, rowid) range scans
         CREATE TABLE task_groups (                 -- the context groups a task belongs to, coarse to fine
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
             level INTEGER NOT NULL,
@@ -59,7 +63,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             source TEXT NOT NULL,                  -- the task's source again: lets routing stats skip a join
             PRIMARY KEY (task_id, level)
         );
-        CREATE INDEX task_groups_key ON task_groups(source, key);   -- rowid order within a group = task order
+        CREATE INDEX task_groups_key ON task_groups(source, key{order});   -- rowid order within a group = task order
         CREATE TABLE attempts (
             id INTEGER PRIMARY KEY,
             task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
@@ -101,11 +105,11 @@ def _m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
-def _m002_arm_health(db: sqlite3.Connection) -> None:
+def _m002_arm_health(db: Any, dialect: Any) -> None:
     """Arm health beside skill: arms set aside after a set-up error and arms cooling down after
     transient ones (see acr_cli/health/). Never read as evidence about a model's skill."""
     _script(
-        db,
+        db, dialect,
         """
         CREATE TABLE arm_health (
             key TEXT PRIMARY KEY,                  -- 'scope:<credential scope>' or 'arm:<agent>:<model>'
@@ -123,12 +127,12 @@ def _m002_arm_health(db: sqlite3.Connection) -> None:
     )
 
 
-def _m003_unverified(db: sqlite3.Connection) -> None:
+def _m003_unverified(db: Any, dialect: Any) -> None:
     """Attempts accepted with no verifier were recorded as ``passed`` (with no score and no verifier):
     they become ``unverified``, weak evidence (memory.sql.UNVERIFIED_WEIGHT), and their
     tasks' ``passed`` becomes NULL (nobody knows). Benchmark rows always have a score: untouched."""
     _script(
-        db,
+        db, dialect,
         """
         UPDATE attempts SET verdict = 'unverified'
          WHERE verdict = 'passed' AND verifier IS NULL AND score IS NULL
@@ -140,12 +144,12 @@ def _m003_unverified(db: sqlite3.Connection) -> None:
     )
 
 
-def _m004_run_record(db: sqlite3.Connection) -> None:
+def _m004_run_record(db: Any, dialect: Any) -> None:
     """What `acr show` tells about a task: the agent's answer, where a rolled-back attempt's work is
     kept, whether a failed check printed what it printed before the attempt, the kept change, how
     the request was read, and the verifier on the untouched tree."""
     _script(
-        db,
+        db, dialect,
         """
         ALTER TABLE attempts ADD COLUMN text TEXT;                  -- the agent's final answer (redacted)
         ALTER TABLE attempts ADD COLUMN attempt_ref TEXT;           -- refs/acr/attempts/...: a rolled-back attempt's work
@@ -158,7 +162,7 @@ def _m004_run_record(db: sqlite3.Connection) -> None:
     )
 
 
-def _m005_context_root(db: sqlite3.Connection) -> None:
+def _m005_context_root(db: Any, dialect: Any) -> None:
     """Live tasks get the context groups acr routes in now (acr_cli.context.context_groups): ``all`` ->
     ``kind=K`` -> ``kind=K/project=P``, instead of ``kind=K`` -> ``kind=K/lang=L`` -> ``.../project=P``, so
     the history recorded before keeps counting at every level."""
@@ -176,12 +180,12 @@ def _m005_context_root(db: sqlite3.Connection) -> None:
                        [(task_id, level, key) for level, key in enumerate(new)])
 
 
-def _m006_similar_tasks(db: sqlite3.Connection) -> None:
+def _m006_similar_tasks(db: Any, dialect: Any) -> None:
     """Similar past tasks (acr_cli.memory.similar): an FTS5 index of the request texts, kept by triggers
     (a forgotten task leaves it in the same statement), and each scope's word counts. An SQLite built
     without FTS5 gets the word counts only; routing then does without similar tasks."""
     _script(
-        db,
+        db, dialect,
         """
         CREATE TABLE prompt_terms (                -- per scope: in how many requests each word occurs
             source TEXT NOT NULL,
@@ -191,6 +195,10 @@ def _m006_similar_tasks(db: sqlite3.Connection) -> None:
         ) WITHOUT ROWID
         """,
     )
+    if dialect.name == "postgresql":  # a GIN index on the words of the text, as similar splits them
+        db.execute(f"CREATE INDEX task_text ON tasks USING gin (({PG_TEXT.format(col='prompt')}))")
+        similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL").fetchall())
+        return
     try:
         db.execute("CREATE VIRTUAL TABLE task_text USING fts5(prompt, content='tasks', content_rowid='rowid',"
                    " tokenize='unicode61 remove_diacritics 0')")
@@ -211,10 +219,12 @@ def _m006_similar_tasks(db: sqlite3.Connection) -> None:
     similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL"))
 
 
-def _m007_group_rows_in_task_order(db: sqlite3.Connection) -> None:
+def _m007_group_rows_in_task_order(db: Any, dialect: Any) -> None:
     """``task_groups`` rows numbered in task order, coarse to fine, as acr writes them: migration 005
     rewrote the live tasks' rows in task-id order. Routing bounds its walk of a group's index by this
-    order (acr_cli.memory.aggregates._window_start)."""
+    order (acr_cli.memory.aggregates._window_start). (A PostgreSQL memory was never written out of order.)"""
+    if dialect.name != "sqlite":
+        return
     db.execute("CREATE TEMP TABLE ordered_groups AS SELECT g.task_id, g.level, g.key, g.source"
                " FROM task_groups g JOIN tasks t ON t.id = g.task_id ORDER BY t.rowid, g.level")
     db.execute("DELETE FROM task_groups")
@@ -223,7 +233,53 @@ def _m007_group_rows_in_task_order(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE temp.ordered_groups")
 
 
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+def _m008_shared_memory(db: Any, dialect: Any) -> None:
+    """What a local memory keeps about a team's shared one (acr_cli.memory.team): the tasks recorded while
+    it was in use and whether each has been uploaded, and how far the local copy of its newest tasks goes.
+    (A shared memory has the tables too, empty: one schema.)"""
+    _script(
+        db, dialect,
+        """
+        CREATE TABLE uploads (
+            task_id TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
+            target TEXT NOT NULL,                  -- the shared memory's URL, password masked
+            with_text INTEGER NOT NULL,            -- share_prompts when it was recorded: 0 keeps the texts here
+            uploaded_at TEXT                       -- NULL: pending
+        );
+        CREATE INDEX uploads_pending ON uploads(target, uploaded_at);
+        CREATE TABLE downloads (
+            target TEXT PRIMARY KEY,
+            mark INTEGER NOT NULL,                 -- the newest of its tasks copied here (its rowid there)
+            at TEXT NOT NULL
+        )
+        """,
+    )
+
+
+def _m009_project_identity(db: Any, dialect: Any) -> None:
+    """Live tasks named their project by the work tree's path; now by its identity (acr_cli.project: the
+    root commit, else the origin remote), the same on every clone. Each path still on disk gets its
+    identity now, in ``tasks.project`` and in the project level of its groups; a path that is gone keeps
+    the name acr gave it (``name@hash``), so its history still counts as one project."""
+    from acr_cli.project import identity, path_key
+
+    for (path,) in db.execute("SELECT DISTINCT project FROM tasks WHERE source = 'live' AND project IS NOT NULL"
+                              ).fetchall():
+        root = Path(path)
+        if not root.is_absolute():
+            continue  # already an identity
+        old = path_key(root)
+        new = identity(root) if root.is_dir() else old
+        rows = db.execute("SELECT g.task_id, g.level, g.key FROM task_groups g JOIN tasks t ON t.id = g.task_id"
+                          " WHERE t.source = 'live' AND t.project = ?", (path,)).fetchall()
+        for task_id, level, key in rows:
+            if key.endswith("/project=" + old) and new != old:
+                db.execute("UPDATE task_groups SET key = ? WHERE task_id = ? AND level = ?",
+                           (key[: -len(old)] + new, task_id, level))
+        db.execute("UPDATE tasks SET project = ? WHERE source = 'live' AND project = ?", (new, path))
+
+
+MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
     ("003_unverified", _m003_unverified),
@@ -231,6 +287,8 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_context_root", _m005_context_root),
     ("006_similar_tasks", _m006_similar_tasks),
     ("007_group_rows_in_task_order", _m007_group_rows_in_task_order),
+    ("008_shared_memory", _m008_shared_memory),
+    ("009_project_identity", _m009_project_identity),
 ]
 
 
@@ -356,22 +414,55 @@ def damaged(path: Path | str, detail: str, what: str = "is not a readable acr me
                                 "its records")
 
 
-def migrate(db: sqlite3.Connection) -> list[str]:
-    """Apply the missing migrations; returns their names."""
+# PostgreSQL: the advisory lock that lets one acr at a time migrate a server's memory
+MIGRATION_LOCK = 0x616372  # "acr"
+
+
+def migrate(db: Any, dialect: Any = SQLITE) -> list[str]:
+    """Apply the missing migrations, each in its own transaction; returns their names."""
+    import time
+
+    postgres = dialect.name == "postgresql"
+    if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
+        db.execute("BEGIN")
+        db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
     db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    if postgres:
+        db.execute("COMMIT")
     done = {r[0] for r in db.execute("SELECT name FROM migrations")}
     applied = []
     for name, fn in MIGRATIONS:
         if name in done:
             continue
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(dialect.begin)
         try:
+            if postgres:
+                db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             if name not in {r[0] for r in db.execute("SELECT name FROM migrations")}:  # another process raced us
-                fn(db)
-                db.execute("INSERT INTO migrations VALUES (?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))", (name,))
+                fn(db, dialect)
+                db.execute("INSERT INTO migrations VALUES (?, ?)",
+                           (name, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
                 applied.append(name)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
     return applied
+
+
+def connect_url(url: str) -> Any:
+    """Connect to the memory on the PostgreSQL server at ``url`` and bring its schema up to date."""
+    from acr_cli.memory import postgres
+
+    db = postgres.connect(url)
+    try:
+        tables = postgres.POSTGRES.tables(db)
+        if tables and "migrations" not in tables:  # someone else's database: change nothing in it
+            raise MemoryFileError(f"{db.label} has tables but is not an acr memory",
+                                  hint="give acr a database of its own (createdb acr), or a schema of its own "
+                                       "(options=-csearch_path=acr in the URL)")
+        migrate(db, postgres.POSTGRES)
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from acr_cli.memory.base import Base
-from acr_cli.memory.sql import ATTEMPT_FIELDS, SCORE, STATS_COLUMNS
+from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, SCORE, STATS_COLUMNS, TASK_FIELDS, flag, total
 from acr_cli.redact import redact
 
 
@@ -77,10 +77,10 @@ class Reads(Base):
             SELECT t.id, t.ref, t.kind, t.oracle_reward, t.oracle_arm, t.created_at,
                    COUNT(a.id) AS steps,
                    MAX({SCORE}) AS score,
-                   TOTAL(a.cost_usd) AS cost_usd,
-                   MAX(a.verdict = 'passed') AS passed,
+                   {total("a.cost_usd")} AS cost_usd,
+                   MAX({flag("a.verdict = 'passed'")}) AS passed,
                    MAX(COALESCE(a.apply_ok, 0)) AS apply_ok,
-                   TOTAL(a.tokens_in) AS tokens_in, TOTAL(a.tokens_out) AS tokens_out,
+                   {total("a.tokens_in")} AS tokens_in, {total("a.tokens_out")} AS tokens_out,
                    (SELECT a2.agent || ':' || a2.model FROM attempts a2 WHERE a2.task_id = t.id
                      ORDER BY a2.seq DESC LIMIT 1) AS final_arm,
                    (SELECT a3.agent || ':' || a3.model FROM attempts a3 WHERE a3.task_id = t.id
@@ -122,7 +122,8 @@ class Reads(Base):
         if ids:
             where.append(f"t.id IN ({','.join('?' * len(ids))})")
             params.extend(ids)
-        sql = "SELECT * FROM tasks t" + (" WHERE " + " AND ".join(where) if where else "")
+        sql = f"SELECT {', '.join('t.' + f for f in TASK_FIELDS)} FROM tasks t" + (
+            " WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY t.rowid" if oldest_first else " ORDER BY t.created_at DESC, t.rowid DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
@@ -152,11 +153,12 @@ class Reads(Base):
         }
 
     def runs(self, benchmark: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM runs" + (" WHERE benchmark = ?" if benchmark else "") + " ORDER BY started_at, rowid"
+        sql = (f"SELECT {RUN_COLUMNS} FROM runs" + (" WHERE benchmark = ?" if benchmark else "")
+               + " ORDER BY started_at, rowid")
         return [_decode_run(dict(r)) for r in self.db.execute(sql, (benchmark,) if benchmark else ())]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        r = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        r = self.db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _decode_run(dict(r)) if r else None
 
     def live_task_ids(self, among: Iterable[str] | None = None) -> list[str]:
@@ -172,12 +174,15 @@ class Reads(Base):
         return found
 
     def size_bytes(self) -> int:
+        if self.shared:
+            return int(self.db.execute("SELECT pg_database_size(current_database())").fetchone()[0])
         if str(self.path) == ":memory:":
             return 0
         p = Path(self.path)
         return sum(q.stat().st_size for q in (p, Path(f"{p}-wal")) if q.exists())
 
 
+RUN_COLUMNS = ", ".join(RUN_FIELDS)
 # The free text of a task that may carry a secret: redacted when written, and again on export and import,
 # so rows written by an older acr (older rules) leave clean.
 TASK_TEXT = ("prompt", "context", "baseline")

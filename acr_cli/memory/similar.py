@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 NEIGHBOURS = 10  # the most similar earlier tasks routing reads
 CANDIDATES = 50  # candidates taken from the index (by BM25) before the similarity decides
@@ -45,7 +44,7 @@ def words(text: str | None) -> Counter:
     return Counter(w for w in _WORD.findall(text[:MAX_CHARS].lower()) if len(w) > 1 and not w.isdigit())
 
 
-def count(db: sqlite3.Connection, items: Iterable[tuple[str, str | None]], sign: int = 1) -> None:
+def count(db: Any, items: Iterable[tuple[str, str | None]], sign: int = 1) -> None:
     """Add (``sign`` 1) or remove (-1) requests, given as (scope, text), to their scope's word counts."""
     rows: Counter = Counter()
     for scope, text in items:
@@ -57,12 +56,12 @@ def count(db: sqlite3.Connection, items: Iterable[tuple[str, str | None]], sign:
             rows[(scope, term)] += sign
     if not rows:
         return
+    keys = sorted(rows)  # one order for every writer: two sharing a server cannot deadlock on these rows
     db.executemany("INSERT INTO prompt_terms (source, term, df) VALUES (?, ?, ?)"
-                   " ON CONFLICT (source, term) DO UPDATE SET df = df + excluded.df",
-                   [(s, t, n) for (s, t), n in rows.items()])
+                   " ON CONFLICT (source, term) DO UPDATE SET df = prompt_terms.df + excluded.df",
+                   [(s, t, rows[(s, t)]) for s, t in keys])
     if sign < 0:
-        db.executemany("DELETE FROM prompt_terms WHERE source = ? AND term = ? AND df <= 0",
-                       list(rows))
+        db.executemany("DELETE FROM prompt_terms WHERE source = ? AND term = ? AND df <= 0", keys)
 
 
 @dataclass
@@ -78,18 +77,14 @@ class Similar:
     outcome: dict[str, str] = field(default_factory=dict)  # arm id -> verdict, in the order tried
 
 
-def available(db: sqlite3.Connection) -> bool:
-    """Whether this memory has the index (an SQLite without FTS5, or a read-only memory from
-    before the index, has none: routing then does without similar tasks)."""
-    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'task_text'").fetchone() is not None
-
-
-def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None = None, upto: int | None = None,
+def find(memory: Any, scope: str, text: str, *, project: str | None = None, upto: int | None = None,
          k: int = NEIGHBOURS) -> list[Similar]:
     """The ``k`` finished tasks of ``scope`` (rowid <= ``upto``) whose requests read most like ``text``,
     most similar first; tasks of the same ``project`` are looked for first and come first."""
+    db, dialect = memory.db, memory.dialect
     query = words(text)
-    if not query or not available(db):
+    # (an SQLite without FTS5, or a read-only memory from before the index, has none: no similar tasks)
+    if not query or not dialect.has_text_index(db):
         return []
     docs = _docs(db, scope)
     df = _df(db, scope, query)
@@ -104,19 +99,20 @@ def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None =
         telling.append(t)
     if qnorm <= 0 or not telling:
         return []
-    match = " OR ".join(f'"{t}"' for t in telling)
-    where = "task_text MATCH ? AND t.source = ? AND t.finished_at IS NOT NULL"
-    params: list = [match, scope]
+    where = "t.source = ? AND t.finished_at IS NOT NULL"
+    params: list = [dialect.text_query(telling), scope]
     if upto is not None:
         where += " AND t.rowid <= ?"
         params.append(upto)
-    sql = ("SELECT t.id, t.prompt, t.project, t.created_at FROM task_text JOIN tasks t ON t.rowid = task_text.rowid"
-           f" WHERE {where} {{}} ORDER BY bm25(task_text) LIMIT {CANDIDATES}")
     rows = []
     if project is not None:
-        rows = db.execute(sql.format("AND t.project = ?"), [*params, project]).fetchall()
+        rows = db.execute("SELECT t.id, t.prompt, t.project, t.created_at "
+                          + dialect.text_candidates(where + " AND t.project = ?", CANDIDATES),
+                          [*params, project]).fetchall()
     seen = {r[0] for r in rows}
-    rows += [r for r in db.execute(sql.format(""), params).fetchall() if r[0] not in seen]
+    rows += [r for r in db.execute("SELECT t.id, t.prompt, t.project, t.created_at "
+                                   + dialect.text_candidates(where, CANDIDATES), params).fetchall()
+             if r[0] not in seen]
     texts = {r[0]: words(r[1]) for r in rows}
     df.update(_df(db, scope, {t for w in texts.values() for t in w if t not in query}))
     out = []
@@ -132,7 +128,7 @@ def find(db: sqlite3.Connection, scope: str, text: str, *, project: str | None =
     return [s for s in out[:k] if s.similarity > 0]
 
 
-def outcomes(db: sqlite3.Connection, found: Sequence[Similar]) -> None:
+def outcomes(db: Any, found: Sequence[Similar]) -> None:
     """Fill each task's ``outcome``: arm -> verdict of its attempts, in the order they were made."""
     by_id = {s.task_id: s for s in found}
     if not by_id:
@@ -143,13 +139,13 @@ def outcomes(db: sqlite3.Connection, found: Sequence[Similar]) -> None:
         by_id[task_id].outcome[arm] = verdict
 
 
-def _docs(db: sqlite3.Connection, scope: str) -> int:
+def _docs(db: Any, scope: str) -> int:
     """How many requests the scope has counted."""
     row = db.execute("SELECT df FROM prompt_terms WHERE source = ? AND term = ?", (scope, DOCS)).fetchone()
     return row[0] if row else 0
 
 
-def _df(db: sqlite3.Connection, scope: str, terms: Iterable[str]) -> dict[str, int]:
+def _df(db: Any, scope: str, terms: Iterable[str]) -> dict[str, int]:
     """In how many of the scope's requests each term occurs (terms no request has are left out)."""
     terms = [t for t in terms if t != DOCS]
     df: dict[str, int] = {}

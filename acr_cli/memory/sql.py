@@ -17,8 +17,26 @@ RUN_FIELDS = ("id", "benchmark", "policy", "params", "started_at", "finished_at"
 
 # Verdicts that say something about the arm's ability (acr_cli.domain.JUDGED), as an SQL list.
 JUDGED_SQL = "(" + ",".join(f"'{v}'" for v in JUDGED) + ")"
+# The SQL here and in the other memory modules is the SQL SQLite and PostgreSQL both speak: a
+# condition is counted with count_if (PostgreSQL does not add up booleans) and a sum that must be
+# 0 over no rows is total() (SQLite's TOTAL). What the two say differently is in .dialect.
+
+
+def count_if(condition: str) -> str:
+    return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+
+def total(expr: str) -> str:
+    return f"COALESCE(SUM({expr}), 0.0)"
+
+
+def flag(condition: str) -> str:
+    """1 where ``condition`` holds, else 0 (a boolean as a number, on both databases)."""
+    return f"(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+
 # An attempt's score: its own (partial credit), else 1 for a pass and 0 otherwise.
-SCORE = "COALESCE(a.score, a.verdict = 'passed')"
+SCORE = "COALESCE(a.score, CASE WHEN a.verdict = 'passed' THEN 1.0 ELSE 0.0 END)"
 # An attempt's cost as a price: an error's $0 (it never reached the model) is no evidence of cheapness.
 PRICED_COST = "CASE WHEN a.verdict <> 'error' OR a.cost_usd > 0 THEN a.cost_usd END"
 
@@ -39,12 +57,12 @@ WEIGHTED_SCORE = f"(CASE WHEN a.verdict = 'unverified' THEN {UNVERIFIED_WEIGHT} 
 # Per arm, what `acr memory show` prints (columns of a GROUP BY over attempts ``a``).
 STATS_COLUMNS = f"""
     COUNT(*) AS n,
-    SUM(a.verdict IN {JUDGED_SQL}) AS n_judged,
-    SUM(a.verdict = 'unverified') AS n_unverified,
+    {count_if(f"a.verdict IN {JUDGED_SQL}")} AS n_judged,
+    {count_if("a.verdict = 'unverified'")} AS n_unverified,
     SUM(CASE WHEN a.verdict IN {JUDGED_SQL} THEN {SCORE} ELSE 0 END) AS score_sum,
-    SUM(a.verdict = 'passed') AS n_passed,
-    TOTAL({PRICED_COST}) AS cost_sum,
+    {count_if("a.verdict = 'passed'")} AS n_passed,
+    {total(PRICED_COST)} AS cost_sum,
     COUNT({PRICED_COST}) AS n_cost,
-    TOTAL(a.duration_s) AS duration_sum,
+    {total("a.duration_s")} AS duration_sum,
     MAX(a.started_at) AS last_used
 """

@@ -24,6 +24,11 @@ __all__ = ["ArmStats", "Memory", "TEXT_MAX", "new_id", "now_iso"]
 class Memory(Writes, Transfer):
     @classmethod
     def open(cls, path: Path | str, create: bool = True, read_only: bool = False) -> "Memory":
+        """The memory in the SQLite file ``path``, or on the PostgreSQL server a ``postgresql://`` URL names."""
+        from acr_cli.memory.postgres import is_url, masked
+
+        if is_url(path):
+            return cls(dbmod.connect_url(str(path)), masked(str(path)))
         return cls(dbmod.connect(path, create=create, read_only=read_only), path)
 
     def close(self) -> None:
@@ -31,7 +36,9 @@ class Memory(Writes, Transfer):
 
     def check(self, pages: int = 5) -> None:
         """Read every page (``PRAGMA quick_check``): damage that opening the file does not notice is found
-        here, raised as a MemoryFileError that names the first problems."""
+        here, raised as a MemoryFileError that names the first problems. (A server checks its own pages.)"""
+        if self.shared:
+            return
         try:
             problems = [r[0] for r in self.db.execute(f"PRAGMA quick_check({int(pages)})")]
         except sqlite3.DatabaseError as e:

@@ -17,7 +17,7 @@ from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, TASK_FIELDS
 class Transfer(Reads):
     def export(self, out: IO[str]) -> int:
         n = 0
-        for r in self.db.execute("SELECT * FROM runs ORDER BY rowid"):
+        for r in self.db.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY rowid"):
             out.write(json.dumps({"type": "run", **{k: r[k] for k in RUN_FIELDS}}, sort_keys=True) + "\n")
             n += 1
         ids = [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY rowid")]
@@ -42,33 +42,52 @@ class Transfer(Reads):
                 if problem:
                     raise MemoryFileError(f"line {lineno}: {problem}",
                                           hint="nothing was imported; give a file written by `acr memory export`")
-                kind = obj.pop("type")
-                if kind == "task":
-                    redact_task(obj)
-                if kind == "task" and not obj.get("source"):
-                    obj["source"] = "live"
-                if kind == "run":
-                    cur = self._write(f"INSERT OR IGNORE INTO runs ({','.join(RUN_FIELDS)}) VALUES "
-                                      f"({','.join('?' * len(RUN_FIELDS))})", [obj.get(k) for k in RUN_FIELDS])
-                elif kind == "task":
-                    attempts = obj.pop("attempts", [])
-                    groups = obj.pop("groups", [])
-                    cur = self._write(f"INSERT OR IGNORE INTO tasks ({','.join(TASK_FIELDS)}) VALUES "
-                                      f"({','.join('?' * len(TASK_FIELDS))})", [obj.get(k) for k in TASK_FIELDS])
-                    if cur.rowcount:
-                        similar.count(self.db, [(obj.get("source") or "live", obj.get("prompt"))])
-                        for level, key in enumerate(groups):
-                            self._write("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
-                                        (obj["id"], level, key, obj.get("source") or "live"))
-                        for a in attempts:
-                            self._write(f"INSERT INTO attempts (task_id, {','.join(ATTEMPT_FIELDS)}) VALUES "
-                                        f"(?, {','.join('?' * len(ATTEMPT_FIELDS))})",
-                                        [obj["id"], *[a.get(k) for k in ATTEMPT_FIELDS]])
-                if cur.rowcount:
+                if self._add(obj.pop("type"), obj):
                     added += 1
                 else:
                     skipped += 1
         return added, skipped
+
+    def add_tasks(self, tasks: Iterable[dict[str, Any]]) -> tuple[int, int]:
+        """Add tasks as :meth:`tasks` reads them (with their attempts and groups) from another memory, in one
+        transaction; a task already here is skipped whole. Returns (added, skipped). How a team's shared
+        memory and a local one exchange tasks (acr_cli.memory.team)."""
+        added = skipped = 0
+        with self.transaction():
+            for t in tasks:
+                if self._add("task", dict(t)):
+                    added += 1
+                else:
+                    skipped += 1
+        return added, skipped
+
+    def _add(self, kind: str, obj: dict[str, Any]) -> bool:
+        """Insert one run or task record (with its attempts and groups); False if it was already here."""
+        if kind == "task":
+            redact_task(obj)
+            if not obj.get("source"):
+                obj["source"] = "live"
+        if kind == "run":
+            cur = self._write(f"INSERT INTO runs ({','.join(RUN_FIELDS)}) VALUES "
+                              f"({','.join('?' * len(RUN_FIELDS))}) ON CONFLICT DO NOTHING",
+                              [obj.get(k) for k in RUN_FIELDS])
+            return bool(cur.rowcount)
+        attempts = obj.pop("attempts", None) or []
+        groups = obj.pop("groups", None) or []
+        cur = self._write(f"INSERT INTO tasks ({','.join(TASK_FIELDS)}) VALUES "
+                          f"({','.join('?' * len(TASK_FIELDS))}) ON CONFLICT DO NOTHING",
+                          [obj.get(k) for k in TASK_FIELDS])
+        if not cur.rowcount:
+            return False
+        similar.count(self.db, [(obj["source"], obj.get("prompt"))])
+        if groups:
+            self._write_many("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
+                             [(obj["id"], level, key, obj["source"]) for level, key in enumerate(groups)])
+        if attempts:
+            self._write_many(f"INSERT INTO attempts (task_id, {','.join(ATTEMPT_FIELDS)}) VALUES "
+                             f"(?, {','.join('?' * len(ATTEMPT_FIELDS))})",
+                             [[obj["id"], *[a.get(k) for k in ATTEMPT_FIELDS]] for a in attempts])
+        return True
 
 
 REQUIRED = {"run": ("id", "benchmark", "policy", "started_at"), "task": ("id", "created_at"),
@@ -77,7 +96,7 @@ REQUIRED = {"run": ("id", "benchmark", "policy", "started_at"), "task": ("id", "
 
 def _record_problem(obj: Any) -> str | None:
     """Why ``obj`` is not an export record, or None. (A record missing a required field would
-    otherwise be dropped by INSERT OR IGNORE and counted as already present.)"""
+    otherwise be dropped by ON CONFLICT DO NOTHING and counted as already present.)"""
     if not isinstance(obj, dict) or "type" not in obj:
         return "not an acr memory export record (a JSON object with a \"type\")"
     kind = obj["type"]

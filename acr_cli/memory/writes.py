@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from typing import Any, Iterable, Sequence
 
 from acr_cli.domain import Decision, Feedback
-from acr_cli.memory import db as dbmod
 from acr_cli.memory import similar
 from acr_cli.memory.base import Base, new_id, now_iso
 from acr_cli.redact import redact
@@ -39,11 +37,8 @@ class Writes(Base):
             )
             similar.count(self.db, [(source, clean)])
             if groups:
-                try:
-                    self.db.executemany("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
-                                        [(task_id, level, key, source) for level, key in enumerate(groups)])
-                except sqlite3.OperationalError as e:
-                    raise dbmod._explain(e, self.path) from None
+                self._write_many("INSERT INTO task_groups (task_id, level, key, source) VALUES (?,?,?,?)",
+                                 [(task_id, level, key, source) for level, key in enumerate(groups)])
         return task_id
 
     def add_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, *, policy: str | None = None,
@@ -113,7 +108,8 @@ class Writes(Base):
             n = self._write("DELETE FROM tasks").rowcount
             self._write("DELETE FROM prompt_terms")
             runs = self._write("DELETE FROM runs").rowcount
-        self.db.execute("VACUUM")
+        if not self.shared:  # give the file's space back (a server reclaims its own)
+            self.db.execute("VACUUM")
         return n, runs
 
     def forget_source_prefix(self, prefix: str) -> tuple[int, int]:

@@ -382,6 +382,8 @@ def test_a_memory_replay_shows_the_router_what_acr_run_showed_it(tmp_path):
     from acr_cli.memory import Memory
 
     mem = Memory.open(tmp_path / "m.sqlite")
+    from acr_cli.project import identity
+
     a = Arm("codex", "gpt-5.4")
     for prompt, kind in (("fix the failing parser test", None), ("tidy the parser module", "refactor")):
         ctx = classify(prompt, tmp_path, kind=kind)
@@ -391,5 +393,6 @@ def test_a_memory_replay_shows_the_router_what_acr_run_showed_it(tmp_path):
         mem.describe_task(tid, context=context_json(ctx))
     matrix, _ = from_memory.load(mem, None)
     guessed, given = matrix.tasks
-    assert (guessed.prompt, guessed.project, guessed.kind) == ("fix the failing parser test", str(tmp_path), "bug_fix")
+    assert (guessed.prompt, guessed.project, guessed.kind) == ("fix the failing parser test", identity(tmp_path),
+                                                               "bug_fix")
     assert guessed.kind_sure == KIND_PRECISION["bug_fix"] and given.kind_sure == 1.0

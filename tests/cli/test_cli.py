@@ -15,6 +15,7 @@ from acr_cli import __version__
 from acr_cli.cli.app import app
 from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.memory import Memory
+from acr_cli.project import identity
 
 runner = CliRunner()
 
@@ -224,7 +225,7 @@ def test_a_subdirectory_is_learned_as_its_repository(tmp_path, fakes_on_path):
     repo = init_repo(tmp_path / "toy", {"calc.py": "x = 1\n", "docs/index.md": "hi\n"})
     top = json.loads(invoke("route", "fix add", "--json", "-C", str(repo)).output)["context"]
     sub = json.loads(invoke("route", "fix add", "--json", "-C", str(repo / "docs")).output)["context"]
-    assert sub["groups"] == top["groups"] and sub["language"] == "python" and sub["project"] == str(repo)
+    assert sub["groups"] == top["groups"] and sub["language"] == "python" and sub["project"] == identity(repo)
 
 
 def test_file_system_refusals_are_usage_errors_not_crashes(acr_home, tmp_path):

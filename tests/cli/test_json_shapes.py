@@ -8,7 +8,7 @@ import json
 from conftest import GOOD, VERIFY, acr
 
 RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "answer", "changes", "baseline", "context",
-       "attempts", "skipped"}
+       "attempts", "skipped", "shared_memory"}
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
                "verifier_unchanged", "attempt_ref", "diff_command"}

@@ -16,6 +16,7 @@ from acr_cli.domain import Arm, Decision, Feedback
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import db as dbmod
 from acr_cli.memory.aggregates import GroupCache, group_stats
+from acr_cli.memory.dialect import SQLITE
 from acr_cli.memory.store import Memory
 
 A = Arm("codex", "gpt-5.4", 2.5, 15.0)
@@ -50,7 +51,7 @@ def test_oldest_schema_is_brought_up_to_date(tmp_path):
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     first_name, first = dbmod.MIGRATIONS[0]
-    first(raw)
+    first(raw, SQLITE)
     raw.execute("INSERT INTO migrations VALUES (?, 'then')", (first_name,))
     raw.close()
     mem = Memory.open(path)
@@ -74,13 +75,13 @@ def test_attempts_accepted_without_a_verifier_become_unverified_when_an_old_memo
                                         ("bench:ood176:r1", None, "passed", 1)]
 
 
-def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
+def test_four_unverified_tasks_count_as_one_verified_pass(new_memory, tmp_path):
     from acr_cli.context import Context
     from acr_cli.domain import TaskState
     from acr_cli.routing.learned import LearnedPolicy
 
     def posterior(outcomes: list[str], state: TaskState) -> float:
-        mem = Memory.open(tmp_path / f"{len(outcomes)}-{outcomes[0]}-{state.verified}.sqlite")
+        mem = new_memory()
         for verdict in outcomes:
             tid = mem.begin_task(source="live", kind="docs", groups=["kind=docs"], prompt="p")
             mem.add_attempt(tid, 1, Decision(A, "x"), Feedback(A, verdict, score=None))
@@ -98,7 +99,7 @@ def test_four_unverified_tasks_count_as_one_verified_pass(tmp_path):
         assert weak == pytest.approx(one, abs=1e-6) and weak > posterior(["unverified"] * 2, state) > 0.5
 
 
-def test_a_guessed_kind_starts_from_its_prior_only_as_far_as_the_guess_is_trusted(tmp_path):
+def test_a_guessed_kind_starts_from_its_prior_only_as_far_as_the_guess_is_trusted(new_memory, tmp_path):
     from acr_cli.context import Context
     from acr_cli.domain import TaskState
     from acr_cli.routing.learned import LearnedPolicy
@@ -107,7 +108,7 @@ def test_a_guessed_kind_starts_from_its_prior_only_as_far_as_the_guess_is_truste
     # when the rules only guessed it, P(pass | read as the kind) = sure x the kind's + (1 - sure) x any kind's
     strong = Arm("codex", "gpt-5.4", 1, 4, prior=(("bug_fix", 0.9), ("feature", 0.1)), prior_weight=1000)
     policy = LearnedPolicy([strong, Arm("claude", "m", 1, 4, prior=(("default", 0.5),))],
-                           GroupCache(Memory.open(tmp_path / "m.sqlite"), "live"))
+                           GroupCache(new_memory(), "live"))
 
     def start(sure: float) -> float:
         ctx = Context(prompt="p", kind="bug_fix", groups=("all", "kind=bug_fix"), kind_sure=sure)
@@ -134,9 +135,9 @@ def test_live_history_recorded_before_the_all_tasks_root_is_moved_under_it(tmp_p
                       "b1": ["dimension=bug_fixing"]}
 
 
-def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
+def test_secrets_are_redacted_before_storage(new_memory, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-SECRETSECRETSECRET123")
-    mem = Memory.open(tmp_path / "m.sqlite")
+    mem = new_memory()
     tid = mem.begin_task(source="live", kind="bug_fix", groups=["all"],
                          prompt="use key sk-proj-SECRETSECRETSECRET123 please")
     tail = "\n".join(["token ghp_" + "a" * 36,
@@ -155,8 +156,8 @@ def test_secrets_are_redacted_before_storage(tmp_path, monkeypatch):
     assert "max_tokens=4096 and 12 passed" in dump and "./check.sh" in dump  # the rest stays readable
 
 
-def test_group_aggregates_are_computed_from_attempts(tmp_path):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_group_aggregates_are_computed_from_attempts(new_memory, tmp_path):
+    mem = new_memory()
     g1 = ["kind=bug_fix", "kind=bug_fix/lang=py"]
     record(mem, g1, [(A, "failed", 0.1), (B, "passed", 0.5)])
     record(mem, g1, [(A, "passed", 0.3)])
@@ -176,8 +177,8 @@ def test_group_aggregates_are_computed_from_attempts(tmp_path):
     assert docs.arm(A.id).n == 0 and docs.n_tasks == 0  # errors say nothing about ability
 
 
-def test_group_cache_stays_equal_to_a_full_query(tmp_path):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_group_cache_stays_equal_to_a_full_query(new_memory, tmp_path):
+    mem = new_memory()
     cache = GroupCache(mem, "live")
     keys = ["kind=bug_fix", "kind=docs"]
     for i in range(30):
@@ -193,15 +194,15 @@ def test_group_cache_stays_equal_to_a_full_query(tmp_path):
         assert (chains.tasks, chains.sums) == (fresh.tasks, fresh.sums)
 
 
-def test_export_import_round_trips_exactly(tmp_path):
-    src = Memory.open(tmp_path / "a.sqlite")
+def test_export_import_round_trips_exactly(new_memory, tmp_path):
+    src = new_memory()
     record(src, ["all", "kind=bug_fix"], [(A, "failed", 0.1), (B, "passed", 0.5)], prompt="ünï \"q\"\nline")
     record(src, ["all", "kind=docs"], [(A, "timeout", None)])
     src.add_run("r1", "ood176", "acrouter", {"k": 2})
     src.finish_run("r1", 176, {"cum_regret": 15.9})
     first = io.StringIO()
     src.export(first)
-    dst = Memory.open(tmp_path / "b.sqlite")
+    dst = new_memory()
     added, skipped = dst.import_(io.StringIO(first.getvalue()))
     assert (added, skipped) == (3, 0)
     second = io.StringIO()
@@ -211,8 +212,8 @@ def test_export_import_round_trips_exactly(tmp_path):
     assert group_stats(dst, "live", ["all"])["all"] == group_stats(src, "live", ["all"])["all"]
 
 
-def test_import_rejects_garbage_with_the_line(tmp_path):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_import_rejects_garbage_with_the_line(new_memory, tmp_path):
+    mem = new_memory()
     with pytest.raises(MemoryFileError, match="line 2"):
         mem.import_(io.StringIO(json.dumps({"type": "run", "id": "x", "benchmark": "b", "policy": "p",
                                             "started_at": "t"}) + "\nnot json\n"))
@@ -244,16 +245,16 @@ def _task(**fields) -> str:
         {"seq": 1, "agent": "a", "model": "m", "started_at": "t", "verdict": "failed"}] * 2}), "two attempts numbered 1"),
     ("[" * 100_000, "not an acr memory export record"),
 ])
-def test_import_refuses_records_the_commands_reading_memory_would_choke_on(tmp_path, line, problem):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_import_refuses_records_the_commands_reading_memory_would_choke_on(new_memory, tmp_path, line, problem):
+    mem = new_memory()
     with pytest.raises(MemoryFileError) as e:
         mem.import_(io.StringIO(line + "\n"))
     assert e.value.message.startswith("line 1: ") and problem in e.value.message
     assert mem.db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
 
 
-def test_forget(tmp_path):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_forget(new_memory, tmp_path):
+    mem = new_memory()
     t1 = record(mem, ["all"], [(A, "passed", 0.1)])
     record(mem, ["all"], [(A, "failed", 0.1)])
     assert mem.forget([t1, "nope"]) == 1
@@ -270,8 +271,8 @@ def test_corrupt_file_is_explained(tmp_path):
     assert "not a readable acr memory" in e.value.message and "mv" in e.value.hint
 
 
-def test_routing_reads_only_the_newest_tasks_of_a_group(tmp_path):
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_routing_reads_only_the_newest_tasks_of_a_group(new_memory, tmp_path):
+    mem = new_memory()
     for _ in range(5):
         record(mem, ["kind=docs"], [(A, "failed", 0.1)])
     for _ in range(3):

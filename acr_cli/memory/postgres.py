@@ -1,0 +1,157 @@
+"""The memory on a PostgreSQL server (a team's shared memory), through psycopg 3.
+
+psycopg is imported here only, and this module only when a ``postgresql://`` URL names the memory:
+``acr --help`` and SQLite memories never load it. Why psycopg and not an ORM: acr's memory is a
+handful of hand-written aggregate queries that must read the same on SQLite and PostgreSQL
+(:mod:`acr_cli.memory.dialect`); an ORM would add a query language to translate from and hide the
+SQL whose plans we check, while psycopg is libpq itself: ``.pgpass``, ``PGPASSWORD``, ``PGSSLMODE``,
+``sslmode=`` and the service file work as for every libpq program.
+
+:class:`Connection` gives the memory's code what it uses of an ``sqlite3.Connection``: ``execute`` and
+``executemany`` with ``?`` parameters, rows read by position or by name, ``rowcount``. The
+connection is in autocommit mode; the memory's ``transaction()`` sends ``BEGIN``/``COMMIT`` itself.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Iterator, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from acr_cli.errors import MemoryFileError
+from acr_cli.memory.dialect import POSTGRES
+from acr_cli.paths import is_url
+
+__all__ = ["Connection", "ServerUnreachable", "connect", "is_url", "masked"]
+
+CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise (connect_timeout=): how long a server that is away may cost a run
+
+
+def masked(url: str) -> str:
+    """The URL with its password (in the user part or a ``password=`` parameter) shown as ``***``:
+    how acr names a shared memory anywhere it is seen (output, errors, logs, ``--json``)."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            user, _, host = netloc.rpartition("@")
+            if ":" in user:
+                user = user.split(":", 1)[0] + ":***"
+            netloc = f"{user}@{host}"
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*")
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url.split("?", 1)[0])
+
+
+class Row:
+    """One result row: ``row[0]``, ``row["name"]``, ``dict(row)``, unpacking (as ``sqlite3.Row``)."""
+
+    __slots__ = ("_values", "_index")
+
+    def __init__(self, values: Sequence[Any], index: dict[str, int]):
+        self._values = values
+        self._index = index
+
+    def __getitem__(self, key: int | str) -> Any:
+        return self._values[key if not isinstance(key, str) else self._index[key]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+def _row_factory(cursor: Any):
+    index = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return lambda values: Row(values, index)
+
+
+@lru_cache(maxsize=512)
+def _translate(sql: str) -> str:
+    """``?`` parameters become psycopg's ``%s`` (a literal ``%`` is doubled). acr's SQL has no ``?`` or
+    ``%`` inside string literals but for ``LIKE ? || '%'``, which stays a literal ``%``."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class Connection:
+    dialect = POSTGRES
+
+    def __init__(self, conn: Any, label: str):
+        self._conn = conn
+        self.label = label  # the masked URL
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        import psycopg
+
+        try:
+            return self._conn.execute(_translate(sql), list(params))
+        except psycopg.Error as e:
+            raise error(e, self.label) from None
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        import psycopg
+
+        try:
+            cur = self._conn.cursor()
+            cur.executemany(_translate(sql), [list(r) for r in rows])
+            return cur
+        except psycopg.Error as e:
+            raise error(e, self.label) from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class ServerUnreachable(MemoryFileError):
+    """The shared memory's server cannot be reached (or refused us): acr run falls back to the local memory."""
+
+
+def connect(url: str) -> Connection:
+    """Connect to the memory at ``url`` (migrations are :mod:`acr_cli.memory.db`'s)."""
+    label = masked(url)
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency; a broken install
+        raise MemoryFileError(f"the memory {label} is on PostgreSQL, and psycopg is not installed",
+                              hint="pip install 'psycopg[binary]' in acr's environment") from None
+    kwargs: dict[str, Any] = {"autocommit": True, "row_factory": _row_factory, "application_name": "acr"}
+    if "connect_timeout" not in url:
+        kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+    try:
+        conn = psycopg.connect(url, **kwargs)
+    except psycopg.Error as e:
+        raise error(e, label) from None
+    # NUMERIC (what PostgreSQL makes of SUM(bigint) and decimal literals) as float, as SQLite gives it
+    from psycopg.types.numeric import FloatLoader
+
+    conn.adapters.register_loader("numeric", FloatLoader)
+    return Connection(conn, label)
+
+
+def error(e: Exception, label: str) -> MemoryFileError:
+    """A psycopg error as acr says it: the masked URL, the server's own words (no password), what to do."""
+    import psycopg
+
+    from acr_cli.redact import redact
+
+    text = " ".join(redact(str(e)).split()) or type(e).__name__
+    state = getattr(e, "sqlstate", None)
+    # no SQLSTATE: libpq could not connect; 08 connection, 28 authorisation, 57 the server going away,
+    # 3D000 no such database. (A deadlock is an OperationalError too, but not one a fallback helps.)
+    if isinstance(e, psycopg.OperationalError) and (state is None or state[:2] in ("08", "28", "57")
+                                                    or state == "3D000"):
+        hint = ("check that the server is up and the URL is right (`psql URL` tries it by hand); a password goes in "
+                "~/.pgpass or PGPASSWORD rather than in the URL")
+        if "password" in text or "authentication" in text:
+            hint = "check the user and password (~/.pgpass, PGPASSWORD or the URL)"
+        return ServerUnreachable(f"shared memory {label}: {text}", hint=hint)
+    return MemoryFileError(f"shared memory {label}: {text}")

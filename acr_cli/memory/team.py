@@ -1,0 +1,203 @@
+"""A team's shared memory: one PostgreSQL database every acr of a team records into and routes from.
+
+With ``memory = "postgresql://..."`` an ``acr run`` uses two memories:
+
+* the **local** one, the SQLite file ``<data>/memory.sqlite``: the run records its task and attempts
+  there first, as without a server, and marks the task for upload (table ``uploads``); arm health
+  (whose logins work on *this* machine) stays there too;
+* the **shared** one on the server: routing reads it, so every member's history counts.
+
+After the run, :func:`sync` uploads every pending task of this server (this run's and any an earlier
+run could not send) and copies the server's newest tasks into the local file (the read cache:
+``downloads`` says how far it goes). Routing reads only the newest ``WINDOW`` tasks
+(acr_cli.memory.aggregates), so with that many copied, a run whose server is away routes from
+the local file as it would have from the server, at the time of the last sync.
+
+Uploads are idempotent: a task is inserted with its attempts and groups in one server transaction,
+and a task already there (a retry, a crash after the server committed, two machines or processes
+syncing at once) is skipped whole (``ON CONFLICT DO NOTHING`` on its id). Only tasks recorded while
+this server was the memory are uploaded: pointing acr at a server does not send the history you
+had before (``acr memory export`` / ``acr memory import --memory URL`` does, on purpose).
+
+``share_prompts = false`` (config.toml or .acr.toml): the request text and the agents' answers stay in
+the local file; the server gets the request's SHA-256 and everything else (kind, project, groups,
+attempts, verdicts, costs, how the request was read). Similar-task evidence then comes only from
+the tasks that were shared with their text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acr_cli.errors import MemoryFileError
+from acr_cli.memory.aggregates import WINDOW, max_task_rowid
+from acr_cli.memory.base import now_iso
+from acr_cli.memory.postgres import ServerUnreachable, masked
+from acr_cli.memory.store import Memory
+
+BATCH = 200  # tasks per server transaction when uploading or copying
+
+
+@dataclass
+class SyncResult:
+    uploaded: int = 0  # tasks the server did not have
+    already: int = 0  # tasks it had (a retry, another process)
+    downloaded: int = 0  # the server's tasks copied into the local file
+    pending: int = 0  # left to upload
+    error: str | None = None  # why the sync stopped early
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uploaded": self.uploaded, "already_there": self.already, "downloaded": self.downloaded,
+                "pending": self.pending, "error": self.error}
+
+
+@dataclass
+class Team:
+    """A command's view of a team's shared memory: the local memory, and the server's (None while it is away)."""
+
+    url: str
+    local: Memory
+    server: Memory | None
+    share_prompts: bool = True
+    offline: str | None = None  # why the server could not be used
+    synced: SyncResult = field(default_factory=SyncResult)
+
+    @property
+    def label(self) -> str:
+        return masked(self.url)
+
+    @property
+    def reads(self) -> Memory:
+        """What routing reads: the server's memory, else the local copy."""
+        return self.server or self.local
+
+    def offline_note(self) -> str | None:
+        if self.server is not None:
+            return None
+        cached = self.local.db.execute("SELECT at FROM downloads WHERE target = ?", (self.label,)).fetchone()
+        since = f"as of {cached[0]}" if cached else "never copied: only this machine's own runs"
+        return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
+                f"({since}); this run is recorded locally and uploaded by the next run or `acr memory sync`")
+
+    def recorded(self, task_id: str) -> None:
+        """A task this command recorded into the local memory: it goes to the server (now or later)."""
+        self.local._write("INSERT INTO uploads (task_id, target, with_text) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                          (task_id, self.label, int(self.share_prompts)))
+
+    def sync(self) -> SyncResult:
+        """Upload what is pending and refresh the local copy; a server gone mid-way leaves the rest pending."""
+        result = SyncResult()
+        if self.server is not None:
+            try:
+                result.uploaded, result.already = upload(self.local, self.server, self.label)
+                result.downloaded = download(self.server, self.local, self.label)
+            except ServerUnreachable as e:
+                result.error = e.message
+        elif self.offline:
+            result.error = self.offline
+        result.pending = pending(self.local, self.label)
+        self.synced = result
+        return result
+
+    def close(self) -> None:
+        try:
+            if self.server is not None:
+                self.server.close()
+        finally:
+            self.local.close()
+
+
+def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> Team:
+    """The local memory and the server's. ``required``: a server that cannot be reached is an error
+    (``acr memory sync``); otherwise the team works offline (``acr run``, ``acr route``)."""
+    local = Memory.open(local_path)
+    try:
+        server = Memory.open(url)
+    except ServerUnreachable as e:
+        if required:
+            local.close()
+            raise
+        return Team(url, local, None, share_prompts, offline=e.message)
+    except MemoryFileError:
+        local.close()
+        raise
+    return Team(url, local, server, share_prompts)
+
+
+def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team | None:
+    """The team's memories when the memory in effect (``--memory``, ACR_MEMORY, .acr.toml, config.toml) is a
+    server's URL, else None. A server that cannot be reached is no error here: the command routes from the
+    local copy (:meth:`Team.offline_note` says so)."""
+    from acr_cli.paths import Paths
+
+    paths = Paths.from_env()
+    location, _ = paths.memory_choice(memory, project)
+    if not isinstance(location, str):
+        return None
+    share, _ = settings.resolve("share_prompts", default=True)
+    return open_team(location, paths.local_memory, share_prompts=bool(share))
+
+
+def pending(local: Memory, target: str) -> int:
+    """Finished tasks recorded for ``target`` and not uploaded yet."""
+    return local.db.execute("SELECT COUNT(*) FROM uploads u JOIN tasks t ON t.id = u.task_id WHERE u.target = ?"
+                            " AND u.uploaded_at IS NULL AND t.finished_at IS NOT NULL", (target,)).fetchone()[0]
+
+
+def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
+    """Send the pending finished tasks of ``target`` to the server, oldest first, each with or without its texts
+    as ``share_prompts`` was when it was recorded; returns (added, already there)."""
+    rows = local.db.execute(
+        "SELECT u.task_id, u.with_text FROM uploads u JOIN tasks t ON t.id = u.task_id WHERE u.target = ?"
+        " AND u.uploaded_at IS NULL AND t.finished_at IS NOT NULL ORDER BY t.rowid", (target,)).fetchall()
+    ids, private = [r[0] for r in rows], {r[0] for r in rows if not r[1]}
+    added = already = 0
+    for i in range(0, len(ids), BATCH):
+        chunk = ids[i:i + BATCH]
+        records = local.tasks(source=None, ids=chunk, oldest_first=True)
+        for r in records:
+            if r["id"] in private:  # the request and the answers stay here; the hash and the rest travel
+                r["prompt"] = None
+                for a in r["attempts"]:
+                    a["text"] = None
+        a, s = server.add_tasks(records)  # one server transaction: all of the chunk or none
+        added, already = added + a, already + s
+        marks = ",".join("?" * len(chunk))
+        local._write(f"UPDATE uploads SET uploaded_at = ? WHERE task_id IN ({marks})", [now_iso(), *chunk])
+    return added, already
+
+
+def download(server: Memory, local: Memory, target: str, window: int = WINDOW) -> int:
+    """Copy the server's newest finished tasks (at most ``window``, the ones routing reads) that the local
+    memory does not have; returns how many were added."""
+    row = local.db.execute("SELECT mark FROM downloads WHERE target = ?", (target,)).fetchone()
+    mark = row[0] if row else 0
+    top = max_task_rowid(server, "live")
+    added = 0
+    if top > mark:
+        ids = [r[0] for r in server.db.execute(
+            "SELECT id FROM tasks WHERE source = 'live' AND finished_at IS NOT NULL AND rowid > ? AND rowid <= ?"
+            " ORDER BY rowid DESC LIMIT ?", (mark, top, window))][::-1]
+        for i in range(0, len(ids), BATCH):
+            added += local.add_tasks(server.tasks(source=None, ids=ids[i:i + BATCH], oldest_first=True))[0]
+    local._write("INSERT INTO downloads (target, mark, at) VALUES (?, ?, ?) ON CONFLICT (target) DO UPDATE"
+                 " SET mark = excluded.mark, at = excluded.at", (target, max(top, mark), now_iso()))
+    return added
+
+
+def latency_ms(server: Memory, tries: int = 3) -> float:
+    """The best of a few round trips to the server (``SELECT 1``), in milliseconds."""
+    best = float("inf")
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        server.db.execute("SELECT 1").fetchone()
+        best = min(best, (time.perf_counter() - t0) * 1000)
+    return best
+
+
+def _short(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= 160 else text[:157] + "..."
