@@ -179,12 +179,21 @@ def resolve_options(settings: Settings, profile: Any, flags: dict[str, Any] | No
     return out
 
 
+def _parse_bool(raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in ("true", "yes", "on", "1"):
+        return True
+    if low in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(raw)
+
+
 def set_user_value(path: Path, key: str, raw: str) -> Any:
     want = KEYS.get(key)
     if want is None:
         raise ConfigError(f"unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
     try:
-        value = want(raw)
+        value = _parse_bool(raw) if want is bool else want(raw)
     except ValueError:
         raise ConfigError(f"{key} needs a {TYPE_NAMES[want]}, got {raw!r}") from None
     problem = check_value(key, value)

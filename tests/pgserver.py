@@ -74,14 +74,13 @@ class Server:
         return subprocess.run(list(argv), user=self.user, capture_output=True, text=True, check=True, **kw)
 
     def start(self) -> "Server":
-        pwfile = self.root / "pw"
-        pwfile.write_text("unused\n")
-        if self.user:
-            shutil.chown(pwfile, self.user)
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "acr", "--auth=trust", "-E", "UTF8",
-                  "--locale=C", "--no-sync")
-        (self.data / "pg_hba.conf").write_text(
-            f"local all {PASSWORD_USER} scram-sha-256\nlocal all all trust\n")
+        """Create the cluster (the first time) and start the server; ``pause()`` then ``start()`` restarts it."""
+        first = not self.data.exists()
+        if first:
+            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "acr", "--auth=trust", "-E", "UTF8",
+                      "--locale=C", "--no-sync")
+            (self.data / "pg_hba.conf").write_text(
+                f"local all {PASSWORD_USER} scram-sha-256\nlocal all all trust\n")
         self.proc = subprocess.Popen(
             [str(self.bin / "postgres"), "-D", str(self.data), "-k", str(self.socket_dir), "-c", "listen_addresses=",
              "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
@@ -97,7 +96,8 @@ class Server:
             time.sleep(0.1)
         else:
             raise RuntimeError("PostgreSQL did not become ready in 30 s")
-        self.sql("postgres", f"CREATE ROLE {PASSWORD_USER} LOGIN PASSWORD '{PASSWORD}'")
+        if first:
+            self.sql("postgres", f"CREATE ROLE {PASSWORD_USER} LOGIN PASSWORD '{PASSWORD}'")
         return self
 
     def sql(self, db: str, statement: str) -> str:
@@ -115,6 +115,12 @@ class Server:
         name = f"t{os.getpid()}_{self._n}"
         self.sql("postgres", f"CREATE DATABASE {name} OWNER {owner}")
         return name
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (``start()`` brings it back): a server that is away."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(2)
+            self.proc.wait(30)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

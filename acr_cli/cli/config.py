@@ -37,7 +37,12 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
             value, source = run[k].value, run[k].source
         elif k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
             path, source = p.memory_choice()
-            value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
+            if isinstance(path, str):  # a team's server: never its password
+                from acr_cli.memory.postgres import masked
+
+                value = masked(path)
+            else:
+                value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
         else:
             value, source = s.resolve(k, None, None)
             if k == "profile" and source == "default":
@@ -72,6 +77,10 @@ def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
     p = paths()
     v = set_user_value(p.config_file, key, value)
     note = " (no verifier: runs accept an attempt on the agent's word, as unverified)" if v == "" else ""
+    if key == "memory" and isinstance(v, str):
+        from acr_cli.memory.postgres import masked
+
+        v = masked(v)  # a URL's password is not echoed back
     typer.echo(f"{key} = {v!r} in {p.config_file}{note}")
 
 

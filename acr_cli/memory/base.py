@@ -25,6 +25,9 @@ def new_id(prefix: str = "") -> str:
     return f"{prefix}-{stamp}" if prefix else stamp
 
 
+WRITE_LOCK = 0x61637277  # "acrw": the advisory lock a shared memory's write transactions take in turn
+
+
 class Base:
     def __init__(self, conn: Any, path: Path | str):
         self.db = conn  # an sqlite3.Connection, or acr_cli.memory.postgres.Connection
@@ -56,6 +59,11 @@ class Base:
             yield
             return
         self._write(self.dialect.begin)
+        if self.shared:
+            # Writers to a shared memory take turns, a transaction at a time (milliseconds each): two
+            # uploads of overlapping tasks, or of requests sharing words, would otherwise lock the same
+            # rows in different orders and deadlock. (SQLite's BEGIN IMMEDIATE does the same for a file.)
+            self._write("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
         self._in_batch = True
         try:
             yield

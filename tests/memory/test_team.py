@@ -1,0 +1,297 @@
+"""Memory on both backends through the commands, and a team's shared memory on a real PostgreSQL server
+(tests marked ``postgres`` start one: tests/pgserver.py; `pytest -m postgres` runs them)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import acr, git, init_repo
+
+from acr_cli.memory.store import Memory
+
+FIXED = "def add(a, b):\n    return a + b\n"
+VERIFY = "grep -q 'a + b' calc.py"  # a cheap check: no interpreter started per run
+REQUEST = "fix the add function in calc.py"
+
+
+def _project(path: Path) -> Path:
+    return init_repo(path, {"calc.py": "def add(a, b):\n    return a * b\n"})
+
+
+def _env(home: Path, memory: str, **more: str) -> dict:
+    return {"ACR_HOME": str(home), "ACR_MEMORY": memory, **more}
+
+
+def _run(project: Path, env: dict, *extra: str) -> dict:
+    r = acr("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", *extra, cwd=project, env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def fixer(scenario):
+    """The fake codex fixes calc.py."""
+    return scenario({"match": {"agent": "codex"}, "write": {"calc.py": FIXED}, "tokens": [1000, 50]})
+
+
+def test_every_memory_command_works_the_same_on_both_backends(memory_target, tmp_path, fakes_on_path, fixer):
+    target = memory_target()
+    env = _env(tmp_path / "home", target)
+    project = _project(tmp_path / "proj")
+    out = _run(project, env)
+    task = out["task_id"]
+    assert out["passed"] is True
+
+    def ok(*args: str) -> subprocess.CompletedProcess:
+        r = acr(*args, cwd=project, env=env)
+        assert r.returncode == 0, (args, r.stderr)
+        return r
+
+    shown = json.loads(ok("memory", "show", "--json").stdout)
+    assert [(r["agent"], r["attempts"]) for r in shown["kinds"] if r["attempts"]] == [("codex", 1)]
+    log = json.loads(ok("memory", "log", "--json").stdout)["tasks"]
+    assert [t["id"] for t in log] == [task] and log[0]["attempts"][0]["verdict"] == "passed"
+    assert json.loads(ok("show", "--json").stdout)["id"] == task  # the newest task of this project
+    route = json.loads(ok("route", REQUEST, "--json").stdout)
+    codex = next(a for a in route["order"] if a["agent"] == "codex")
+    assert "1 attempts in its finest group" in codex["why"]
+    export = tmp_path / "export.jsonl"
+    ok("memory", "export", str(export))
+    ok("memory", "forget", task)
+    assert json.loads(ok("memory", "log", "--json").stdout)["tasks"] == []
+    assert "imported 1 records" in ok("memory", "import", str(export)).stdout
+    assert [t["id"] for t in json.loads(ok("memory", "log", "--json").stdout)["tasks"]] == [task]
+    replay = json.loads(ok("bench", "replay", "memory", "--json").stdout)
+    assert replay["n_tasks"] == 1
+    doctor = json.loads(acr("doctor", "--json", cwd=project, env=env).stdout)
+    assert doctor["memory"]["tasks"] == 1 and doctor["memory"]["attempts"] == 1 and "problem" not in doctor["memory"]
+
+
+@pytest.mark.postgres
+def test_two_clones_on_two_machines_learn_as_one_project(pg_server, tmp_path, fakes_on_path, fixer):
+    url = pg_server.url(pg_server.new_database())
+    origin = _project(tmp_path / "origin")
+    one, two = tmp_path / "alice" / "work" / "calc", tmp_path / "bob" / "src" / "calculator"
+    for clone in (one, two):
+        clone.parent.mkdir(parents=True)
+        git(tmp_path, "clone", "-q", str(origin), str(clone))
+    first = _run(one, _env(tmp_path / "home-alice", url))
+    bob = _env(tmp_path / "home-bob", url)
+    route = json.loads(acr("route", REQUEST, "--json", cwd=two, env=bob).stdout)
+    assert route["context"]["groups"] == first["context"]["groups"]  # one project, though paths differ
+    assert route["context"]["groups"][-1].endswith("project=git:" + git(origin, "rev-parse", "HEAD").strip()[:12])
+    codex = next(a for a in route["order"] if a["agent"] == "codex")
+    assert "1 attempts in its finest group" in codex["why"]  # alice's attempt counts for bob
+    assert route["context"]["project"] == first["context"]["project"]
+
+
+@pytest.mark.postgres
+def test_a_run_without_its_server_routes_from_the_local_copy_and_the_next_sync_uploads(tmp_path, fakes_on_path,
+                                                                                      fixer, monkeypatch):
+    import pgserver
+
+    if pgserver.why_not():
+        pytest.skip(pgserver.why_not())
+    server = pgserver.Server().start()  # its own: this test stops it
+    try:
+        url = server.url(server.new_database())
+        env = _env(tmp_path / "home", url)
+        project = _project(tmp_path / "proj")
+        first = _run(project, env)
+        assert first["shared_memory"]["uploaded"] == 1 and first["shared_memory"]["pending"] == 0
+        git(project, "checkout", "-q", "--", "calc.py")
+
+        server.pause()
+        r = acr("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "unreachable" in r.stderr and "routing from the local copy" in r.stderr
+        offline = json.loads(r.stdout)
+        assert offline["passed"] is True
+        assert offline["shared_memory"]["routed_from"] == "local copy" and offline["shared_memory"]["pending"] == 1
+        route = json.loads(acr("route", REQUEST, "--json", cwd=project, env=env).stdout)  # routes from the copy
+        assert "2 attempts in its finest group" in next(a for a in route["order"] if a["agent"] == "codex")["why"]
+        assert acr("memory", "sync", cwd=project, env=env).returncode == 2  # says the server is away
+
+        server.start()
+        synced = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
+        assert (synced["uploaded"], synced["pending"]) == (1, 0)
+        again = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
+        assert (again["uploaded"], again["pending"]) == (0, 0)
+        shared = Memory.open(url)
+        ids = [r[0] for r in shared.db.execute("SELECT id FROM tasks ORDER BY rowid")]
+        assert ids == [first["task_id"], offline["task_id"]]
+        assert shared.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 2
+        shared.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.postgres
+def test_uploads_are_idempotent_after_a_crash_and_when_two_processes_sync_at_once(pg_server, tmp_path):
+    from acr_cli.domain import Arm, Decision, Feedback
+    from acr_cli.memory.team import open_team, pending
+
+    url = pg_server.url(pg_server.new_database())
+    home = tmp_path / "home"
+    team = open_team(url, home / "data" / "memory.sqlite")
+    arm = Arm("codex", "gpt-5.4")
+    ids = []
+    for i in range(30):
+        tid = team.local.begin_task(source="live", kind="bug_fix", groups=["all", "kind=bug_fix"], prompt=f"task {i}")
+        team.local.add_attempt(tid, 1, Decision(arm, "x"), Feedback(arm, "passed", cost_usd=0.01))
+        team.local.add_attempt(tid, 2, Decision(arm, "x"), Feedback(arm, "failed", cost_usd=0.02))
+        team.local.finish_task(tid, passed=True, score=1.0, cost_usd=0.03, final_arm=arm.id)
+        team.recorded(tid)
+        ids.append(tid)
+    # a crash after the server committed the first ten, before the local file marked them uploaded
+    team.server.add_tasks(team.local.tasks(source=None, ids=ids[:10], oldest_first=True))
+    team.close()
+    procs = [subprocess.Popen([sys.executable, "-m", "acr_cli", "memory", "sync", "--json"],
+                              env={**os.environ, "ACR_HOME": str(home), "ACR_MEMORY": url},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(r["uploaded"] for r in results) == 20  # each task once, whoever sent it
+    shared = Memory.open(url)
+    assert shared.db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 30
+    assert shared.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 60
+    assert shared.db.execute("SELECT df FROM prompt_terms WHERE term = ''").fetchone()[0] == 30  # counted once each
+    shared.close()
+    local = Memory.open(home / "data" / "memory.sqlite")
+    assert pending(local, open_team(url, home / "data" / "memory.sqlite").label) == 0
+    local.close()
+
+
+@pytest.mark.postgres
+def test_share_prompts_false_keeps_the_texts_in_the_local_file(pg_server, tmp_path, fakes_on_path, scenario):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": FIXED}, "text": "I fixed add() in calc.py"})
+    url = pg_server.url(pg_server.new_database())
+    project = _project(tmp_path / "proj")
+    (project / ".acr.toml").write_text("share_prompts = false\n")
+    out = _run(project, _env(tmp_path / "home", url))
+    shared = Memory.open(url)
+    row = shared.db.execute("SELECT prompt, prompt_sha256, kind FROM tasks WHERE id = ?", (out["task_id"],)).fetchone()
+    assert row[0] is None and row[1] == hashlib.sha256(REQUEST.encode()).hexdigest() and row[2] == "bug_fix"
+    assert shared.db.execute("SELECT text FROM attempts").fetchone()[0] is None
+    assert shared.db.execute("SELECT COUNT(*) FROM prompt_terms").fetchone()[0] == 0
+    shared.close()
+    local = Memory.open(tmp_path / "home" / "data" / "memory.sqlite")
+    assert local.tasks(ids=[out["task_id"]])[0]["prompt"] == REQUEST
+    local.close()
+
+
+@pytest.mark.postgres
+def test_a_password_is_never_shown_and_libpq_finds_it_as_usual(pg_server, tmp_path, fakes_on_path, fixer):
+    import pgserver
+
+    db = pg_server.new_database(owner=pgserver.PASSWORD_USER)
+    with_password = pg_server.url(db, pgserver.PASSWORD_USER, pgserver.PASSWORD)
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(f'memory = "{with_password}"\n')
+    env = {"ACR_HOME": str(home)}
+    project = _project(tmp_path / "proj")
+    seen = []
+    for args in (("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4"),
+                 ("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json"), ("config", "show"),
+                 ("config", "show", "--json"), ("doctor",), ("doctor", "--json"), ("memory", "sync"),
+                 ("memory", "show"), ("route", REQUEST, "--explain")):
+        r = acr(*args, cwd=project, env=env)
+        assert r.returncode in (0, 1), (args, r.stderr)
+        seen.append(r.stdout + r.stderr)
+        git(project, "checkout", "-q", "--", "calc.py")
+    wrong = acr("memory", "show", cwd=project, env={**env, "ACR_MEMORY": with_password.replace("s3cret-pw", "wrong-pw")})
+    assert wrong.returncode == 2 and "password" in wrong.stderr
+    seen.append(wrong.stderr)
+    for text in seen:
+        assert pgserver.PASSWORD not in text and "wrong-pw" not in text
+    assert any("alice:***@" in text for text in seen)
+    files = [p for p in home.rglob("*") if p.is_file()]
+    assert files and not any(pgserver.PASSWORD.encode() in p.read_bytes() for p in files
+                             if p.name != "config.toml")  # logs, memory, crash log: nowhere but where the user put it
+    shared = Memory.open(with_password)
+    dump = "\n".join(str(tuple(r)) for t in ("tasks", "attempts", "runs") for r in shared.db.execute(f"SELECT * FROM {t}"))
+    assert dump and pgserver.PASSWORD not in dump
+    shared.close()
+
+    no_password = pg_server.url(db, pgserver.PASSWORD_USER)
+    assert acr("memory", "show", cwd=project, env={**env, "ACR_MEMORY": no_password}).returncode == 2
+    assert acr("memory", "show", cwd=project,
+               env={**env, "ACR_MEMORY": no_password, "PGPASSWORD": pgserver.PASSWORD}).returncode == 0
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:{db}:{pgserver.PASSWORD_USER}:{pgserver.PASSWORD}\n")
+    pgpass.chmod(0o600)
+    assert acr("memory", "show", cwd=project, env={**env, "ACR_MEMORY": no_password,
+                                                   "PGPASSFILE": str(pgpass)}).returncode == 0
+    # sslmode reaches libpq as written (over a Unix socket libpq uses no SSL, so a wrong value shows it)
+    refused = acr("memory", "show", cwd=project, env={**env, "ACR_MEMORY": no_password + "&sslmode=sometimes"})
+    assert refused.returncode == 2 and 'invalid sslmode value: "sometimes"' in refused.stderr
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_32_runs_at_once_on_one_server_lose_no_task_and_no_attempt(pg_server, tmp_path, fakes_on_path, fixer):
+    url = pg_server.url(pg_server.new_database())
+    env = {**os.environ, "ACR_HOME": str(tmp_path / "home"), "ACR_MEMORY": url}
+    origin = _project(tmp_path / "origin")
+    projects = []
+    for i in range(32):
+        projects.append(tmp_path / f"clone{i}")
+        git(tmp_path, "clone", "-q", str(origin), str(projects[-1]))
+    procs = [subprocess.Popen([sys.executable, "-m", "acr_cli", "run", REQUEST, "--verify", VERIFY, "--arms",
+                               "codex:gpt-5.4", "--json"], cwd=p, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True) for p in projects]
+    outs = [p.communicate(timeout=600) for p in procs]
+    failed = [(p.returncode, e[-3000:]) for p, (_, e) in zip(procs, outs) if p.returncode != 0]
+    assert not failed, failed[:2]
+    tasks = {json.loads(o)["task_id"] for o, _ in outs}
+    assert len(tasks) == 32
+    acr("memory", "sync", env=env, cwd=projects[0])  # whatever a run's own sync left (none should be left)
+    shared = Memory.open(url)
+    assert {r[0] for r in shared.db.execute("SELECT id FROM tasks")} == tasks
+    assert shared.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 32
+    assert shared.db.execute("SELECT COUNT(*) FROM task_groups").fetchone()[0] == 32 * 3
+    shared.close()
+    local = Memory.open(tmp_path / "home" / "data" / "memory.sqlite")
+    assert local.db.execute("SELECT COUNT(*) FROM uploads WHERE uploaded_at IS NULL").fetchone()[0] == 0
+    local.close()
+
+
+@pytest.mark.postgres
+def test_the_routing_queries_read_a_large_shared_memory_through_its_indexes(pg_server):
+    from acr_cli.memory.aggregates import group_stats, max_task_rowid
+
+    url = pg_server.url(pg_server.new_database())
+    mem = Memory.open(url)
+    n = 50_000  # enough rows that the planner prefers an index where one serves
+    mem.db.execute("INSERT INTO tasks (id, created_at, source, kind, finished_at) SELECT 't' || i, 't', 'live',"
+                   " CASE WHEN i % 2 = 0 THEN 'bug_fix' ELSE 'docs' END, 't' FROM generate_series(1, ?) i", (n,))
+    mem.db.execute("INSERT INTO task_groups (task_id, level, key, source) SELECT 't' || i, l, CASE WHEN l = 0 THEN"
+                   " 'all' ELSE 'kind=' || CASE WHEN i % 2 = 0 THEN 'bug_fix' ELSE 'docs' END END, 'live'"
+                   " FROM generate_series(1, ?) i, generate_series(0, 1) l ORDER BY i, l", (n,))
+    mem.db.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, verdict, cost_usd)"
+                   " SELECT 't' || i, 1, 'codex', 'gpt-5.4', 't', CASE WHEN i % 3 = 0 THEN 'passed' ELSE 'failed' END,"
+                   " 0.01 FROM generate_series(1, ?) i", (n,))
+    mem.db.execute("ANALYZE")
+    issued = []
+    real = mem.db.execute
+
+    def recording(sql, params=()):
+        issued.append((sql, list(params)))
+        return real(sql, params)
+
+    mem.db.execute = recording
+    max_task_rowid(mem, "live")
+    stats = group_stats(mem, "live", ["all", "kind=docs"], window=1000)
+    mem.db.execute = real
+    assert stats["all"].n_tasks == 1000 and stats["kind=docs"].n_tasks == 500  # the newest 1,000 tasks
+    for sql, params in issued:
+        plan = "\n".join(r[0] for r in mem.db.execute("EXPLAIN " + sql, params))
+        assert "Index" in plan and "Seq Scan on attempts" not in plan, (sql, plan)
+    mem.close()
