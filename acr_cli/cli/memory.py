@@ -68,7 +68,13 @@ def show(
         merged += list(by_key.values())  # arms no longer in the profile
         from acr_cli.health.state import HealthBook
 
-        health = HealthBook(mem).of(prof.arms)
+        if not mem.shared:
+            health = HealthBook(mem).of(prof.arms)
+        else:  # arm health is this machine's (its logins, its quota): the local file's
+            local = open_memory(str(paths().local_memory)) if paths().local_memory.exists() else None
+            health = HealthBook(local).of(prof.arms) if local is not None else {}
+            if local is not None:
+                local.close()
     finally:
         mem.close()
     if json_out:
@@ -177,14 +183,15 @@ def export_(
 
 @app.command("import")
 def import_(
-    source: Path = typer.Argument(..., help="A file written by `acr memory export`."),
+    source: Path = typer.Argument(..., help="A file written by `acr memory export` (- reads stdin)."),
     memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:
     """Add the records of an export; tasks already in memory are skipped.
 
-    Example: acr memory import backup.jsonl
+    Examples: acr memory import backup.jsonl; acr memory export | acr memory import - --memory postgresql://...
     """
-    if not source.is_file():
+    stdin = str(source) == "-"
+    if not stdin and not source.is_file():
         raise AcrError(f"{source} is a directory" if source.is_dir() else f"{source} does not exist",
                        hint="give a file written by `acr memory export`")
     from acr_cli.paths import memory_exists
@@ -193,11 +200,14 @@ def import_(
     new_file = not memory_exists(target)
     mem = open_memory(memory)
     try:
-        with open(source, encoding="utf-8") as f:
-            added, skipped = mem.import_(f)
+        if stdin:
+            added, skipped = mem.import_(sys.stdin)
+        else:
+            with open(source, encoding="utf-8") as f:
+                added, skipped = mem.import_(f)
     except BaseException as e:
         mem.close()
-        if new_file:  # nothing was imported (one transaction): leave no empty memory behind either
+        if new_file and not isinstance(target, str):  # nothing was imported (one transaction): no empty memory left
             from acr_cli.memory.db import sqlite_files
 
             for leftover in sqlite_files(target):

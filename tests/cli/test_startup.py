@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-SLOW = ("yaml", "sqlite3", "pexpect", "rich.table", "rich.progress", "genai_prices", "platformdirs")
+SLOW = ("yaml", "sqlite3", "pexpect", "rich.table", "rich.progress", "genai_prices", "platformdirs", "psycopg")
 PROBE = """
 import contextlib, io, json, sys
 sys.argv = ["acr", *ARGS]
@@ -36,3 +36,9 @@ def test_help_imports_only_what_renders_it():
     # Typer draws help with rich's tables; nothing else slow comes with it
     for args in (["--help"], ["run", "--help"], ["bench", "replay", "--help"], ["memory", "show", "--help"]):
         assert [m for m in imported(*args) if m != "rich.table"] == [], args
+
+
+def test_a_sqlite_memory_never_loads_the_postgresql_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACR_MEMORY", str(tmp_path / "m.sqlite"))
+    for args in (["route", "fix the parser"], ["memory", "show"], ["memory", "log"]):
+        assert "psycopg" not in imported(*args), args

@@ -67,6 +67,8 @@ def test_every_memory_command_works_the_same_on_both_backends(memory_target, tmp
     assert json.loads(ok("memory", "log", "--json").stdout)["tasks"] == []
     assert "imported 1 records" in ok("memory", "import", str(export)).stdout
     assert [t["id"] for t in json.loads(ok("memory", "log", "--json").stdout)["tasks"]] == [task]
+    again = acr("memory", "import", "-", cwd=project, env=env, input=export.read_text())  # from a pipe
+    assert again.returncode == 0 and "imported 0 records, skipped 1" in again.stdout
     replay = json.loads(ok("bench", "replay", "memory", "--json").stdout)
     assert replay["n_tasks"] == 1
     doctor = json.loads(acr("doctor", "--json", cwd=project, env=env).stdout)
