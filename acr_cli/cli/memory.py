@@ -274,7 +274,9 @@ def forget(
     if all_ and not yes:
         if not sys.stdin.isatty():
             raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
-        typer.confirm("Forget every task, attempt and replay in memory?", abort=True)
+        where = paths().memory_choice(memory)[0]
+        typer.confirm("Forget every task, attempt and replay in "
+                      + ("the team's shared memory" if isinstance(where, str) else "memory") + "?", abort=True)
     mem = open_memory(memory, create=False)
     runs = 0
     try:
@@ -286,6 +288,13 @@ def forget(
             n, runs = mem.forget_source_prefix("bench:")
         else:
             n = mem.forget(task_ids or [])
+        if mem.shared and not bench and paths().local_memory.exists():
+            # and from the local file, whose copy would otherwise bring them back to routing when offline
+            local = open_memory(str(paths().local_memory), create=False)
+            try:
+                local.forget_all() if all_ else local.forget(task_ids or [])
+            finally:
+                local.close()
     finally:
         mem.close()
     typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else ""))

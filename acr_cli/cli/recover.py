@@ -120,8 +120,13 @@ def _close_tasks(task_ids: list[str]) -> int:
     """The killed run's tasks end "not passed" in memory (they showed "running"); 0 when memory is not at hand."""
     if not task_ids:
         return 0
+    from acr_cli.cli.common import paths
+
+    p = paths()
+    # with a team's memory (a URL) runs record into the local file first: that is where they are
+    named = None if not isinstance(p.memory_choice(None)[0], str) else str(p.local_memory)
     try:
-        mem = open_memory(None, create=False)
+        mem = open_memory(named, create=False)
     except AcrError:
         return 0
     try:

@@ -40,7 +40,7 @@ def fixer(scenario):
     return scenario({"match": {"agent": "codex"}, "write": {"calc.py": FIXED}, "tokens": [1000, 50]})
 
 
-def test_every_memory_command_works_the_same_on_both_backends(memory_target, tmp_path, fakes_on_path, fixer):
+def test_every_memory_command_works_the_same_on_both_backends(backend, memory_target, tmp_path, fakes_on_path, fixer):
     target = memory_target()
     env = _env(tmp_path / "home", target)
     project = _project(tmp_path / "proj")
@@ -65,6 +65,10 @@ def test_every_memory_command_works_the_same_on_both_backends(memory_target, tmp
     ok("memory", "export", str(export))
     ok("memory", "forget", task)
     assert json.loads(ok("memory", "log", "--json").stdout)["tasks"] == []
+    if backend == "postgresql":  # the local file's record goes too: its copy would bring it back offline
+        local = Memory.open(tmp_path / "home" / "data" / "memory.sqlite")
+        assert local.tasks(ids=[task]) == []
+        local.close()
     assert "imported 1 records" in ok("memory", "import", str(export)).stdout
     assert [t["id"] for t in json.loads(ok("memory", "log", "--json").stdout)["tasks"]] == [task]
     again = acr("memory", "import", "-", cwd=project, env=env, input=export.read_text())  # from a pipe
@@ -119,12 +123,17 @@ def test_a_run_without_its_server_routes_from_the_local_copy_and_the_next_sync_u
         route = json.loads(acr("route", REQUEST, "--json", cwd=project, env=env).stdout)  # routes from the copy
         assert "2 attempts in its finest group" in next(a for a in route["order"] if a["agent"] == "codex")["why"]
         assert acr("memory", "sync", cwd=project, env=env).returncode == 2  # says the server is away
+        away = json.loads(acr("doctor", "--json", cwd=project, env=env).stdout)["memory"]
+        assert away["pending"] == 1 and "problem" in away and away["local_copy_at"]
 
         server.start()
         synced = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
         assert (synced["uploaded"], synced["pending"]) == (1, 0)
         again = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
         assert (again["uploaded"], again["pending"]) == (0, 0)
+        back = json.loads(acr("doctor", "--json", cwd=project, env=env).stdout)["memory"]
+        assert back["pending"] == 0 and back["latency_ms"] > 0 and back["server_version"].startswith("15")
+        assert back["tasks"] == 2 and "problem" not in back
         shared = Memory.open(url)
         ids = [r[0] for r in shared.db.execute("SELECT id FROM tasks ORDER BY rowid")]
         assert ids == [first["task_id"], offline["task_id"]]
