@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Performance figures for acr, printed (never asserted): python bench/perf.py [--quick].
+"""Performance figures for acr, printed (never asserted): python bench/perf.py [--quick] [--postgres].
 
 Wall times are medians of interleaved runs, and each acr figure is also given as a
 ratio to a bare Typer hello-world measured in the same run, so a noisy machine
 moves both sides together. Targets (issue #2): ``acr --help`` <= 1.3x the bare
 app; ``acr route`` with 100,000 tasks (200,000 attempts) in memory <= 2x the bare app (issue #20:
-also when the request reads like many of them, so the similar-task index has work to do).
+also when the request reads like many of them, so the similar-task index has work to do);
+``acr route`` against a shared memory on a local PostgreSQL server with 500,000 tasks (1,000,000
+attempts) <= 2x the bare app, with the plans of routing's queries (--postgres; in a full run whenever
+tests/pgserver.py can start a server here).
 """
 
 from __future__ import annotations
@@ -48,13 +51,24 @@ def measure(cases: dict[str, list[str]], env: dict, repeat: int) -> dict[str, fl
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def seed_memory(path: Path, n_attempts: int) -> None:
-    """n_attempts synthetic live attempts (two per task) across kinds, languages and projects."""
+TASK_COLUMNS = ("id", "created_at", "source", "kind", "language", "prompt", "finished_at")
+GROUP_COLUMNS = ("task_id", "level", "key", "source")
+ATTEMPT_COLUMNS = ("task_id", "seq", "agent", "model", "started_at", "duration_s", "cost_usd", "cost_source", "verdict",
+                   "score", "tokens_in", "tokens_out")
+
+
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
+
+
+def seed_memory(target: Path | str, n_attempts: int) -> None:
+    """n_attempts synthetic live attempts (two per task) across kinds, languages and projects, in the memory
+    at ``target`` (an SQLite file or a ``postgresql://`` URL; the same rows on both)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acr_cli.context import live_groups
     from acr_cli.memory import Memory, similar
 
-    mem = Memory.open(path)
+    mem = Memory.open(target)
     rng = random.Random(7)
     # requests of 8-60 words from a 20,000-word vocabulary with Zipf-like frequencies (as text has),
     # so the similar-task index and its word counts are as large as real requests make them
@@ -68,28 +82,58 @@ def seed_memory(path: Path, n_attempts: int) -> None:
     langs = ["python", "typescript", "go", "rust"]
     arms = [("codex", "gpt-5.4"), ("claude", "claude-opus-4-6"), ("claude", "claude-sonnet-4-6"),
             ("opencode", "moonshotai/kimi-k2.5"), ("opencode", "zhipuai/glm-5")]
+
+    def tasks():  # per task: its row, its group rows and its two attempts (the rng drawn in one order)
+        for t in range(n_attempts // 2):
+            kind, lang = rng.choice(kinds), rng.choice(langs)
+            groups = live_groups(kind, lang, Path(f"/work/project{rng.randrange(20)}"))
+            tid = f"t{t:07d}"
+            prompt = " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randrange(8, 60)))
+            prompts.append(("live", prompt))
+            attempts = []
+            for seq in (1, 2):
+                agent, model = rng.choice(arms)
+                verdict = rng.choice(["passed", "failed", "failed", "error"])
+                attempts.append((tid, seq, agent, model, "2026-11-01T00:00:00Z", rng.uniform(10, 300),
+                                 rng.uniform(0, 2), "priced", verdict, 1.0 if verdict == "passed" else 0.0, 50000, 2000))
+            yield ((tid, "2026-11-01T00:00:00Z", "live", kind, lang, prompt, "2026-11-01T00:05:00Z"),
+                   [(tid, i, g, "live") for i, g in enumerate(groups)], attempts)
+
     db = mem.db
     db.execute("BEGIN")
-    for t in range(n_attempts // 2):
-        kind, lang = rng.choice(kinds), rng.choice(langs)
-        groups = live_groups(kind, lang, Path(f"/work/project{rng.randrange(20)}"))
-        tid = f"t{t:07d}"
-        prompt = " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randrange(8, 60)))
-        prompts.append(("live", prompt))
-        db.execute("INSERT INTO tasks (id, created_at, source, kind, language, prompt, finished_at)"
-                   " VALUES (?,?,?,?,?,?,?)",
-                   (tid, "2026-11-01T00:00:00Z", "live", kind, lang, prompt, "2026-11-01T00:05:00Z"))
-        db.executemany("INSERT INTO task_groups VALUES (?,?,?,?)", [(tid, i, g, "live") for i, g in enumerate(groups)])
-        for seq in (1, 2):
-            agent, model = rng.choice(arms)
-            verdict = rng.choice(["passed", "failed", "failed", "error"])
-            db.execute("INSERT INTO attempts (task_id, seq, agent, model, started_at, duration_s, cost_usd,"
-                       " cost_source, verdict, score, tokens_in, tokens_out) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (tid, seq, agent, model, "2026-11-01T00:00:00Z", rng.uniform(10, 300), rng.uniform(0, 2),
-                        "priced", verdict, 1.0 if verdict == "passed" else 0.0, 50000, 2000))
+    if mem.dialect.name == "postgresql":  # COPY: row-by-row INSERTs of a million rows take many minutes there
+        copy_rows(db._conn, tasks())
+    else:
+        for task, groups, attempts in tasks():
+            db.execute(_insert("tasks", TASK_COLUMNS), task)
+            db.executemany(_insert("task_groups", GROUP_COLUMNS), groups)
+            for attempt in attempts:
+                db.execute(_insert("attempts", ATTEMPT_COLUMNS), attempt)
     similar.count(db, prompts)
     db.execute("COMMIT")
+    if mem.dialect.name == "postgresql":
+        # the statistics the planner needs (autovacuum would gather them later), and the visibility map
+        # index-only scans need (autovacuum sets it after inserts too): a memory in use, not one just written;
+        # then the written pages flushed, so the server's writing does not slow the runs measured next
+        db.execute("VACUUM (ANALYZE)")
+        db.execute("CHECKPOINT")
     mem.close()
+
+
+def copy_rows(conn, tasks, chunk: int = 20_000) -> None:
+    """The rows of ``tasks`` (as seed_memory makes them) through COPY, ``chunk`` tasks at a time: tasks, then
+    their groups (so ``task_groups`` rowids follow task order, as acr writes them), then their attempts."""
+    import itertools
+
+    it = iter(tasks)
+    cur = conn.cursor()
+    while batch := list(itertools.islice(it, chunk)):
+        for table, columns, rows in (("tasks", TASK_COLUMNS, (b[0] for b in batch)),
+                                     ("task_groups", GROUP_COLUMNS, (g for b in batch for g in b[1])),
+                                     ("attempts", ATTEMPT_COLUMNS, (a for b in batch for a in b[2]))):
+            with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
 
 
 def bench_figures(data_dir: Path) -> None:
@@ -133,6 +177,108 @@ def bench_figures(data_dir: Path) -> None:
         if name == "id2919":
             print(f"  {name}: learned, verify protocol, single pass {run(['learned'], protocol='verify'):.2f}s")
     print("targets: all OOD176 baselines < 1 s; ID2919 single pass < 2 s; 20-order sweep of one policy < 10 s")
+
+
+PLAN_INDEX = ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
+LIKE_MANY = "w3 w17 w120 w2 w999 w45 w7 w300 w12 w5000 w1 w64"  # a request that reads like many seeded tasks
+
+
+def _pgserver():
+    """tests/pgserver.py: the throw-away PostgreSQL server the tests use."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import pgserver
+
+    return pgserver
+
+
+def postgres_figures(n_attempts: int, repeat: int, hello: Path, env: dict) -> None:
+    """``acr route`` against a shared memory on a local PostgreSQL server, and the plans of routing's queries."""
+    pgserver = _pgserver()
+    print(f"\nacr route against a shared memory on PostgreSQL ({n_attempts:,} attempts)")
+    server = pgserver.Server()
+    try:
+        server.start()
+        url = server.url(server.new_database())
+        t0 = time.perf_counter()
+        seed_memory(url, n_attempts)
+        seeded = time.perf_counter() - t0
+        py = sys.executable
+        cases = {
+            "bare typer app --help": [py, str(hello), "--help"],
+            "bare typer app (run)": [py, str(hello)],
+            f"acr route ({n_attempts:,} attempts, PostgreSQL)": [py, "-m", "acr_cli", "route",
+                                                               "fix the failing parser test", "--memory", url],
+            "acr route, a request like many (PostgreSQL)": [py, "-m", "acr_cli", "route", LIKE_MANY, "--memory", url],
+        }
+        res = measure(cases, env, repeat)
+        help_base, run_base = res["bare typer app --help"], res["bare typer app (run)"]
+        print(f"seeded {n_attempts:,} synthetic attempts (COPY, VACUUM ANALYZE, CHECKPOINT) in {seeded:.1f}s;"
+              f" medians of {repeat} interleaved runs\n")
+        print(f"{'case':42} {'wall':>9} {'x bare --help':>14} {'x bare run':>11}")
+        for name, t in res.items():
+            print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
+        print(f"\ntarget: acr route with {n_attempts // 2:,} tasks on PostgreSQL <= 2.00x the bare app")
+        explain_routing(url)
+    finally:
+        server.stop()
+
+
+def explain_routing(url: str) -> None:
+    """The plans of the queries routing runs on a big memory: the newest finished task (max_task_rowid),
+    the window's start and the per-group aggregates, as GroupCache.get asks for them, and the similar-task
+    search of a request that reads like many tasks (similar.find)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acr_cli.memory import Memory, aggregates, similar
+
+    mem = Memory.open(url)
+    recorded: list[tuple[str, str, list]] = []
+    execute = mem.db.execute
+    what = ["max_task_rowid"]
+
+    def record(sql, params=()):
+        recorded.append((what[0], sql, list(params)))
+        return execute(sql, params)
+
+    mem.db.execute = record
+    try:
+        mark = aggregates.max_task_rowid(mem, "live")
+        what[0] = "group_stats"
+        keys = ["all", "kind=bug_fix"]
+        aggregates.group_stats(mem, "live", keys, 0, mark, window=aggregates.WINDOW, pairs=keys[:1])
+        what[0] = "similar.find"
+        similar.find(mem, "live", LIKE_MANY, upto=mark)
+    finally:
+        del mem.db.execute
+    recorded = [r for r in recorded if r[0] != "similar.find" or "to_tsquery" in r[1]]  # not its word counts
+    print(f"\nEXPLAIN ANALYZE of routing's queries: max_task_rowid; group_stats(live, {keys}, upto={mark},"
+          f" window={aggregates.WINDOW}, pairs={keys[:1]}) as GroupCache.get issues it; similar.find of {LIKE_MANY!r}")
+    verdicts = []
+    for i, (caller, sql, params) in enumerate(recorded, 1):
+        plan = [r[0] for r in mem.db.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)]
+        name = _query_name(caller, sql)
+        used = any(k in line for line in plan for k in PLAN_INDEX)
+        took = next((line.split(":", 1)[1].strip() for line in plan if line.startswith("Execution Time")), "?")
+        flat = " ".join(sql.split())
+        print(f"\n[{i}] {name}; params {params}")
+        print(f"    {flat[:160]}{'...' if len(flat) > 160 else ''}")
+        for line in plan:
+            print(f"      {line}")
+        verdicts.append(f"[{i}] {name:26} index: {'yes' if used else 'NO (sequential scan)':22} {took}")
+        print(f"    {verdicts[-1]}")
+    print("\nverdicts:\n  " + "\n  ".join(verdicts))
+    mem.close()
+
+
+def _query_name(caller: str, sql: str) -> str:
+    if caller != "group_stats":
+        return caller
+    if "OFFSET" in sql:
+        return "_window_start"
+    if "JOIN attempts b" in sql:
+        return "_sums: cost pairs"
+    if "pattern" in sql:
+        return "_sums: verdict patterns"
+    return "_sums: per-arm aggregate"
 
 
 def _repo(where: Path, n_files: int, ignored: bool) -> Path:
@@ -225,6 +371,21 @@ def checkpoint_figures(tmp: Path, repeat: int, baseline: str) -> None:
     print("  target: today <= 1.10x the baseline (issue 17)")
 
 
+def postgres_section(args: argparse.Namespace, repeat: int) -> None:
+    """The PostgreSQL figures: with --postgres, or in a full run when a server can be started here."""
+    if not args.postgres and args.quick:
+        return
+    reason = _pgserver().why_not()
+    if reason:
+        print(f"\n(no PostgreSQL figures: {reason})")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        hello = tmp / "hello.py"
+        hello.write_text(HELLO)
+        postgres_figures(args.pg_attempts, repeat, hello, dict(os.environ, ACR_HOME=str(tmp / "home")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -232,7 +393,12 @@ def main() -> None:
     ap.add_argument("--baseline", default="6f35da7",
                     help="git revision whose workspace the checkpoint figures compare with (default: before the "
                          "package split of issue 17)")
-    ap.add_argument("--only", choices=["checkpoint"], help="print only these figures")
+    ap.add_argument("--postgres", action="store_true",
+                    help="also acr route against a shared memory on a local PostgreSQL server (in a full run: "
+                         "whenever a server can be started here)")
+    ap.add_argument("--pg-attempts", type=int, default=1_000_000,
+                    help="attempts in the PostgreSQL memory, two per task")
+    ap.add_argument("--only", choices=["checkpoint", "postgres"], help="print only these figures")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA", "../shared/coderouterbench")),
                     help="CodeRouterBench files for the replay figures (skipped when absent)")
     args = ap.parse_args()
@@ -240,6 +406,10 @@ def main() -> None:
     if args.only == "checkpoint":
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
+        return
+    if args.only == "postgres":
+        args.postgres = True
+        postgres_section(args, repeat)
         return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -259,7 +429,7 @@ def main() -> None:
             f"acr route ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "route", "fix the failing parser test",
                                                         "--memory", str(big)],
             "acr route, a request like many tasks": [
-                py, "-m", "acr_cli", "route", "w3 w17 w120 w2 w999 w45 w7 w300 w12 w5000 w1 w64", "--memory", str(big)],
+                py, "-m", "acr_cli", "route", LIKE_MANY, "--memory", str(big)],
             f"acr memory show ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "memory", "show", "--memory",
                                                               str(big)],
         }
@@ -270,6 +440,7 @@ def main() -> None:
     for name, t in res.items():
         print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
     print(f"\ntargets: acr --help <= 1.30x bare --help; acr route with {args.attempts // 2:,} tasks <= 2.00x the bare app")
+    postgres_section(args, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
     if (args.data_dir / "ood176_results_long.csv").is_file():

@@ -195,8 +195,10 @@ def _m006_similar_tasks(db: Any, dialect: Any) -> None:
         ) WITHOUT ROWID
         """,
     )
-    if dialect.name == "postgresql":  # a GIN index on the words of the text, as similar splits them
-        db.execute(f"CREATE INDEX task_text ON tasks USING gin (({PG_TEXT.format(col='prompt')}))")
+    if dialect.name == "postgresql":  # the words of the text, as similar splits them, kept beside it, and a GIN index
+        db.execute(f"ALTER TABLE tasks ADD COLUMN prompt_words tsvector GENERATED ALWAYS AS"
+                   f" ({PG_TEXT.format(col='prompt')}) STORED")
+        db.execute("CREATE INDEX task_text ON tasks USING gin (prompt_words)")
         similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL").fetchall())
         return
     try:
@@ -418,11 +420,15 @@ def damaged(path: Path | str, detail: str, what: str = "is not a readable acr me
 MIGRATION_LOCK = 0x616372  # "acr"
 
 
-def migrate(db: Any, dialect: Any = SQLITE) -> list[str]:
-    """Apply the missing migrations, each in its own transaction; returns their names."""
+def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> list[str]:
+    """Apply the missing migrations, each in its own transaction; returns their names. ``tables``: the
+    tables the database has, when the caller knows (a server up to date then costs one query)."""
     import time
 
     postgres = dialect.name == "postgresql"
+    if tables is not None and "migrations" in tables:
+        if {r[0] for r in db.execute("SELECT name FROM migrations")} >= {name for name, _ in MIGRATIONS}:
+            return []
     if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
         db.execute("BEGIN")
         db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
@@ -461,7 +467,7 @@ def connect_url(url: str) -> Any:
             raise MemoryFileError(f"{db.label} has tables but is not an acr memory",
                                   hint="give acr a database of its own (createdb acr), or a schema of its own "
                                        "(options=-csearch_path=acr in the URL)")
-        migrate(db, postgres.POSTGRES)
+        migrate(db, postgres.POSTGRES, tables)
     except BaseException:
         db.close()
         raise
