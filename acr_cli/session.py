@@ -246,8 +246,8 @@ def prepare(req: RunRequest, *,
     memory = team.local if team is not None else open_memory(req.memory)
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
     prepared = Prepared(req, profile, options, arm_ids, memory, team=team)
-    if team is not None and team.offline_note():
-        prepared.warnings.append(team.offline_note())
+    if team is not None and team.note:
+        prepared.warnings.append(team.note)
     try:
         if not req.rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
             try:

@@ -247,8 +247,8 @@ def route(
     from acr_cli.memory.team import for_command
 
     team = for_command(memory, proj, settings)
-    if team is not None and team.offline_note():
-        typer.echo(f"acr: warning: {team.offline_note()}", err=True)
+    if team is not None and team.note:
+        typer.echo(f"acr: warning: {team.note}", err=True)
     mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)

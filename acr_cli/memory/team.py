@@ -64,6 +64,7 @@ class Team:
     share_prompts: bool = True
     offline: str | None = None  # why the server could not be used
     synced: SyncResult = field(default_factory=SyncResult)
+    _note: str | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -74,9 +75,16 @@ class Team:
         """What routing reads: the server's memory, else the local copy."""
         return self.server or self.local
 
-    def offline_note(self) -> str | None:
+    @property
+    def note(self) -> str | None:
+        """What a command says when the server is away (None when it is there); read once."""
         if self.server is not None:
             return None
+        if self._note is None:
+            self._note = self._offline_note()
+        return self._note
+
+    def _offline_note(self) -> str:
         cached = self.local.db.execute("SELECT at FROM downloads WHERE target = ?", (self.label,)).fetchone()
         since = f"as of {cached[0]}" if cached else "never copied: only this machine's own runs"
         return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
@@ -130,7 +138,7 @@ def open_team(url: str, local_path: Path, share_prompts: bool = True, required: 
 def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team | None:
     """The team's memories when the memory in effect (``--memory``, ACR_MEMORY, .acr.toml, config.toml) is a
     server's URL, else None. A server that cannot be reached is no error here: the command routes from the
-    local copy (:meth:`Team.offline_note` says so)."""
+    local copy (:attr:`Team.note` says so)."""
     from acr_cli.paths import Paths
 
     paths = Paths.from_env()
