@@ -44,6 +44,13 @@ def open_memory(memory: str | Path | None, create: bool = True, read_only: bool 
     return Memory.open(path, read_only=read_only)
 
 
+def open_local_memory(read_only: bool = False):
+    """With a team's shared memory: the local file, which holds this machine's own runs and arm health (None
+    while there is none yet)."""
+    path = paths().local_memory
+    return open_memory(str(path), create=False, read_only=read_only) if path.exists() else None
+
+
 PIPE_WIDTH = 4096  # columns of output that goes to a pipe or a file: wide enough that no line is cut
 
 

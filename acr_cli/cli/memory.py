@@ -16,6 +16,7 @@ from acr_cli.cli.common import (
     console,
     fmt_money,
     load_profile,
+    open_local_memory,
     open_memory,
     parse_since,
     paths,
@@ -71,7 +72,7 @@ def show(
         if not mem.shared:
             health = HealthBook(mem).of(prof.arms)
         else:  # arm health is this machine's (its logins, its quota): the local file's
-            local = open_memory(str(paths().local_memory)) if paths().local_memory.exists() else None
+            local = open_local_memory(read_only=True)
             health = HealthBook(local).of(prof.arms) if local is not None else {}
             if local is not None:
                 local.close()
@@ -288,9 +289,8 @@ def forget(
             n, runs = mem.forget_source_prefix("bench:")
         else:
             n = mem.forget(task_ids or [])
-        if mem.shared and not bench and paths().local_memory.exists():
-            # and from the local file, whose copy would otherwise bring them back to routing when offline
-            local = open_memory(str(paths().local_memory), create=False)
+        local = open_local_memory() if mem.shared and not bench else None
+        if local is not None:  # and from the local file, whose copy would bring them back to routing offline
             try:
                 local.forget_all() if all_ else local.forget(task_ids or [])
             finally:

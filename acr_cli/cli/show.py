@@ -7,7 +7,16 @@ from typing import Any, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, fmt_money, open_memory, paths, print_json, task_state
+from acr_cli.cli.common import (
+    JSON_HELP,
+    MEMORY_HELP,
+    fmt_money,
+    open_local_memory,
+    open_memory,
+    paths,
+    print_json,
+    task_state,
+)
 from acr_cli.errors import EXIT_NOT_PASSED, AcrError
 
 TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default: the latest task in this project."
@@ -27,11 +36,10 @@ def show(
 
       acr show 20261124-101500-a1b2c3 --json
     """
-    location = paths().memory_choice(memory)[0]
     found = None
-    if isinstance(location, str) and paths().local_memory.exists():
-        # a team's memory: this machine's own record first (it keeps the texts share_prompts kept back)
-        local = open_memory(str(paths().local_memory), create=False, read_only=True)
+    # a team's memory: this machine's own record first (it keeps the texts share_prompts kept back)
+    local = open_local_memory(read_only=True) if isinstance(paths().memory_choice(memory)[0], str) else None
+    if local is not None:
         try:
             found = find_task(local, task, Path.cwd())
         except AcrError as e:
