@@ -33,15 +33,18 @@ KIND_DIMENSION = {"bug_fix": "bug_fixing", "feature": "code_generation", "test_g
                   "refactor": "code_refactoring", "explain": "code_understanding", "data_science": "data_science",
                   "algorithm": "algorithm"}
 
-_SWE = re.compile(r"^([A-Za-z0-9_.-]+?)__([A-Za-z0-9_.-]+?)(?:-\d+)?$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def repository(task_id: str) -> str | None:
     """The ``owner/repo`` a benchmark task id names, or None: ``django__django-11133`` (SWE-bench
-    style), ``astropy__astropy.b0db0daa.test_table.48eef659.lv1`` (a repository, a commit, a test)."""
-    head = task_id.split("::")[-1].split(".")[0]
-    m = _SWE.match(head)
-    return f"{m.group(1)}/{m.group(2)}" if m else None
+    style), ``astropy__astropy.b0db0daa.test_table.48eef659.lv1`` (a repository, a commit, a test),
+    ``anthropics__claude-agent-sdk-python__91315e__22fa9f`` (a repository, then two commits).
+    An id with no ``owner__repo`` part (``61810_cow``, a course's lab) names no repository."""
+    parts = task_id.split("::")[-1].split(".")[0].split("__")
+    if len(parts) < 2 or not all(_NAME.match(p) for p in parts[:2]):
+        return None
+    return f"{parts[0]}/{re.sub(r'-[0-9]+$', '', parts[1])}"
 
 
 def with_prompt_context(matrix: Matrix) -> Matrix:

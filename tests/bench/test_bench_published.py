@@ -107,3 +107,15 @@ def test_a_prompt_context_replay_routes_on_what_acr_run_would_see(tmp_path):
     assert labels["cum_regret"] < doc["results"][0]["cum_regret"]
     refused = acr("bench", "replay", "id2919", "--data-dir", str(DATA), "-P", "learned", "--context", "prompt")
     assert refused.returncode == 2 and "no prompt" in refused.stderr
+
+
+def test_a_task_is_placed_in_the_repository_its_id_names():
+    """--context prompt's project: the owner__repo part of a benchmark id, whatever follows it."""
+    from acr_cli.bench.contexts import repository
+
+    assert repository("old112::django__django-11133") == "django/django"
+    assert repository("new64::featurebench::astropy__astropy.b0db0daa.test_table.48eef659.lv1") == "astropy/astropy"
+    # swe_ci: the repository, then two commits (it was read as a repository named "...__91315e__22fa9f")
+    assert repository("new64::swe_ci::anthropics__claude-agent-sdk-python__91315e__22fa9f") == \
+        "anthropics/claude-agent-sdk-python"
+    assert repository("new64::longcli::61810_cow") is None  # a course's lab: no repository named
