@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """The learned router against its targets, with sensitivity: python bench/learned.py [--orders N] [--sensitivity].
 
+``--context prompt`` replays OOD176 as ``acr bench replay --context prompt`` does (the router sees only
+the prompt, classified as live, and the task's repository); ``--by-source`` splits OOD176's regret by
+the benchmark source a task comes from (old112, featurebench, longcli, swe_ci): the canonical order's
+and the mean over the shuffled orders. The sources are only reported, never shown to the router.
+
 Prints, for OOD176 (cascade), ID2919 single and ID2919 verify: the canonical-order
 CumReg / AvgPerf / $ and the mean +- sd (and standard error) over N shuffled orders
 (seeds from one RNG seeded --seed, default 1, as `acr bench replay --orders N --seed 1`).
@@ -23,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from acr_cli import profiles  # noqa: E402
+from acr_cli.bench import contexts  # noqa: E402
 from acr_cli.bench import matrix as matrix_mod  # noqa: E402
 from acr_cli.bench import replay as rp
 from acr_cli.bench import spec as spec_mod
@@ -35,9 +41,11 @@ TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean),
            ("id2919", "verify"): "canonical <= 70, AvgPerf >= 57"}
 
 
-def run(m, prof, protocol, order_seed, per_task=None, **overrides):
+def run(m, prof, protocol, order_seed, per_task=None, context="labels", **overrides):
     """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref."""
     arms = rp.bench_arms(m, prof)
+    if context == "prompt":  # as acr_cli.bench.runner: priors per live kind
+        arms = {x: contexts.rekey_priors(a) for x, a in arms.items()}
     ordered = [arms[x] for x in m.models]
 
     def make(mem, src):
@@ -57,13 +65,31 @@ def run(m, prof, protocol, order_seed, per_task=None, **overrides):
     return res.metrics
 
 
-def evaluate(m, prof, protocol, orders, seed=1, per_task=None, **overrides):
+def evaluate(m, prof, protocol, orders, seed=1, per_task=None, shuffled=None, **overrides):
+    """Canonical metrics and the shuffled orders' regrets; ``per_task`` gets the canonical order's regret
+    per task, ``shuffled`` (a list) one such dict per shuffled order."""
     start = time.perf_counter()
     can = run(m, prof, protocol, None, per_task, **overrides)
     rng = random.Random(seed)
     seeds = [rng.randrange(2**31) for _ in range(orders)]
-    regs = [run(m, prof, protocol, s, **overrides)["cum_regret"] for s in seeds]
+    regs = []
+    for s in seeds:
+        mine = {} if shuffled is not None else None
+        regs.append(run(m, prof, protocol, s, mine, **overrides)["cum_regret"])
+        if mine is not None:
+            shuffled.append(mine)
     return can, regs, time.perf_counter() - start
+
+
+def by_source(m, canonical, shuffled):
+    """OOD176's regret per benchmark source: canonical order, and the mean over the shuffled orders."""
+    source = {t.ref: t.meta.get("bench") or "?" for t in m.tasks}
+    names = sorted(set(source.values()), key=lambda b: -sum(1 for v in source.values() if v == b))
+    print(f"  {'source':14} {'tasks':>5} {'canonical':>9} {'mean':>7}")
+    for b in names:
+        refs = [r for r, v in source.items() if v == b]
+        mean = statistics.fmean(sum(d.get(r, 0.0) for r in refs) for d in shuffled) if shuffled else float("nan")
+        print(f"  {b:14} {len(refs):5d} {sum(canonical.get(r, 0.0) for r in refs):9.2f} {mean:7.2f}")
 
 
 def by_kind(m, protocol, regret):
@@ -110,6 +136,12 @@ def main() -> None:
     ap.add_argument("--sensitivity", action="store_true")
     ap.add_argument("--by-kind", action="store_true",
                     help="for single-action cases: per kind, the best fixed model's regret in hindsight beside learned's")
+    ap.add_argument("--by-source", action="store_true",
+                    help="for OOD176: learned's regret per benchmark source (canonical and order mean)")
+    ap.add_argument("--n-hier", type=float, default=None,
+                    help=f"run the cases with this N_HIER instead of the router's ({learned.N_HIER:g})")
+    ap.add_argument("--context", choices=contexts.CONTEXTS, default="labels",
+                    help="what the router sees of an OOD176 task (ID2919 has no prompts: always labels)")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
                                                                          "../shared/coderouterbench")))
     args = ap.parse_args()
@@ -120,34 +152,47 @@ def main() -> None:
     loaded = {}
     for name in ("ood176", "id2919"):
         spec = spec_mod.load(name)
-        loaded[name] = (matrix_mod.load(spec, args.data_dir), profiles.load(spec.profile, Path("/nonexistent")))
+        m = matrix_mod.load(spec, args.data_dir)
+        if name == "ood176" and args.context == "prompt":
+            m = contexts.with_prompt_context(m)
+        loaded[name] = (m, profiles.load(spec.profile, Path("/nonexistent")))
     print(f"learned router, defaults: N_HIER {learned.N_HIER:g}, RHO {learned.RHO:g}, "
           f"MIN_TASKS {effects.MIN_TASKS}, profile prior weights "
-          f"OOD {loaded['ood176'][1].settings.prior_weight:g} / ID {loaded['id2919'][1].settings.prior_weight:g}")
+          f"OOD {loaded['ood176'][1].settings.prior_weight:g} / ID {loaded['id2919'][1].settings.prior_weight:g}; "
+          f"OOD176 context: {args.context}")
     for name, protocol in cases:
         m, prof = loaded[name]
         n = args.verify_orders if protocol == "verify" else args.orders
-        regret = {} if args.by_kind and protocol == "single" else None
-        can, regs, secs = evaluate(m, prof, protocol, n, args.seed, regret)
-        print(line(f"{name} {protocol}", can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
-        if regret is not None:
+        split = args.by_source and name == "ood176"
+        regret = {} if (args.by_kind and protocol == "single") or split else None
+        shuffled: list | None = [] if split else None
+        ctx = args.context if name == "ood176" else "labels"
+        moved = {"n_hier": args.n_hier} if args.n_hier is not None else {}
+        can, regs, secs = evaluate(m, prof, protocol, n, args.seed, regret, shuffled, context=ctx, **moved)
+        label = f"{name} {protocol}" + (f" n_hier={args.n_hier:g}" if moved else "")
+        print(line(label, can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
+        if split:
+            by_source(m, regret, shuffled)
+        elif regret is not None:
             by_kind(m, protocol, regret)
     if not args.sensitivity:
         return
     print("\nsensitivity (one setting moved at a time)")
-    variants = [("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7), ("min_tasks", 2), ("min_tasks", 10)]
+    variants = [("n_hier", 3.0), ("n_hier", 5.0), ("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7),
+                ("min_tasks", 2), ("min_tasks", 10)]
     for name, protocol in [c for c in cases if c[1] != "verify"]:
         m, prof = loaded[name]
+        ctx = args.context if name == "ood176" else "labels"
         for key, value in variants:
             if protocol == "single" and key == "rho":
                 continue  # single-action decisions do not use the latent model
             if protocol != "single" and key == "min_tasks":
                 continue  # only the single-action model has sub-group effects
-            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, **{key: value})
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, context=ctx, **{key: value})
             print(line(f"{name} {protocol} {key}={value:g}", can, regs, secs))
         base = prof.settings.prior_weight
         for factor in (0.5, 2.0):
-            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed,
+            can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, context=ctx,
                                        prior_weight=base * factor)
             print(line(f"{name} {protocol} prior_weight={base * factor:g}", can, regs, secs))
 
