@@ -44,8 +44,8 @@ TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean),
 def run(m, prof, protocol, order_seed, per_task=None, context="labels", **overrides):
     """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref."""
     arms = rp.bench_arms(m, prof)
-    if context == "prompt":  # as acr_cli.bench.runner: priors per live kind
-        arms = {x: contexts.rekey_priors(a) for x, a in arms.items()}
+    if context == "prompt":
+        arms = contexts.prompt_arms(arms)
     ordered = [arms[x] for x in m.models]
 
     def make(mem, src):
@@ -83,13 +83,13 @@ def evaluate(m, prof, protocol, orders, seed=1, per_task=None, shuffled=None, **
 
 def by_source(m, canonical, shuffled):
     """OOD176's regret per benchmark source: canonical order, and the mean over the shuffled orders."""
-    source = {t.ref: t.meta.get("bench") or "?" for t in m.tasks}
-    names = sorted(set(source.values()), key=lambda b: -sum(1 for v in source.values() if v == b))
+    refs: dict[str, list[str]] = {}
+    for t in m.tasks:
+        refs.setdefault(t.meta.get("bench") or "?", []).append(t.ref)
     print(f"  {'source':14} {'tasks':>5} {'canonical':>9} {'mean':>7}")
-    for b in names:
-        refs = [r for r, v in source.items() if v == b]
-        mean = statistics.fmean(sum(d.get(r, 0.0) for r in refs) for d in shuffled) if shuffled else float("nan")
-        print(f"  {b:14} {len(refs):5d} {sum(canonical.get(r, 0.0) for r in refs):9.2f} {mean:7.2f}")
+    for b, mine in sorted(refs.items(), key=lambda kv: -len(kv[1])):
+        mean = statistics.fmean(sum(d.get(r, 0.0) for r in mine) for d in shuffled) if shuffled else float("nan")
+        print(f"  {b:14} {len(mine):5d} {sum(canonical.get(r, 0.0) for r in mine):9.2f} {mean:7.2f}")
 
 
 def by_kind(m, protocol, regret):

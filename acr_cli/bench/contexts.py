@@ -63,6 +63,11 @@ def with_prompt_context(matrix: Matrix) -> Matrix:
     return replace(matrix, tasks=tasks)
 
 
+def prompt_arms(arms: dict[str, Arm]) -> dict[str, Arm]:
+    """The arms a ``--context prompt`` replay routes with: each with priors per live kind."""
+    return {m: rekey_priors(a) for m, a in arms.items()}
+
+
 def rekey_priors(arm: Arm) -> Arm:
     """An arm whose priors are per benchmark dimension, with priors per live kind instead."""
     table = dict(arm.prior)

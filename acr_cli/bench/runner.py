@@ -134,7 +134,7 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
                             "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
     arms = replay_mod.bench_arms(matrix, prof)
     if req.context == "prompt":  # priors per dimension -> per live kind
-        arms = {m: contexts.rekey_priors(a) for m, a in arms.items()}
+        arms = contexts.prompt_arms(arms)
     return Source(matrix, arms, prof, protocol, found.path, spec.title, spec=spec, names=names, warnings=warnings)
 
 
