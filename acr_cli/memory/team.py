@@ -39,6 +39,9 @@ from acr_cli.memory.postgres import ServerUnreachable, masked
 from acr_cli.memory.store import Memory
 
 BATCH = 200  # tasks per server transaction when uploading or copying
+# a target's finished tasks not uploaded yet (a task still running is sent once it has finished)
+_PENDING = ("FROM uploads u JOIN tasks t ON t.id = u.task_id"
+            " WHERE u.target = ? AND u.uploaded_at IS NULL AND t.finished_at IS NOT NULL")
 
 
 @dataclass
@@ -151,16 +154,13 @@ def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team
 
 def pending(local: Memory, target: str) -> int:
     """Finished tasks recorded for ``target`` and not uploaded yet."""
-    return local.db.execute("SELECT COUNT(*) FROM uploads u JOIN tasks t ON t.id = u.task_id WHERE u.target = ?"
-                            " AND u.uploaded_at IS NULL AND t.finished_at IS NOT NULL", (target,)).fetchone()[0]
+    return local.db.execute(f"SELECT COUNT(*) {_PENDING}", (target,)).fetchone()[0]
 
 
 def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
     """Send the pending finished tasks of ``target`` to the server, oldest first, each with or without its texts
     as ``share_prompts`` was when it was recorded; returns (added, already there)."""
-    rows = local.db.execute(
-        "SELECT u.task_id, u.with_text FROM uploads u JOIN tasks t ON t.id = u.task_id WHERE u.target = ?"
-        " AND u.uploaded_at IS NULL AND t.finished_at IS NOT NULL ORDER BY t.rowid", (target,)).fetchall()
+    rows = local.db.execute(f"SELECT u.task_id, u.with_text {_PENDING} ORDER BY t.rowid", (target,)).fetchall()
     ids, private = [r[0] for r in rows], {r[0] for r in rows if not r[1]}
     added = already = 0
     for i in range(0, len(ids), BATCH):
