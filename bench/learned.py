@@ -34,7 +34,7 @@ from acr_cli.bench import replay as rp
 from acr_cli.bench import spec as spec_mod
 from acr_cli.memory import Memory  # noqa: E402
 from acr_cli.memory.aggregates import GroupCache  # noqa: E402
-from acr_cli.routing import effects, learned  # noqa: E402
+from acr_cli.routing import effects, learned, spread  # noqa: E402
 
 TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean), AvgPerf >= 76",
            ("id2919", "single"): "canonical <= 265, 20-order mean <= 280",
@@ -139,7 +139,8 @@ def main() -> None:
     ap.add_argument("--by-source", action="store_true",
                     help="for OOD176: learned's regret per benchmark source (canonical and order mean)")
     ap.add_argument("--n-hier", type=float, default=None,
-                    help=f"run the cases with this N_HIER instead of the router's ({learned.N_HIER:g})")
+                    help="fix every parent's worth at this many observations (as before issue 20) instead of "
+                         f"estimating it from memory's groups (default {learned.N_HIER:g} until groups show a spread)")
     ap.add_argument("--context", choices=contexts.CONTEXTS, default="labels",
                     help="what the router sees of an OOD176 task (ID2919 has no prompts: always labels)")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
@@ -156,7 +157,8 @@ def main() -> None:
         if name == "ood176" and args.context == "prompt":
             m = contexts.with_prompt_context(m)
         loaded[name] = (m, profiles.load(spec.profile, Path("/nonexistent")))
-    print(f"learned router, defaults: N_HIER {learned.N_HIER:g}, RHO {learned.RHO:g}, "
+    print(f"learned router, defaults: N_HIER {learned.N_HIER:g} (estimated per depth, PRIOR_DOF "
+          f"{spread.PRIOR_DOF:g}), RHO {learned.RHO:g}, "
           f"MIN_TASKS {effects.MIN_TASKS}, profile prior weights "
           f"OOD {loaded['ood176'][1].settings.prior_weight:g} / ID {loaded['id2919'][1].settings.prior_weight:g}; "
           f"OOD176 context: {args.context}")
@@ -178,14 +180,15 @@ def main() -> None:
     if not args.sensitivity:
         return
     print("\nsensitivity (one setting moved at a time)")
-    variants = [("n_hier", 3.0), ("n_hier", 5.0), ("n_hier", 10.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7),
+    variants = [("spread_prior", 1.0), ("spread_prior", 16.0), ("n_hier", 3.0), ("n_hier", 5.0), ("n_hier", 10.0),
+                ("n_hier", 20.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7),
                 ("min_tasks", 2), ("min_tasks", 10)]
     for name, protocol in [c for c in cases if c[1] != "verify"]:
         m, prof = loaded[name]
         ctx = args.context if name == "ood176" else "labels"
         for key, value in variants:
-            if protocol == "single" and key == "rho":
-                continue  # single-action decisions do not use the latent model
+            if protocol == "single" and key in ("rho", "spread_prior"):
+                continue  # single-action decisions use neither the latent model nor estimated worths
             if protocol != "single" and key == "min_tasks":
                 continue  # only the single-action model has sub-group effects
             can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, context=ctx, **{key: value})

@@ -9,8 +9,11 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
 
 1. **Hierarchy.** Fit g_1, then g_2, ... Each level is fitted on its own tasks that are
    not in the next finer group (every task counts once) with the coarser level as its
-   prior, worth at most ``N_HIER`` observations; the profile's prior means are the prior
-   of g_1, worth the profile's ``prior_weight``.
+   prior; the profile's prior means are the prior of g_1, worth the profile's
+   ``prior_weight``. What a parent's pass rates are worth at each depth is estimated from
+   how far memory's groups at that depth depart from their parents
+   (:mod:`acr_cli.routing.spread`), starting from ``N_HIER`` observations; costs and the
+   single-action model use ``N_HIER``.
 2. **Success.** Latent task ease (see :mod:`acr_cli.routing.latent`): per level, the
    arms' marginal pass rates are fitted by EM on the verdict patterns. On this task,
    every failure shifts the posterior of the task's ease and lowers every untried
@@ -29,7 +32,7 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
    expected cost would break ``--max-cost``.
 
 Settings (fixed from first principles, bench/README.md "The learned router" explains each):
-``N_HIER`` 20, ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
+``N_HIER`` 20 (and ``spread.PRIOR_DOF`` 4), ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
 cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
 single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score.
 """
@@ -44,11 +47,12 @@ from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory import similar
 from acr_cli.memory.aggregates import GroupStats, Near
-from acr_cli.routing import effects
+from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
 from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
 
 N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
+# (the default of a parent's worth: spread.worths replaces it as memory's groups show their spread)
 RHO = 0.5  # half of an arm's latent propensity is the task's, half the arm's own
 UNKNOWN_PRIOR = 0.5  # no prior mean for this kind: maximal uncertainty
 COST_PSEUDO = 1.0  # the price-based cost guess ignores how verbose a model is: worth one attempt
@@ -85,8 +89,8 @@ class LearnedPolicy(Policy):
 
     def __init__(self, arms: Sequence[Arm], stats: Evidence, *, cost_weight: float = 0.1,
                  prior_weight: float = 2.0, tie_order: Callable[[Context], Sequence[Arm]] | None = None,
-                 typical_tokens: float | None = None, n_hier: float = N_HIER, rho: float = RHO,
-                 min_tasks: int = effects.MIN_TASKS):
+                 typical_tokens: float | None = None, n_hier: float | None = None, rho: float = RHO,
+                 min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF):
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -94,7 +98,9 @@ class LearnedPolicy(Policy):
         self.prior_weight = prior_weight
         self.tie_order = tie_order
         self.typical_tokens = typical_tokens
-        self.n_hier = n_hier
+        self.n_hier = n_hier  # None: pass rates' worth estimated per depth (worths); costs use N_HIER
+        self.hier = N_HIER if n_hier is None else n_hier
+        self.spread_prior = spread_prior
         self.min_tasks = min_tasks
         self.latent = Latent(rho)
         self.pin = [a.price_in or 0.0 for a in self.arms]
@@ -102,6 +108,7 @@ class LearnedPolicy(Policy):
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
+        self._worths: dict[tuple, tuple] = {}  # (root group, depths) -> (chains version, worths)
 
     # ------------------------------------------------------------------ fitting
 
@@ -164,7 +171,7 @@ class LearnedPolicy(Policy):
         """The single-action score model of the context's kind (see :mod:`acr_cli.routing.effects`)."""
         means, weights = self._prior(ctx)
         if not ctx.groups:
-            return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.n_hier,
+            return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.hier,
                                min_tasks=self.min_tasks)
         root = ctx.groups[0]
         chains = self.stats.chains(root)
@@ -172,7 +179,7 @@ class LearnedPolicy(Policy):
         cached = self._effects.get(key)
         if cached and cached[0] == chains.version:
             return cached[1]
-        fitted = effects.fit(chains.tasks, chains.sums, [a.id for a in self.arms], means, weights, self.n_hier,
+        fitted = effects.fit(chains.tasks, chains.sums, [a.id for a in self.arms], means, weights, self.hier,
                              warm=cached[1] if cached else None, min_tasks=self.min_tasks)
         self._effects[key] = (chains.version, fitted)
         return fitted
@@ -185,6 +192,7 @@ class LearnedPolicy(Policy):
                        [FAIL_SCORE_PSEUDO] * n, None, [COST_PSEUDO] * n, [COST_SPREAD] * n, [1.0] * n,
                        [COST_PSEUDO] * n, [0] * n)
         fit = None
+        worth = self.worths(ctx.groups, below=1)
         for depth, (group, stats) in enumerate(zip(ctx.groups, levels)):
             finer = levels[depth + 1] if depth + 1 < len(levels) else None
             own = stats.minus(finer) if finer is not None else stats
@@ -193,16 +201,37 @@ class LearnedPolicy(Policy):
             if own.n_tasks == 0 and not own.arms:
                 continue  # nothing of its own beyond the finer group: skip this level
             wkey = (group, ctx.groups[depth + 1] if finer is not None else None)
-            fit, prior = self._level(prior, own, verified, wkey)
+            fit, prior = self._level(prior, own, verified, wkey, worth[depth])
         if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
             m0 = self._price_prior(GroupStats())
             fit = Fit(prior.mu, [tau2_of(prior.mu[i], prior.n[i]) for i in range(n)], prior.f, m0,
                       prior.s2, [COST_SPREAD / COST_PSEUDO] * n, prior.pp, prior.attempts)
         return fit, prior
 
-    def _level(self, par: "_Prior", own: GroupStats, verified: bool, wkey: tuple) -> tuple[Fit, "_Prior"]:
+    def worths(self, groups: Sequence[str], below: int = 0) -> list[float]:
+        """What a group at depth 1 .. len(groups) + below counts its parent as (observations of a pass
+        rate): ``n_hier`` if fixed, else estimated from the groups below this root
+        (:mod:`acr_cli.routing.spread`). ``below=1``: also the level of the similar earlier tasks."""
+        if not groups:
+            return []
+        depths = len(groups) + below
+        if self.n_hier is not None:
+            return [self.n_hier] * depths
+        chains = self.stats.chains(groups[0])
+        key = (groups[0], depths)
+        cached = self._worths.get(key)
+        if cached and cached[0] == chains.version:
+            return cached[1]
+        found = spread.worths(chains.tasks, chains.sums, [a.id for a in self.arms], N_HIER, depths,
+                              self.spread_prior)
+        self._worths[key] = (chains.version, found)
+        return found
+
+    def _level(self, par: "_Prior", own: GroupStats, verified: bool, wkey: tuple,
+               worth: float | None = None) -> tuple[Fit, "_Prior"]:
         """Fit one level on its own tasks (``own``) with the coarser level (``par``) as its prior;
-        returns the level's fit and the prior it makes for the next finer level."""
+        returns the level's fit and the prior it makes for the next finer level, whose pass rates
+        count it as ``worth`` observations."""
         n = len(self.arms)
         aggs = [own.arm(a.id) for a in self.arms]
         tau2 = [tau2_of(par.mu[i], par.n[i]) + par.v[i] for i in range(n)]
@@ -233,12 +262,13 @@ class LearnedPolicy(Policy):
         ppos = [_shrink(par.pp[i], par.n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
         attempts = [round(aggs[i].n) if aggs[i].n else par.attempts[i] for i in range(n)]
         fit = Fit(mu, vmu, fsc, m, s2 or list(par.s2), vm or [COST_SPREAD] * n, ppos, attempts)
-        # this level is the prior of the next finer one, worth at most n_hier observations
-        nxt = _Prior(mu, vmu, [self.n_hier] * n, fsc, [min(self.n_hier, x) for x in n_fsc],
+        # this level is the prior of the next finer one: its pass rates worth ``worth`` observations,
+        # the rest at most N_HIER
+        nxt = _Prior(mu, vmu, [self.hier if worth is None else worth] * n, fsc, [min(self.hier, x) for x in n_fsc],
                      m if m is not None else m_par,
-                     [min(self.n_hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)] if m is not None else n_m_par,
+                     [min(self.hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)] if m is not None else n_m_par,
                      s2 if m is not None else par.s2, ppos,
-                     [min(self.n_hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], attempts)
+                     [min(self.hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], attempts)
         return fit, nxt
 
     def _patterns(self, stats: GroupStats) -> list[tuple[list[int], set[int], int]]:
