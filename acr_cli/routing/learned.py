@@ -141,7 +141,8 @@ class LearnedPolicy(Policy):
         if not found:
             return base
         # the similar tasks are one more level below the finest group: each counts as much as it is
-        # alike (1: the same request again), and the group's fit is their prior, worth NEAR_WORTH
+        # alike (1: the same request again), and the group's fit is their prior, worth what the finest
+        # groups' parents are worth (spread.worths), at most NEAR_WORTH
         own = GroupStats()
         for t in found:
             own.add(t.stats, t.task.similarity)
