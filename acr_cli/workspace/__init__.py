@@ -25,9 +25,26 @@ the attempt deletes with its reflog and prunes, an operation in progress (refuse
 One ``acr run`` per work tree at a time (a lock file in the git directory enforces it).
 """
 
-from acr_cli.workspace.checkpoint import Checkpoint
-from acr_cli.workspace.core import NO_GIT_HINT, Guard, Workspace
-from acr_cli.workspace.refs import ATTEMPT_REFS, RECOVERED_REFS
-from acr_cli.workspace.rollback import RestoreReport
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acr_cli.workspace.checkpoint import Checkpoint
+    from acr_cli.workspace.core import NO_GIT_HINT, Guard, Workspace
+    from acr_cli.workspace.refs import ATTEMPT_REFS, RECOVERED_REFS
+    from acr_cli.workspace.rollback import RestoreReport
+
+# loaded when first asked for: ``acr route`` names a project through :mod:`.git` alone and
+# should not pay for the checkpoint machinery it never uses
+_EXPORTS = {"Checkpoint": "checkpoint", "NO_GIT_HINT": "core", "Guard": "core", "Workspace": "core",
+            "ATTEMPT_REFS": "refs", "RECOVERED_REFS": "refs", "RestoreReport": "rollback"}
 __all__ = ["ATTEMPT_REFS", "RECOVERED_REFS", "NO_GIT_HINT", "Checkpoint", "Guard", "RestoreReport", "Workspace"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
