@@ -31,7 +31,11 @@ from typing import Any, Iterable, Sequence
 NEIGHBOURS = 10  # the most similar earlier tasks routing reads
 CANDIDATES = 50  # candidates taken from the index (by BM25) before the similarity decides
 QUERY_WORDS = 24  # the request's most telling (rarest) words the index is asked for ...
-POSTINGS = 20_000  # ... while the requests holding them number at most this (a bound on the work, not on quality)
+# ... while the requests holding them number at most this: a bound on the work (the index ranks each
+# such request, about 1.2 us apiece: 5,000 cost ~6 ms, bench/perf.py), not on quality, since the
+# rarest words are the ones that find a request's near copies; a memory of a few thousand tasks
+# (every benchmark replay) never reaches it
+POSTINGS = 5_000
 MAX_CHARS = 20_000
 _WORD = re.compile(r"[^\W_]+")
 DOCS = ""  # the prompt_terms row that counts a scope's requests
