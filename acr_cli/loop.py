@@ -46,6 +46,7 @@ class TaskResult:
     stop_reason: str = ""
     cancelled: bool = False  # Ctrl-C, SIGTERM or SIGHUP ended the task
     accepted: bool = False  # an attempt ended the task and its changes are kept: passed, or unverified
+    forgotten: bool = False  # `acr memory forget` removed the task while it ran: later attempts not recorded
 
     @property
     def verdict(self) -> str:
@@ -140,8 +141,9 @@ def run_task(
                 _finish(memory, result, state)
             raise
         with interrupts.deferred():  # an attempt that ran is recorded whole, whatever signal arrives
-            memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier,
-                               started_at=timestamp)
+            if not memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier,
+                                      started_at=timestamp):
+                result.forgotten = True
         state.tried.append(fb)
         result.steps.append((decision, fb))
         emit("feedback", seq=seq, decision=decision, feedback=fb)

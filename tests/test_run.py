@@ -62,6 +62,22 @@ def test_escalates_after_failed_verifier_and_records_every_attempt(project, fake
     assert rows[0]["apply_ok"] == 1 and rows[0]["tokens_in"] == 4200
 
 
+def test_a_task_forgotten_while_it_runs_stays_forgotten_and_the_run_goes_on(project, fakes_on_path, scenario,
+                                                                            acr_home):
+    # the first agent (as a user in another shell could) forgets everything while its attempt runs
+    forget = [sys.executable, "-m", "acr_cli", "memory", "forget", "--all", "--yes"]
+    scenario({"match": {"agent": "opencode"}, "commands": [forget], "write": {"calc.py": BAD}},
+             {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix the add function", "--verify", VERIFY, "--arms", TWO_ARMS, cwd=project)
+    assert r.returncode == 0, r.stderr  # the second arm was tried and passed: no memory error
+    assert "was forgotten (`acr memory forget`) while it ran" in r.stderr
+    assert "Traceback" not in r.stderr and "could not be read" not in r.stderr
+    assert (project / "calc.py").read_text() == GOOD
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
+    assert attempts_in_memory(acr_home) == []
+
+
 def test_users_uncommitted_work_survives_a_failed_run(project, fakes_on_path, scenario):
     before = dirty_user_work(project)
     (project / ".git" / "info" / "exclude").write_text(".env\nsecrets/\n")

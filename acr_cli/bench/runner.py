@@ -143,7 +143,7 @@ def _memory_source(req: ReplayRequest) -> Source:
     if not memory_exists(path):
         raise AcrError("no memory yet: `acr bench replay memory` replays the attempts `acr run` recorded")
     prof = _profile(req.profile or _configured_profile())
-    live = Memory.open(path, create=False)
+    live = Memory.open(path, create=False, read_only=True)  # only read: a read-only memory replays too
     try:
         matrix, live_tasks = from_memory.load(live, prof)
     finally:

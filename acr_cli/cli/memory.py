@@ -272,6 +272,7 @@ def forget(
         raise AcrError("say what to forget: task ids, --bench or --all")
     if sum(map(bool, (task_ids, all_, bench))) > 1:
         raise AcrError("say one thing to forget: task ids, --bench or --all, not several")
+    task_ids = list(dict.fromkeys(task_ids or []))  # an id given twice is one task
     if all_ and not yes:
         if not sys.stdin.isatty():
             raise AcrError("--all needs confirmation; pass --yes when not at a terminal")

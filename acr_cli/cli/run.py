@@ -199,6 +199,9 @@ def run(
     else:
         print_run_summary(report)
     result = report.result
+    if result.forgotten:
+        typer.echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "
+                   "attempts from then on are not in memory", err=True)
     if result.cancelled:
         raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)

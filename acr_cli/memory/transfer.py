@@ -42,7 +42,14 @@ class Transfer(Reads):
                 if problem:
                     raise MemoryFileError(f"line {lineno}: {problem}",
                                           hint="nothing was imported; give a file written by `acr memory export`")
-                if self._add(obj.pop("type"), obj):
+                try:
+                    fresh = self._add(obj.pop("type"), obj)
+                except UnicodeEncodeError:  # a lone surrogate escape ("\ud800"): JSON allows it, UTF-8 does not
+                    raise MemoryFileError(f"line {lineno}: text that is not valid Unicode (a lone surrogate "
+                                          "such as \\ud800)",
+                                          hint="nothing was imported; give a file written by `acr memory export`"
+                                          ) from None
+                if fresh:
                     added += 1
                 else:
                     skipped += 1

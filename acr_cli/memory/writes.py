@@ -42,7 +42,24 @@ class Writes(Base):
         return task_id
 
     def add_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, *, policy: str | None = None,
-                    verifier: str | None = None, started_at: str | None = None) -> None:
+                    verifier: str | None = None, started_at: str | None = None) -> bool:
+        """Record an attempt; False (nothing written) when its task is no longer in memory: someone ran
+        ``acr memory forget`` on it while it ran, and forgetting means its attempts are not kept either."""
+        if not self._has_task(task_id):
+            return False
+        try:
+            self._insert_attempt(task_id, seq, decision, fb, policy, verifier, started_at)
+        except Exception as e:  # forgotten between the check and the insert: the foreign key refuses it
+            if any(c.__name__ == "IntegrityError" for c in type(e).__mro__) and not self._has_task(task_id):
+                return False
+            raise
+        return True
+
+    def _has_task(self, task_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is not None
+
+    def _insert_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, policy: str | None,
+                        verifier: str | None, started_at: str | None) -> None:
         self._write(
             "INSERT INTO attempts (task_id, seq, agent, model, policy, reason, started_at, duration_s, exit_code,"
             " tokens_in, tokens_out, cost_usd, cost_source, verdict, score, apply_ok, detail, verifier,"

@@ -138,11 +138,20 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     assert invoke("memory", "forget", tid, "../keep").output.splitlines()[0] == "forgot 1 task(s)"
     assert not logs.exists() and (acr_home / "data" / "logs" / "keep").exists()  # only a forgotten task's logs
     assert "imported 1 records" in invoke("memory", "import", str(dump)).output
+    r = runner.invoke(app, ["memory", "forget", tid, tid])  # an id given twice is one task, not a missing one
+    assert r.exit_code == 0 and r.output.strip() == "forgot 1 task(s)", r.output
+    assert "imported 1 records" in invoke("memory", "import", str(dump)).output
     (tmp_path / "bad.jsonl").write_text("not json\n")
     fresh = tmp_path / "fresh.sqlite"
     r = runner.invoke(app, ["memory", "import", str(tmp_path / "bad.jsonl"), "--memory", str(fresh)])
     assert r.exit_code == 2 and "line 1" in r.output
     assert not list(tmp_path.glob("fresh.sqlite*"))  # a failed import leaves no empty memory behind
+    record = json.loads(dump.read_text().splitlines()[0])
+    record["prompt"] = "fix \ud800 the parser"  # valid JSON (an escape), not valid Unicode
+    (tmp_path / "surrogate.jsonl").write_text(json.dumps(record) + "\n")
+    r = runner.invoke(app, ["memory", "import", str(tmp_path / "surrogate.jsonl"), "--memory", str(fresh)])
+    assert r.exit_code == 2 and "line 1: text that is not valid Unicode" in r.output, r.output
+    assert not list(tmp_path.glob("fresh.sqlite*"))
     r = runner.invoke(app, ["memory", "forget", "--all"], input="n\n")
     assert r.exit_code != 0
     assert invoke("memory", "forget", "--all", "--yes").output.strip() == "forgot 1 task(s) and 0 stored replay run(s)"
