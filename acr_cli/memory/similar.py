@@ -22,6 +22,7 @@ addresses) are left out; only the first ``MAX_CHARS`` of a request count.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -101,12 +102,15 @@ def find(memory: Any, scope: str, text: str, *, project: str | None = None, upto
         if telling and postings > POSTINGS:
             break
         telling.append(t)
-    if qnorm <= 0 or not telling:
-        return []
     where = "t.source = ? AND t.finished_at IS NOT NULL"
-    params: list = [dialect.text_query(telling), scope]
     if upto is not None:
         where += " AND t.rowid <= ?"
+    if qnorm <= 0 and docs > 0:  # every word of it is in every request counted: only its copies tell
+        return _copies(db, where, [scope, *([upto] if upto is not None else [])], text, project, k)
+    if not telling:  # no request has any of its words
+        return []
+    params: list = [dialect.text_query(telling), scope]
+    if upto is not None:
         params.append(upto)
     rows = []
     if project is not None:
@@ -130,6 +134,18 @@ def find(memory: Any, scope: str, text: str, *, project: str | None = None, upto
         out.append(Similar(task_id, min(sim, 1.0), proj, _first_line(prompt), created, same))
     out.sort(key=lambda s: (not s.same_project, -s.similarity))
     return [s for s in out[:k] if s.similarity > 0]
+
+
+def _copies(db: Any, where: str, params: list, text: str, project: str | None, k: int) -> list[Similar]:
+    """The newest ``k`` tasks (``where``) whose request is ``text`` itself (same project first): each
+    similarity 1. Found by the request's hash, since word weights cannot tell them apart then."""
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    rows = db.execute(f"SELECT t.id, t.prompt, t.project, t.created_at FROM tasks t WHERE {where}"
+                      f" AND t.prompt_sha256 = ? ORDER BY t.rowid DESC LIMIT {CANDIDATES}", [*params, sha]).fetchall()
+    out = [Similar(i, 1.0, proj, _first_line(prompt), created, project is not None and proj == project)
+           for i, prompt, proj, created in rows]
+    out.sort(key=lambda s: not s.same_project)  # stable: newest first within each
+    return out[:k]
 
 
 def outcomes(db: Any, found: Sequence[Similar]) -> None:

@@ -15,12 +15,15 @@ depth and every arm::
 
 What a spread estimate is worth depends on how many groups were compared, not on how many
 attempts they hold (two groups of a thousand tasks still show one difference): rho_hat has
-``dof`` = sum over parents of (sub-groups - 1) degrees of freedom. The default ``N_HIER`` is a
-guess of rho (1 / (N_HIER + 1)) trusted to within a factor of two, a relative error of about
+``dof`` = sum over parents of (sub-groups compared - 1) degrees of freedom, where a sub-group is
+compared when some arm has attempts in it and in another sub-group and a rate strictly between 0
+and 1 (a parent whose groups show nothing adds nothing). A negative rho_hat (groups agreeing
+better than their noise lets them) counts as 0, as DerSimonian and Laird truncate it. The
+default ``N_HIER`` is a guess of rho (1 / (N_HIER + 1)) trusted to within a factor of two, a relative error of about
 0.7, which is what a variance estimate from ``PRIOR_DOF`` = 4 degrees of freedom has
 (sqrt(2 / 4)); the two are averaged by their degrees of freedom::
 
-    rho = (dof * rho_hat + PRIOR_DOF / (N_HIER + 1)) / (dof + PRIOR_DOF)
+    rho = (dof * max(rho_hat, 0) + PRIOR_DOF / (N_HIER + 1)) / (dof + PRIOR_DOF)
 
 So with nothing to compare the default stands; a user whose projects behave alike gets a
 parent worth much (a project's few tasks are mostly luck); one whose projects differ gets
@@ -53,19 +56,26 @@ def moments(tasks: Mapping[tuple[str, ...], int], sums: Sums,
         seen = [k for k in kids if any(x[0] > 0 for x in sums.get(k, {}).values())]
         if len(seen) < 2:
             continue
-        acc = out.setdefault(len(parent) + 1, [0.0, 0.0, 0.0])
-        acc[2] += len(seen) - 1
+        q = den = 0.0
+        compared: set[tuple[str, ...]] = set()  # the sub-groups some arm's comparison used
         for arm in arms:
-            cells = [(x[0], x[1]) for x in (sums.get(k, {}).get(arm) for k in seen) if x is not None and x[0] > 0]
-            if len(cells) < 2:
+            mine = [(k, sums.get(k, {}).get(arm)) for k in seen]
+            mine = [(k, x) for k, x in mine if x is not None and x[0] > 0]
+            if len(mine) < 2:
                 continue
-            n_all = sum(n for n, _ in cells)
-            ybar = sum(s for _, s in cells) / n_all
+            n_all = sum(x[0] for _, x in mine)
+            ybar = sum(x[1] for _, x in mine) / n_all
             v = ybar * (1 - ybar)
             if v <= 1e-9:  # every attempt alike: no spread to see at this rate
                 continue
-            acc[0] += sum(n * (s / n - ybar) ** 2 for n, s in cells) / v - (len(cells) - 1)
-            acc[1] += n_all - sum(n * n for n, _ in cells) / n_all
+            q += sum(x[0] * (x[1] / x[0] - ybar) ** 2 for _, x in mine) / v - (len(mine) - 1)
+            den += n_all - sum(x[0] * x[0] for _, x in mine) / n_all
+            compared.update(k for k, _ in mine)
+        if compared:  # (two at least: each arm compared here had two)
+            acc = out.setdefault(len(parent) + 1, [0.0, 0.0, 0.0])
+            acc[0] += q
+            acc[1] += den
+            acc[2] += len(compared) - 1
     return {d: (a, b, c) for d, (a, b, c) in out.items() if b > 0}
 
 
@@ -76,7 +86,9 @@ def worth(found: tuple[float, float, float] | None, default: float, prior_dof: f
         rho = rho0
     else:
         num, den, dof = found
-        rho = (dof * num / den + prior_dof * rho0) / (dof + prior_dof)
+        # a variance is not negative: groups that agree more than their noise lets them show rho 0
+        # (DerSimonian and Laird's truncation), before the estimate is averaged with the default
+        rho = (dof * max(num / den, 0.0) + prior_dof * rho0) / (dof + prior_dof)
     rho = min(max(rho, RHO_RANGE[0]), RHO_RANGE[1])
     return 1.0 / rho - 1.0
 

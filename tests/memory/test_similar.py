@@ -133,6 +133,18 @@ def test_forgotten_tasks_leave_the_index_and_the_word_counts(new_memory, tmp_pat
     mem.close()
 
 
+def test_the_same_request_again_is_found_even_when_it_is_all_memory_holds(new_memory, tmp_path):
+    # every word is in every request: word weights cannot tell, the request itself can
+    mem = new_memory()
+    tids = [record(mem, None, "bump the lockfile", [(A, "passed")]) for _ in range(3)]
+    found = similar.find(mem, "live", "bump the lockfile")
+    assert sorted(s.task_id for s in found) == sorted(tids) and {s.similarity for s in found} == {1.0}
+    other = record(mem, None, "add a dark mode toggle", [(A, "passed")])  # now the words tell apart
+    found = similar.find(mem, "live", "bump the lockfile")
+    assert other not in [s.task_id for s in found] and sorted(s.task_id for s in found) == sorted(tids)
+    mem.close()
+
+
 def test_scopes_do_not_see_each_other(new_memory, tmp_path):
     """A replay's tasks are never a live request's neighbours, nor weigh its words."""
     mem = new_memory()

@@ -57,6 +57,24 @@ def test_without_groups_to_compare_the_default_stands_and_deeper_levels_inherit(
     assert two[1] == two[0] < 2
 
 
+def test_groups_that_agree_by_luck_do_not_make_the_parent_worth_everything():
+    # two projects where arm a passed once and failed once each: they agree better than their noise
+    # lets groups agree (a negative spread estimate), which is luck, not a parent worth 999 tasks
+    ch = Chains("all")
+    for g in range(2):
+        for passed in (1.0, 0.0):
+            ch.add_task(("all", f"project=p{g}"), {"a": [1, passed]})
+    assert N_HIER <= worth(ch) <= 2 * N_HIER
+
+
+def test_groups_that_show_nothing_do_not_count_as_evidence():
+    differ = chains(lambda g, rng: {"a": 0.9, "b": 0.1} if g % 2 else {"a": 0.1, "b": 0.9}, 4, 10)
+    before = worth(differ)
+    for g in range(30):  # thirty more projects where only arm c was tried, and it always passed
+        differ.add_task(("all", f"project=q{g}"), {"c": [1, 1.0]})
+    assert spread.worths(differ.tasks, differ.sums, (*ARMS, "c"), N_HIER, 1)[0] == pytest.approx(before)
+
+
 def first_choice_after_luck(tmp_path, projects_differ: bool) -> str:
     """Memory holds 12 projects, then a new project whose 2 tasks went against the usual order
     (arm a failed, arm b passed); which arm does the router try first on the new project's next task?"""
