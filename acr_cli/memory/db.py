@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import similar
-from acr_cli.memory.dialect import PG_TEXT, SQLITE
+from acr_cli.memory.dialect import PG_TEXT, PG_TEXT_006, SQLITE
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -197,7 +197,7 @@ def _m006_similar_tasks(db: Any, dialect: Any) -> None:
     )
     if dialect.name == "postgresql":  # the words of the text, as similar splits them, kept beside it, and a GIN index
         db.execute(f"ALTER TABLE tasks ADD COLUMN prompt_words tsvector GENERATED ALWAYS AS"
-                   f" ({PG_TEXT.format(col='prompt')}) STORED")
+                   f" ({PG_TEXT_006.format(col='prompt')}) STORED")
         db.execute("CREATE INDEX task_text ON tasks USING gin (prompt_words)")
         similar.count(db, db.execute("SELECT source, prompt FROM tasks WHERE prompt IS NOT NULL").fetchall())
         return
@@ -281,6 +281,19 @@ def _m009_project_identity(db: Any, dialect: Any) -> None:
         db.execute("UPDATE tasks SET project = ? WHERE source = 'live' AND project = ?", (new, path))
 
 
+def _m010_text_index_in_any_locale(db: Any, dialect: Any) -> None:
+    """PostgreSQL's request-text index split words with [^[:alnum:]], which follows the database's
+    locale: under C it dropped every letter beyond ASCII. The words are kept again with an expression
+    that does not depend on the locale (dialect.PG_TEXT). (SQLite's FTS5 index never did.)"""
+    if dialect.name != "postgresql":
+        return
+    db.execute("DROP INDEX IF EXISTS task_text")
+    db.execute("ALTER TABLE tasks DROP COLUMN IF EXISTS prompt_words")
+    db.execute(f"ALTER TABLE tasks ADD COLUMN prompt_words tsvector GENERATED ALWAYS AS"
+               f" ({PG_TEXT.format(col='prompt')}) STORED")
+    db.execute("CREATE INDEX task_text ON tasks USING gin (prompt_words)")
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("001_initial", _m001_initial),
     ("002_arm_health", _m002_arm_health),
@@ -291,6 +304,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("007_group_rows_in_task_order", _m007_group_rows_in_task_order),
     ("008_shared_memory", _m008_shared_memory),
     ("009_project_identity", _m009_project_identity),
+    ("010_text_index_in_any_locale", _m010_text_index_in_any_locale),
 ]
 
 

@@ -22,8 +22,13 @@ from typing import Any
 
 ORDERED_TABLES = ("tasks", "task_groups", "runs")  # read in insertion order: PostgreSQL needs a rowid column
 # The request-text index on PostgreSQL: words as acr_cli.memory.similar splits them (runs of letters and
-# digits), so that its parser's file names and URLs do not hide the words in them.
-PG_TEXT = "to_tsvector('simple', regexp_replace(COALESCE({col}, ''), '[^[:alnum:]]+', ' ', 'g'))"
+# digits), so that its parser's file names and URLs do not hide the words in them. ASCII punctuation
+# becomes spaces; letters beyond ASCII are left to the text-search parser, which reads them as letters
+# whatever the database's locale (a class such as [:alnum:] follows the locale: under C it dropped every
+# letter beyond ASCII, so a Chinese or Arabic request never found its copy; migration 010).
+PG_TEXT = ("to_tsvector('simple', regexp_replace(COALESCE({col}, ''),"
+           " '[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]+', ' ', 'g'))")
+PG_TEXT_006 = "to_tsvector('simple', regexp_replace(COALESCE({col}, ''), '[^[:alnum:]]+', ' ', 'g'))"  # until 010
 
 
 class SQLite:

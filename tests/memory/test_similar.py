@@ -145,6 +145,18 @@ def test_the_same_request_again_is_found_even_when_it_is_all_memory_holds(new_me
     mem.close()
 
 
+def test_requests_beyond_ascii_find_each_other_whatever_the_locale(new_memory, tmp_path):
+    # (the test server's database runs in the C locale, where a [:alnum:] class knows no letter beyond ASCII)
+    mem = new_memory()
+    texts = ["修复 解析器 崩溃", "إصلاح المحلل عند الإدخال الفارغ", "ayrıştırıcı boş girdide çöküyor"]
+    tids = [record(mem, None, t, [(A, "passed")]) for t in texts]
+    record(mem, None, "add a dark mode toggle", [(A, "passed")])
+    for text, tid in zip(texts, tids):
+        found = similar.find(mem, "live", text)
+        assert found and found[0].task_id == tid and found[0].similarity > 0.99, text
+    mem.close()
+
+
 def test_scopes_do_not_see_each_other(new_memory, tmp_path):
     """A replay's tasks are never a live request's neighbours, nor weigh its words."""
     mem = new_memory()
