@@ -19,9 +19,9 @@ attempts they hold (two groups of a thousand tasks still show one difference): r
 compared when some arm has attempts in it and in another sub-group and a rate strictly between 0
 and 1 (a parent whose groups show nothing adds nothing). A negative rho_hat (groups agreeing
 better than their noise lets them) counts as 0, as DerSimonian and Laird truncate it. The
-default ``N_HIER`` is a guess of rho (1 / (N_HIER + 1)) trusted to within a factor of two, a relative error of about
-0.7, which is what a variance estimate from ``PRIOR_DOF`` = 4 degrees of freedom has
-(sqrt(2 / 4)); the two are averaged by their degrees of freedom::
+default ``N_HIER`` is a guess of rho (1 / (N_HIER + 1)) trusted to within a factor of two, a
+relative error of about 0.7, which is what a variance estimate from ``PRIOR_DOF`` = 4 degrees
+of freedom has (sqrt(2 / 4)); the two are averaged by their degrees of freedom::
 
     rho = (dof * max(rho_hat, 0) + PRIOR_DOF / (N_HIER + 1)) / (dof + PRIOR_DOF)
 
