@@ -102,7 +102,13 @@ def run_task(
         if max_attempts is not None and len(state.tried) >= max_attempts:
             result.stop_reason = f"max attempts ({max_attempts}) reached"
             break
-        decision = policy.next(ctx, state)
+        try:
+            decision = policy.next(ctx, state)
+        except BaseException:  # routing failed (a memory that went away): the task must not stay "running"
+            if result.task_id:
+                with interrupts.deferred():
+                    _finish(memory, result, state)
+            raise
         if decision is None:
             if not state.tried and max_cost is not None:
                 refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget)

@@ -168,8 +168,10 @@ class Prepared:
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
         req, opts = self.request, self.options
-        reads = self.team.reads if self.team is not None else self.memory
-        policy = live_policy(self.profile, reads, arms=self.arm_ids, policy=req.policy)
+        def make(memory: Any) -> Any:
+            return live_policy(self.profile, memory, arms=self.arm_ids, policy=req.policy)
+
+        policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
         ctx = classify(req.text, req.project, kind=req.kind)
         env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
                               workspace=self.workspace, verify=self.verify,
@@ -207,6 +209,30 @@ class Prepared:
         finally:
             if self.lock is not None:
                 self.lock.unlock()
+
+
+class _TeamRouting:
+    """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
+    the local copy takes over (the run is recorded locally as always and uploaded later)."""
+
+    def __init__(self, team: Any, make: Callable[[Any], Any]):
+        self._team, self._make = team, make
+        self._inner = make(team.reads)
+
+    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
+        return getattr(self._inner, name)
+
+    def next(self, ctx: Context, state: Any) -> Any:
+        from acr_cli.memory.postgres import ServerUnreachable
+
+        try:
+            return self._inner.next(ctx, state)
+        except ServerUnreachable as e:
+            if self._team.server is None:
+                raise
+            self._team.lost(e.message)
+            self._inner = self._make(self._team.local)
+            return self._inner.next(ctx, state)
 
 
 def _verifier_named(opt: Option) -> str:

@@ -26,6 +26,7 @@ def new_id(prefix: str = "") -> str:
 
 
 WRITE_LOCK = 0x61637277  # "acrw": the advisory lock a shared memory's write transactions take in turn
+LOCK_WAIT_S = 10  # how long a write to a shared memory waits for its turn (a write takes milliseconds)
 
 
 class Base:
@@ -59,11 +60,18 @@ class Base:
             yield
             return
         self._write(self.dialect.begin)
-        if self.shared:
-            # Writers to a shared memory take turns, a transaction at a time (milliseconds each): two
-            # uploads of overlapping tasks, or of requests sharing words, would otherwise lock the same
-            # rows in different orders and deadlock. (SQLite's BEGIN IMMEDIATE does the same for a file.)
-            self._write("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        try:
+            if self.shared:
+                # Writers to a shared memory take turns, a transaction at a time (milliseconds each): two
+                # uploads of overlapping tasks, or of requests sharing words, would otherwise lock the same
+                # rows in different orders and deadlock. (SQLite's BEGIN IMMEDIATE does the same for a file.)
+                # A turn is waited for at most LOCK_WAIT_S: a teammate whose upload stalled must not stop
+                # everyone's runs (the server ends such a session, acr_cli.memory.postgres.connect).
+                self._write(f"SET LOCAL lock_timeout = '{LOCK_WAIT_S}s'")
+                self._write("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
         self._in_batch = True
         try:
             yield

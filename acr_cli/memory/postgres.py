@@ -25,6 +25,7 @@ from acr_cli.paths import is_url
 
 __all__ = ["Connection", "ServerUnreachable", "connect", "is_url", "masked"]
 
+IDLE_IN_TRANSACTION_S = 30  # acr's transactions take milliseconds between their statements
 CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise (connect_timeout=): how long a server that is away may cost a run
 
 
@@ -128,6 +129,9 @@ def connect(url: str) -> Connection:
         kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
     try:
         conn = psycopg.connect(url, **kwargs)
+        # a session of ours left inside a transaction this long (a laptop shut mid-upload, a network
+        # gone) is ended by the server, and the write turn it held with it
+        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_S}s'")
     except psycopg.Error as e:
         raise error(e, label) from None
     # NUMERIC (what PostgreSQL makes of SUM(bigint) and decimal literals) as float, as SQLite gives it
@@ -147,6 +151,9 @@ def error(e: Exception, label: str) -> MemoryFileError:
     state = getattr(e, "sqlstate", None)
     # no SQLSTATE: libpq could not connect; 08 connection, 28 authorisation, 57 the server going away,
     # 3D000 no such database. (A deadlock is an OperationalError too, but not one a fallback helps.)
+    if state == "55P03":  # lock_timeout: another member's write held the turn (acr_cli.memory.base.LOCK_WAIT_S)
+        return ServerUnreachable(f"shared memory {label}: another writer held it too long ({text})",
+                                 hint="what was not written waits locally; the next run or `acr memory sync` sends it")
     if isinstance(e, psycopg.OperationalError) and (state is None or state[:2] in ("08", "28", "57")
                                                     or state == "3D000"):
         hint = ("check that the server is up and the URL is right (`psql URL` tries it by hand); a password goes in "

@@ -93,6 +93,16 @@ class Team:
         return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
                 f"({since}); this run is recorded locally and uploaded by the next run or `acr memory sync`")
 
+    def lost(self, why: str) -> None:
+        """The server went away while the command used it: what is left reads and records locally, and the
+        next run or ``acr memory sync`` uploads it."""
+        server, self.server, self.offline = self.server, None, why
+        if server is not None:
+            try:
+                server.close()
+            except Exception:  # a connection the server already dropped
+                pass
+
     def recorded(self, task_id: str) -> None:
         """A task this command recorded into the local memory: it goes to the server (now or later)."""
         self.local._write("INSERT INTO uploads (task_id, target, with_text) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,69 @@ def test_a_run_without_its_server_routes_from_the_local_copy_and_the_next_sync_u
         shared.close()
     finally:
         server.stop()
+
+
+@pytest.mark.postgres
+def test_a_server_that_goes_away_mid_run_leaves_the_run_to_the_local_copy(tmp_path, fakes_on_path, scenario):
+    import pgserver
+    from shared import TWO_EQUAL_ARMS
+
+    if pgserver.why_not():
+        pytest.skip(pgserver.why_not())
+    server = pgserver.Server().start()  # its own: the first agent stops it
+    try:
+        url = server.url(server.new_database())
+        profile = tmp_path / "two.yaml"
+        profile.write_text(TWO_EQUAL_ARMS)
+        scenario({"match": {"agent": "codex"}, "commands": [["kill", "-INT", str(server.proc.pid)]],
+                  "write": {"calc.py": "def add(a, b):\n    return a - b\n"}},
+                 {"match": {"agent": "claude"}, "write": {"calc.py": FIXED}})
+        env = _env(tmp_path / "home", url)
+        project = _project(tmp_path / "proj")
+        r = acr("run", REQUEST, "--verify", VERIFY, "--profile", str(profile), "--json", cwd=project, env=env)
+        assert r.returncode == 0, r.stderr  # the learned policy read the server, lost it, went on locally
+        out = json.loads(r.stdout)
+        assert [(a["agent"], a["verdict"]) for a in out["attempts"]] == [("codex", "failed"), ("claude", "passed")]
+        assert out["shared_memory"]["routed_from"] == "local copy" and out["shared_memory"]["pending"] == 1
+        server.pause()
+        server.start()
+        synced = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
+        assert (synced["uploaded"], synced["pending"]) == (1, 0)
+        shared = Memory.open(url)
+        assert shared.db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 2
+        assert shared.db.execute("SELECT finished_at IS NOT NULL FROM tasks").fetchone()[0]
+        shared.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.postgres
+def test_a_teammate_stalled_mid_upload_does_not_stop_anyone_elses_run(pg_server, tmp_path, fakes_on_path, fixer):
+    import psycopg
+
+    from acr_cli.memory.base import LOCK_WAIT_S, WRITE_LOCK
+
+    url = pg_server.url(pg_server.new_database())
+    env = _env(tmp_path / "home", url)
+    project = _project(tmp_path / "proj")
+    _run(project, env)  # the memory exists (its tables made)
+    git(project, "checkout", "-q", "--", "calc.py")
+    stalled = psycopg.connect(url, autocommit=True)  # a member whose upload took the write turn, then went silent
+    stalled.execute("BEGIN")
+    stalled.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+    try:
+        start = time.monotonic()
+        r = acr("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project, env=env,
+                timeout=LOCK_WAIT_S + 60)
+        assert r.returncode == 0, r.stderr
+        assert time.monotonic() - start < LOCK_WAIT_S + 30
+        out = json.loads(r.stdout)
+        assert out["passed"] is True and out["shared_memory"]["pending"] == 1
+        assert "another writer held it too long" in out["shared_memory"]["error"]
+    finally:
+        stalled.close()  # its session ends, and the turn with it
+    synced = json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)
+    assert (synced["uploaded"], synced["pending"]) == (1, 0)
 
 
 @pytest.mark.postgres
