@@ -31,7 +31,15 @@ CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise (connect_timeout=): how l
 
 def masked(url: str) -> str:
     """The URL with its password (in the user part or a ``password=`` parameter) shown as ``***``:
-    how acr names a shared memory anywhere it is seen (output, errors, logs, ``--json``)."""
+    how acr names a shared memory anywhere it is seen (output, errors, logs, ``--json``).
+
+    The user part ends at the first ``@`` after ``scheme://``, as libpq reads it: a password may hold
+    ``#``, ``?`` or ``/`` unencoded, where a URL parser would end the host part early and show the rest.
+    (A URL with no user part but an ``@`` in its parameters is then masked from its port on: more than
+    needed, never less.)"""
+    head = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)([^@]*)@", url)
+    if head and ":" in head.group(2):
+        url = f"{head.group(1)}{head.group(2).split(':', 1)[0]}:***@{url[head.end():]}"
     try:
         parts = urlsplit(url)
         netloc = parts.netloc

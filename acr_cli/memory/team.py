@@ -21,12 +21,14 @@ had before (``acr memory export`` / ``acr memory import --memory URL`` does, on 
 
 ``share_prompts = false`` (config.toml or .acr.toml): the request text and the agents' answers stay in
 the local file; the server gets the request's SHA-256 and everything else (kind, project, groups,
-attempts, verdicts, costs, how the request was read). Similar-task evidence then comes only from
+attempts, verdicts, costs, how the request was read, without the classifier's reasons, which quote
+the request). Similar-task evidence then comes only from
 the tasks that were shared with their text.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +181,7 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
         for r in records:
             if r["id"] in private:  # the request and the answers stay here; the hash and the rest travel
                 r["prompt"] = None
+                r["context"] = _unquoted(r.get("context"))
                 for a in r["attempts"]:
                     a["text"] = None
         a, s = server.add_tasks(records)  # one server transaction: all of the chunk or none
@@ -186,6 +189,21 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
         marks = ",".join("?" * len(chunk))
         local._write(f"UPDATE uploads SET uploaded_at = ? WHERE task_id IN ({marks})", [now_iso(), *chunk])
     return added, already
+
+
+def _unquoted(context: str | None) -> str | None:
+    """How a request was read, without the reasons: they quote the request ("bug_fix +3 for 'the parser
+    crashes'"), which ``share_prompts = false`` keeps on this machine."""
+    if not context:
+        return context
+    try:
+        read = json.loads(context)
+    except ValueError:
+        return None
+    if isinstance(read, dict):
+        read.pop("reasons", None)
+        return json.dumps(read)
+    return None
 
 
 def download(server: Memory, local: Memory, target: str, window: int = WINDOW) -> int:

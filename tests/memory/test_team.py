@@ -253,12 +253,29 @@ def test_share_prompts_false_keeps_the_texts_in_the_local_file(pg_server, tmp_pa
     shared = Memory.open(url)
     row = shared.db.execute("SELECT prompt, prompt_sha256, kind FROM tasks WHERE id = ?", (out["task_id"],)).fetchone()
     assert row[0] is None and row[1] == hashlib.sha256(REQUEST.encode()).hexdigest() and row[2] == "bug_fix"
+    read = shared.db.execute("SELECT context FROM tasks WHERE id = ?", (out["task_id"],)).fetchone()[0]
+    assert json.loads(read)["kind"] == "bug_fix" and "reasons" not in read and "'fix" not in read  # none quoted
     assert shared.db.execute("SELECT text FROM attempts").fetchone()[0] is None
     assert shared.db.execute("SELECT COUNT(*) FROM prompt_terms").fetchone()[0] == 0
     shared.close()
     local = Memory.open(tmp_path / "home" / "data" / "memory.sqlite")
     assert local.tasks(ids=[out["task_id"]])[0]["prompt"] == REQUEST
     local.close()
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://bob:Tr0ub4dor#3x?q@/acr?host=/run/pg", "postgresql://bob:***@/acr?host=/run/pg"),
+    ("postgresql://alice:Hunter2/Secret@db.example.com/acr", "postgresql://alice:***@db.example.com/acr"),
+    ("postgresql://alice:s3cret@db.example.com/acr?sslmode=verify-full",
+     "postgresql://alice:***@db.example.com/acr?sslmode=verify-full"),
+    ("postgresql://db.example.com:5432/acr?password=s3cret&sslmode=require",
+     "postgresql://db.example.com:5432/acr?password=***&sslmode=require"),
+    ("postgresql://db.example.com:5432/acr", "postgresql://db.example.com:5432/acr"),
+])
+def test_a_password_with_any_characters_is_masked(url, shown):
+    from acr_cli.memory.postgres import masked
+
+    assert masked(url) == shown
 
 
 @pytest.mark.postgres
