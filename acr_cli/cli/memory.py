@@ -282,20 +282,30 @@ def forget(
     mem = open_memory(memory, create=False)
     runs = 0
     try:
+        # a shared memory's tasks go from the local file too (its copy would bring them back to routing
+        # offline), and so do this machine's runs of that server not uploaded yet; with --all, history
+        # from before the team stays there (`--memory FILE` forgets it)
+        local = open_local_memory() if mem.shared and not bench else None
+        found = set() if bench else set(mem.live_task_ids(None if all_ else task_ids))
+        here: set[str] = set()
+        if local is not None:
+            here = set(local.live_task_ids(task_ids)) if not all_ else set(local.live_task_ids(
+                found | {r[0] for r in local.db.execute("SELECT task_id FROM uploads WHERE target = ?",
+                                                         (str(mem.path),))}))
         if not bench:  # their attempt logs go too: a forgotten task leaves nothing behind
-            _remove_logs(mem.live_task_ids(None if all_ else task_ids))
+            _remove_logs(sorted(found | here))
         if all_:
             n, runs = mem.forget_all()
         elif bench:
             n, runs = mem.forget_source_prefix("bench:")
         else:
             n = mem.forget(task_ids or [])
-        local = open_local_memory() if mem.shared and not bench else None
-        if local is not None:  # and from the local file, whose copy would bring them back to routing offline
+        if local is not None:
             try:
-                local.forget_all() if all_ else local.forget(task_ids or [])
+                local.forget(sorted(here))
             finally:
                 local.close()
+            n += len(here - found)  # recorded here, never uploaded
     finally:
         mem.close()
     typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else ""))

@@ -179,6 +179,41 @@ def test_a_server_that_goes_away_mid_run_leaves_the_run_to_the_local_copy(tmp_pa
 
 
 @pytest.mark.postgres
+def test_forgetting_on_a_shared_memory_reaches_runs_not_uploaded_and_keeps_history_from_before(
+        tmp_path, fakes_on_path, fixer):
+    import pgserver
+
+    if pgserver.why_not():
+        pytest.skip(pgserver.why_not())
+    home, project = tmp_path / "home", _project(tmp_path / "proj")
+    before = _run(project, {"ACR_HOME": str(home)})["task_id"]  # history from before the team: local only
+    git(project, "checkout", "-q", "--", "calc.py")
+    server = pgserver.Server().start()
+    try:
+        env = _env(home, server.url(server.new_database()))
+        shared = _run(project, env)["task_id"]
+        git(project, "checkout", "-q", "--", "calc.py")
+        server.pause()
+        offline = _run(project, env)["task_id"]  # recorded here, waiting to be uploaded
+        git(project, "checkout", "-q", "--", "calc.py")
+        server.start()
+        logs = home / "data" / "logs"
+        assert (logs / offline).is_dir()
+        r = acr("memory", "forget", offline, cwd=project, env=env)
+        assert r.returncode == 0 and r.stdout.strip() == "forgot 1 task(s)", r.stdout + r.stderr
+        assert not (logs / offline).exists()
+        r = acr("memory", "forget", "--all", "--yes", cwd=project, env=env)
+        assert r.returncode == 0 and r.stdout.startswith("forgot 1 task(s)"), r.stdout + r.stderr
+        local = Memory.open(home / "data" / "memory.sqlite")
+        assert local.live_task_ids() == [before]  # the team's tasks went, this machine's older ones stay
+        local.close()
+        assert not (logs / shared).exists() and (logs / before).is_dir()
+        assert json.loads(acr("memory", "sync", "--json", cwd=project, env=env).stdout)["pending"] == 0
+    finally:
+        server.stop()
+
+
+@pytest.mark.postgres
 def test_a_teammate_stalled_mid_upload_does_not_stop_anyone_elses_run(pg_server, tmp_path, fakes_on_path, fixer):
     import psycopg
 
