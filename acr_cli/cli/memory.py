@@ -234,6 +234,7 @@ def sync(
 
     Example: acr memory sync
     """
+    from acr_cli.memory.postgres import masked
     from acr_cli.memory.team import open_team
 
     p = paths()
@@ -242,7 +243,12 @@ def sync(
         raise AcrError(f"the memory in effect is the file {location} (from {source}): there is no shared memory "
                        "to sync with", hint='name the team\'s server: memory = "postgresql://USER@HOST/DB" in '
                                             "config.toml or .acr.toml, ACR_MEMORY or --memory")
-    team = open_team(location, p.local_memory, required=True)
+    try:
+        team = open_team(location, p.local_memory, required=True)
+    except AcrError as e:  # the server cannot be reached: --json still says so, and what waits
+        if json_out:
+            print_json({"server": masked(location), **_unsynced(location, e.message).to_json()})
+        raise
     try:
         result = team.sync()
     finally:
@@ -254,6 +260,19 @@ def sync(
                    f"copied {result.downloaded} of the team's; {result.pending} pending")
     if result.error:
         raise AcrError(f"the sync stopped: {result.error}", hint="run `acr memory sync` again when the server is back")
+
+
+def _unsynced(url: str, why: str):
+    """A sync that could not start: what waits in the local file for ``url``."""
+    from acr_cli.memory.postgres import masked
+    from acr_cli.memory.team import SyncResult, pending
+
+    local = open_local_memory(read_only=True)
+    try:
+        return SyncResult(pending=pending(local, masked(url)) if local is not None else 0, error=why)
+    finally:
+        if local is not None:
+            local.close()
 
 
 @app.command()
