@@ -26,16 +26,27 @@ def paths():
 
 
 def open_memory(memory: str | Path | None, create: bool = True, read_only: bool = False,
-                project: Path | None = None):
+                project: Path | None = None, local_copy: bool = False):
     """The memory. ``create=False``: a memory file that does not exist yet is an empty memory when it is
     the default one, and an error when the user named it (a typo must not silently become a new, empty
     memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read. A
-    URL opens the team's shared memory on its server."""
+    URL opens the team's shared memory on its server; ``local_copy`` (views: `memory show`, `memory
+    log`): while the server cannot be reached, the local copy of the team's newest tasks, said so."""
     from acr_cli.memory import Memory
 
     path, source = paths().memory_choice(memory, project)
     if isinstance(path, str):
-        return Memory.open(path)
+        from acr_cli.memory.postgres import ServerUnreachable
+
+        try:
+            return Memory.open(path)
+        except ServerUnreachable as e:
+            local = paths().local_memory
+            if not local_copy:
+                raise
+            typer.echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
+                       "machine's own runs", err=True)
+            return Memory.open(local, read_only=True) if local.exists() else Memory.open(":memory:")
     if not create and not path.exists():
         if source == "default":
             return Memory.open(":memory:")

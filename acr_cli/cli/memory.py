@@ -47,7 +47,7 @@ def show(
 
     kind = check_kind(kind)
     prof, _ = load_profile(profile, Path.cwd())
-    mem = open_memory(memory, create=False, read_only=True)
+    mem = open_memory(memory, create=False, read_only=True, local_copy=True)
     try:
         rows = mem.kind_table("live", kind)
         policy = live_policy(prof, mem)
@@ -114,7 +114,7 @@ def log(
     Example: acr memory log --since 7d --json
     """
     kind = check_kind(kind)  # a typo must not look like "no such task"
-    mem = open_memory(memory, create=False, read_only=True)
+    mem = open_memory(memory, create=False, read_only=True, local_copy=True)
     try:
         tasks = mem.tasks(since=parse_since(since), kind=kind, agent=agent, limit=limit)
     finally:

@@ -124,6 +124,10 @@ def test_a_run_without_its_server_routes_from_the_local_copy_and_the_next_sync_u
         route = json.loads(acr("route", REQUEST, "--json", cwd=project, env=env).stdout)  # routes from the copy
         assert "2 attempts in its finest group" in next(a for a in route["order"] if a["agent"] == "codex")["why"]
         assert acr("memory", "sync", cwd=project, env=env).returncode == 2  # says the server is away
+        shown = acr("memory", "log", "--json", cwd=project, env=env)  # the views show the local copy, and say so
+        assert shown.returncode == 0 and "showing the local copy" in shown.stderr
+        assert offline["task_id"] in [t["id"] for t in json.loads(shown.stdout)["tasks"]]
+        assert acr("memory", "show", cwd=project, env=env).returncode == 0
         away = acr("memory", "sync", "--json", cwd=project, env=env)  # and so does its JSON, with what waits
         assert away.returncode == 2 and json.loads(away.stdout)["pending"] == 1 and json.loads(away.stdout)["error"]
         away = json.loads(acr("doctor", "--json", cwd=project, env=env).stdout)["memory"]
