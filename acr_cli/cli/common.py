@@ -42,7 +42,7 @@ def open_memory(memory: str | Path | None, create: bool = True, read_only: bool 
             return Memory.open(path)
         except ServerUnreachable as e:
             local = paths().local_memory
-            if not local_copy:
+            if not (local_copy and e.away):  # a wrong URL or password is for the user to fix, not to show past
                 raise
             typer.echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
                        "machine's own runs", err=True)

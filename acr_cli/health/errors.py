@@ -26,6 +26,7 @@ class Problem:
     kind: str  # SETUP | TRANSIENT
     what: str  # short, for people: "not logged in", "rate limited (429)"
     fix: str | None = None  # what to do (set-up errors)
+    model_only: bool = False  # a set-up error about this model (unknown, not allowed): the agent's other models may work
 
 
 _FIX = {
@@ -42,11 +43,12 @@ _RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
          r"billing|payment required|\b402\b", SETUP, "quota or credit exhausted", "billing"),
         (r"not logged in|please run /login|please log ?in|login required|no credentials|missing bearer|"
          r"missing api key|api key (is )?(missing|not (set|found))|no api key", SETUP, "not logged in", "login"),
+        # (a 403 before the 401 patterns: claude words it "Failed to authenticate. API Error: 403 ...")
+        (r"\b403\b|forbidden|permission[_ ]denied.*(model|api)|not allowed to (use|access)|"
+         r"does not have (permission to use|access to model)", SETUP, "access refused (403)", "access"),
         (r"\b401\b|unauthori[sz]ed|failed to authenticate|invalid[ _-]?(x-)?api[ _-]?key|authentication[_ ]error|"
          r"incorrect api key", SETUP, "credentials refused (401)", "login"),
-        (r"\b403\b|forbidden|permission[_ ]denied.*(model|api)|not allowed to (use|access)", SETUP,
-         "access refused (403)", "access"),
-        (r"model[^\n]{0,80}(not found|does not exist|is not supported|unknown)|unknown model|"
+        (r"model[^\n]{0,80}(not found|(does|may|might) not exist|is not supported|unknown)|unknown model|"
          r"providermodelnotfound|model metadata[^\n]*not found|invalid model", SETUP, "unknown model", "model"),
         (r"provider[^\n]{0,60}(not (found|configured)|unknown)|provideriniterror|no provider", SETUP,
          "provider not configured", "login"),
@@ -71,7 +73,8 @@ def classify(agent: str, model: str, text: str | None) -> Problem | None:
                        _fix(agent, model, "login") + f"; check the model name {model!r} too")
     for pattern, kind, what, fix in _RULES:
         if pattern.search(text):
-            return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None)
+            return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None,
+                           model_only=fix in ("model", "access"))
     return None
 
 

@@ -1,7 +1,8 @@
 """Arm health kept in memory (table ``arm_health``), so parallel runs and later runs share it.
 
 * A **set-up** error sets the arm's credential scope aside (every claude arm when claude is not
-  logged in; one opencode provider when its key is refused) for later tasks. It comes back when
+  logged in; one opencode provider when its key is refused) for later tasks; one about the model
+  itself (unknown, or not allowed to this account) sets that arm aside alone. It comes back when
   what its readiness depends on changes (the CLI, its credential or config files, the API-key
   variables: :func:`acr_cli.health.readiness.fingerprint`), or with ``acr doctor --reset``.
 * A **transient** error cools the arm down for ``COOL_BASE_S`` x 2^(errors in a row - 1), at most
@@ -98,7 +99,7 @@ class HealthBook:
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == SETUP:
-            key = f"scope:{self.scope_of(arm.agent, arm.model)}"
+            key = f"model:{arm.id}" if problem.model_only else f"scope:{self.scope_of(arm.agent, arm.model)}"
             self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
                           " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)" + _REPLACE,
                           (key, SET_ASIDE, arm.agent, arm.model, reason, problem.fix,
@@ -132,13 +133,18 @@ class HealthBook:
         fingerprints: dict[str, str] = {}
         for arm in arms:
             scope = self.scope_of(arm.agent, arm.model)
-            r = rows.get(f"scope:{scope}")
-            if r is not None and r["key"] not in lifted:
+            aside = False
+            for r in (rows.get(f"scope:{scope}"), rows.get(f"model:{arm.id}")):
+                if r is None or r["key"] in lifted:
+                    continue
                 fp = fingerprints.get(scope) or fingerprints.setdefault(scope, self.fingerprint_of(arm.agent, arm.model))
                 if fp == r["fingerprint"]:
                     out[arm.id] = Health(SET_ASIDE, r["reason"], r["fix"], since=r["updated_at"])
-                    continue
+                    aside = True
+                    break
                 lifted.append(r["key"])
+            if aside:
+                continue
             c = rows.get(f"arm:{arm.id}")
             if c is not None and c["until"] and _parse(c["until"]) > now:
                 out[arm.id] = Health(COOLING, c["reason"], until=c["until"], errors=c["errors"], since=c["updated_at"])

@@ -121,7 +121,11 @@ class Connection:
 
 
 class ServerUnreachable(MemoryFileError):
-    """The shared memory's server cannot be reached (or refused us): acr run falls back to the local memory."""
+    """The shared memory's server cannot be reached (or refused us): acr run falls back to the local memory.
+    ``away``: the server is not there (down, no network) rather than refusing what the URL or credentials
+    say, which a person must fix (views such as `memory show` show the local copy only while it is away)."""
+
+    away = True
 
 
 def connect(url: str) -> Connection:
@@ -168,5 +172,8 @@ def error(e: Exception, label: str) -> MemoryFileError:
                 "~/.pgpass or PGPASSWORD rather than in the URL")
         if "password" in text or "authentication" in text:
             hint = "check the user and password (~/.pgpass, PGPASSWORD or the URL)"
-        return ServerUnreachable(f"shared memory {label}: {text}", hint=hint)
+        found = ServerUnreachable(f"shared memory {label}: {text}", hint=hint)
+        found.away = (state is not None and state[:2] in ("08", "57")) or (state is None and not re.search(
+            r"password|authenticat|invalid|sslmode|could not translate host|missing", text, re.I))
+        return found
     return MemoryFileError(f"shared memory {label}: {text}")

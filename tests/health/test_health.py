@@ -40,6 +40,28 @@ def test_errors_are_classified_from_the_clis_own_words(agent, text, kind):
     assert classify(agent, "m", text).kind == kind
 
 
+@pytest.mark.parametrize("agent,text,what", [  # the CLIs' words (tests/fakes/fakeagent.py's error modes)
+    ("claude", "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified "
+               "resource.", "access refused (403)"),
+    ("claude", "There's an issue with the selected model (m). It may not exist or you may not have access to it.",
+     "unknown model"),
+    ("codex", "Project `proj_acr` does not have access to model `m`", "access refused (403)"),
+])
+def test_an_error_about_the_model_sets_aside_that_model_only(agent, text, what):
+    problem = classify(agent, "m", text)
+    assert (problem.kind, problem.what, problem.model_only) == (SETUP, what, True)
+
+
+def test_a_model_set_aside_leaves_the_agents_other_models(tmp_path):
+    mem = Memory.open(tmp_path / "m.sqlite")
+    book = HealthBook(mem, scope_of=lambda a, m: a, fingerprint_of=lambda a, m: "fp")
+    book.record(Arm("codex", "gpt-9"), classify("codex", "gpt-9", "The model `gpt-9` does not exist"))
+    assert list(book.of([Arm("codex", "gpt-9"), Arm("codex", "gpt-5.4")])) == ["codex:gpt-9"]
+    book.record(Arm("codex", "gpt-5.4"), classify("codex", "gpt-5.4", "unexpected status 401 Unauthorized"))
+    assert sorted(book.of([Arm("codex", "gpt-9"), Arm("codex", "gpt-5.4")])) == ["codex:gpt-5.4", "codex:gpt-9"]
+    mem.close()
+
+
 def test_an_error_that_is_neither_is_left_to_the_router():
     assert classify("codex", "m", "codex: unexpected argument '--frobnicate'") is None
 

@@ -340,7 +340,7 @@ def test_a_password_is_never_shown_and_libpq_finds_it_as_usual(pg_server, tmp_pa
         seen.append(r.stdout + r.stderr)
         git(project, "checkout", "-q", "--", "calc.py")
     wrong = acr("memory", "show", cwd=project, env={**env, "ACR_MEMORY": with_password.replace("s3cret-pw", "wrong-pw")})
-    assert wrong.returncode == 2 and "password" in wrong.stderr
+    assert wrong.returncode == 2 and "password" in wrong.stderr  # not shown past: the user has a password to fix
     seen.append(wrong.stderr)
     for text in seen:
         assert pgserver.PASSWORD not in text and "wrong-pw" not in text
