@@ -63,14 +63,19 @@ def arm_readiness(prof, cache_dir: Path, refresh: bool = False) -> list[dict]:
 
 
 def readiness_counts(arms: list[dict]) -> dict[str, int]:
+    """Arms per readiness state; an arm acr set aside or is cooling down (its ``health``) counts as held,
+    whatever its state, since it is not tried now."""
     from acr_cli.health.readiness import STATES
 
-    return {"total": len(arms), **{s: sum(a["state"] == s for a in arms) for s in STATES}}
+    free = [a for a in arms if not a.get("health")]
+    return {"total": len(arms), **{s: sum(a["state"] == s for a in free) for s in STATES},
+            "held": len(arms) - len(free)}
 
 
 def readiness_summary(name: str, counts: dict[str, int]) -> str:
-    """"profile balanced: 3 of 8 arms ready, 2 unknown, 3 not ready"."""
-    extra = [f"{counts[k]} {label}" for k, label in (("unknown", "unknown"), ("not_ready", "not ready")) if counts[k]]
+    """"profile balanced: 3 of 8 arms ready, 2 unknown, 3 not ready, 1 set aside or cooling down"."""
+    extra = [f"{counts[k]} {label}" for k, label in (("unknown", "unknown"), ("not_ready", "not ready"),
+                                                      ("held", "set aside or cooling down")) if counts.get(k)]
     return f"profile {name}: {counts['ready']} of {counts['total']} arms ready" + "".join(", " + e for e in extra)
 
 
@@ -202,6 +207,9 @@ def _print_arm(con, a: dict, width: int) -> None:
     from rich.markup import escape
 
     head = f"  {_MARK[a['state']]} {escape(a['arm'].ljust(width))}  {_LABEL[a['state']]}"
+    if a.get("health"):  # whatever its login says, acr does not try it now
+        held = "set aside" if a["health"]["state"] == "set_aside" else "cooling down"
+        head = f"  [yellow]![/] {escape(a['arm'].ljust(width))}  {held} ({_LABEL[a['state']]} by its login)"
     if a["state"] == "ready":  # why, on the same line as far as it fits (all of it in --json)
         con.print(f"{head}  [dim]{escape(a['reason'])}[/]", no_wrap=True, overflow="ellipsis")
     else:
@@ -243,7 +251,7 @@ def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> 
 
 
 def _any_runnable(arms: list[dict]) -> bool:
-    return any(a["state"] in ("ready", "unknown") for a in arms)
+    return any(a["state"] in ("ready", "unknown") and not a.get("health") for a in arms)
 
 
 def _memory_figures(memory: Optional[Path]) -> dict:

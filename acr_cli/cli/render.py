@@ -95,6 +95,10 @@ def print_baseline(base, verify: str, quiet: bool = False) -> None:
     if base.passed:
         con.print(f"[yellow]baseline[/]: `{escape(verify)}` already passes before any change "
                   f"({base.duration_s:.1f}s): it cannot tell whether the work gets done")
+    elif base.timed_out:  # the hang may be the bug; a check that needs longer fails every attempt alike
+        con.print(f"[yellow]baseline[/]: `{escape(verify)}` {base.summary()} before any change: if the check "
+                  "needs longer, stop (Ctrl-C) and raise --verify-timeout, or every attempt will time out too; "
+                  "going on in case the hang is what the agent should fix")
     else:
         con.print(f"[dim]baseline: `{escape(verify)}` fails before any change ({base.summary()}, "
                   f"{base.duration_s:.1f}s), as it should until the work is done[/]")

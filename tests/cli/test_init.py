@@ -39,7 +39,7 @@ def test_init_writes_a_profile_with_exactly_the_ready_arms(tmp_path, acr_home):
     r = acr("profiles", "validate", out["path"], env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     r = acr("doctor", "--json", env=env, cwd=tmp_path)  # now the active profile: every arm ready
-    assert json.loads(r.stdout)["profile"]["readiness"] == {"total": 3, "ready": 3, "unknown": 0, "not_ready": 0}
+    assert json.loads(r.stdout)["profile"]["readiness"] == {"total": 3, "ready": 3, "unknown": 0, "not_ready": 0, "held": 0}
     r = acr("init", env=env, cwd=tmp_path)
     assert r.returncode == 2 and "--force" in r.stderr  # never overwrites unasked
     assert acr("init", "--force", env=env, cwd=tmp_path).returncode == 0

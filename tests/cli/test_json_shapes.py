@@ -56,4 +56,4 @@ def test_the_json_that_scripts_read_keeps_its_shape(project, fakes_on_path, scen
     assert set(doctor) == DOCTOR and set(doctor["agents"]) == {"claude", "codex", "opencode"}
     assert all(set(a) == DOCTOR_AGENT for a in doctor["agents"].values())
     assert all(set(a) == DOCTOR_ARM for a in doctor["profile"]["arms"])
-    assert set(doctor["profile"]["readiness"]) == {"not_ready", "ready", "total", "unknown"}
+    assert set(doctor["profile"]["readiness"]) == {"held", "not_ready", "ready", "total", "unknown"}

@@ -115,6 +115,13 @@ def test_a_project_verifier_run_from_a_subdirectory_where_its_file_is_missing_st
     assert calls(log) == [] and tasks_in_memory(acr_home) == 0
 
 
+def test_a_verifier_that_times_out_before_any_change_says_how_to_give_it_longer(project, fakes_on_path, scenario):
+    scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", "sleep 5", "--verify-timeout", "1", "--arms", "codex:gpt-5.4", cwd=project)
+    assert "timed out after" in r.stderr and "raise --verify-timeout" in r.stderr
+    assert "as it should" not in r.stderr  # a check that needs longer is not failing as it should
+
+
 def test_a_verifier_that_already_passes_stops_without_yes_and_runs_with_it(project, fakes_on_path, scenario,
                                                                            acr_home):
     log = scenario({"write": {"calc.py": GOOD}})

@@ -163,6 +163,11 @@ def test_doctor_shows_a_set_aside_arm_and_reset_brings_it_back(project, fakes_on
     claude = [a for a in out["profile"]["arms"] if a["agent"] == "claude"]
     assert claude and all(a["health"]["state"] == "set_aside" for a in claude)
     assert "set aside" in " ".join(acr("doctor", cwd=project).stdout.split())
+    assert out["profile"]["readiness"]["held"] == len(claude)  # not counted as ready
+    one = project / "claude-only.yaml"  # a profile whose every arm is set aside: nothing can run, doctor exits 1
+    one.write_text("description: one\narms:\n  - {agent: claude, model: claude-sonnet-4-6, price: {input: 3, output: 15}}\n")
+    alone = acr("doctor", "--profile", str(one), cwd=project)
+    assert alone.returncode == 1 and "0 of 1 arms ready" in alone.stdout and "no arm of this profile is ready" in alone.stdout
     r = acr("doctor", "--reset", cwd=project)
     assert "forgot the health of 1" in r.stdout
     acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)

@@ -319,7 +319,7 @@ def test_doctor_counts_ready_arms_and_says_what_to_do(tmp_path, isolated):
     r = doctor("--json", env=env)
     assert r.returncode == 0, r.stderr
     prof = json.loads(r.stdout)["profile"]
-    assert prof["readiness"] == {"total": 8, "ready": 4, "unknown": 2, "not_ready": 2}
+    assert prof["readiness"] == {"total": 8, "ready": 4, "unknown": 2, "not_ready": 2, "held": 0}
     by_arm = {a["arm"]: a for a in prof["arms"]}
     assert by_arm["codex:gpt-5.4"]["state"] == "not_ready" and "codex login" in by_arm["codex:gpt-5.4"]["fix"]
     assert by_arm["opencode:alibaba/qwen3-max"]["state"] == "unknown"
@@ -348,7 +348,7 @@ def test_doctor_runs_each_status_command_once_then_uses_the_cache(tmp_path):
     r = doctor("--json", env={"FAKE_AGENT_LOGGED_OUT": "codex"})  # the fake's state is no credential file...
     assert json.loads(r.stdout)["profile"]["readiness"]["ready"] == 8 and status_calls(tmp_path) == 3
     r = doctor("--json", "--refresh", env={"FAKE_AGENT_LOGGED_OUT": "codex"})  # ...--refresh asks again
-    assert json.loads(r.stdout)["profile"]["readiness"] == {"total": 8, "ready": 7, "unknown": 0, "not_ready": 1}
+    assert json.loads(r.stdout)["profile"]["readiness"] == {"total": 8, "ready": 7, "unknown": 0, "not_ready": 1, "held": 0}
     assert status_calls(tmp_path) == 6
 
 
