@@ -114,6 +114,10 @@ def run_task(
                 refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget)
                 if refusal is not None:  # a budget nothing fits in: a usage error, not a failed task
                     raise refusal
+            if not state.tried and result.skipped:  # every arm it would try cannot run here: nothing to record
+                why = "; ".join(f"{arm.id}: {reason}" for arm, reason in result.skipped)
+                raise AcrError(f"no arm of the plan can run here ({why}); no agent was run",
+                               hint="`acr doctor` says what each one needs")
             result.stop_reason = policy.exhausted if state.tried else "no usable arm"
             break
         why_not = env.unavailable(decision.arm)

@@ -105,7 +105,8 @@ def test_a_set_aside_arm_comes_back_when_its_credentials_change(project, fakes_o
     arms = ["--arms", "claude:claude-sonnet-4-6"]
     acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
     r = acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project)
-    assert r.returncode == 1 and "set aside" in r.stderr and len(calls(log)) == 1  # not tried again
+    assert r.returncode == 2 and "set aside" in r.stderr and len(calls(log)) == 1  # not tried again
+    assert "no arm of the plan can run here" in r.stderr and attempts_per_task(acr_home) == [1]  # no empty task
     r = acr("route", "fix", *arms, cwd=project)
     assert r.returncode == 2 and "cannot run now" in r.stdout and "acr doctor" in r.stderr
     acr("run", "fix", "--verify", "true", "--yes", *arms, cwd=project, env={"ANTHROPIC_API_KEY": "sk-ant-a-new-key-0000000000"})
