@@ -80,7 +80,7 @@ class ClaudeAdapter(Adapter):
         if final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code:
             status = final.get("api_error_status")
             detail = res.text or final.get("subtype") or "error"
-            res.error = f"API error {status}: {short(detail)}" if status else short(detail)
+            res.error = f"API error {status}: {short(detail)}" if status and str(status) not in str(detail) else short(detail)
             return res
         denials = final.get("permission_denials") or []
         if denials and len(denials) >= max(tool_uses, 1):

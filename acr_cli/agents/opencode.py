@@ -75,7 +75,7 @@ class OpencodeAdapter(Adapter):
                 data = err.get("data") or {}
                 status = data.get("statusCode")
                 msg = data.get("message") or err.get("name") or "error"
-                error = f"API error {status}: {short(msg)}" if status else short(msg)
+                error = f"API error {status}: {short(msg)}" if status and str(status) not in str(msg) else short(msg)
         res.tokens_in, res.tokens_out = tin, tout
         # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
         res.cost_usd = cost if cost else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -387,7 +388,7 @@ def test_doctor_shows_an_arm_without_a_price(tmp_path):
     ("login", {"claude": "Not logged in · Please run /login",
                "codex": "401 Unauthorized: Missing bearer or basic authentication in header",
                "opencode": "Unexpected server error"}),
-    ("403", {"claude": "API error 403", "codex": "does not have access to model `m1`",
+    ("403", {"claude": "API Error: 403 Your API key", "codex": "does not have access to model `m1`",
              "opencode": "API error 403: Your account is not authorized"}),
     ("quota", {"claude": "Credit balance is too low", "codex": "Quota exceeded. Check your plan and billing details.",
                "opencode": "API error 429: You exceeded your current quota"}),
@@ -395,8 +396,8 @@ def test_doctor_shows_an_arm_without_a_price(tmp_path):
                        "codex": "The model `m1` does not exist or you do not have access to it.",
                        "opencode": "Unexpected server error"}),
     ("unknown_model_named", {"opencode": "ProviderModelNotFoundError"}),
-    ("503", {"claude": "API error 503", "codex": "503 Service Unavailable", "opencode": "API error 503"}),
-    ("overloaded", {"claude": "API error 529: API Error: 529 Overloaded", "codex": "overloaded",
+    ("503", {"claude": "API Error: 503 Service Unavailable", "codex": "503 Service Unavailable", "opencode": "API error 503"}),
+    ("overloaded", {"claude": "API Error: 529 Overloaded", "codex": "overloaded",
                     "opencode": "API error 529"}),
 ])
 def test_the_fakes_error_modes_speak_each_cli_format(tmp_path, monkeypatch, mode, expected):
@@ -413,3 +414,4 @@ def test_the_fakes_error_modes_speak_each_cli_format(tmp_path, monkeypatch, mode
         assert list(agent_base.json_lines(p.stdout)), agent  # the CLI's own JSON events
         res = adapters[agent].parse(p.stdout, p.stderr, p.returncode)
         assert res.error and want in res.error, (agent, res.error)
+        assert not re.search(r"API error (\d+): API Error: \1", res.error), res.error  # the status said once
