@@ -251,7 +251,8 @@ def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> 
 
 
 def _any_runnable(arms: list[dict]) -> bool:
-    return any(a["state"] in ("ready", "unknown") and not a.get("health") for a in arms)
+    counts = readiness_counts(arms)  # held arms are neither ready nor unknown there
+    return counts["ready"] + counts["unknown"] > 0
 
 
 def _memory_figures(memory: Optional[Path]) -> dict:

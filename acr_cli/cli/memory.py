@@ -247,7 +247,8 @@ def sync(
         team = open_team(location, p.local_memory, required=True)
     except AcrError as e:  # the server cannot be reached: --json still says so, and what waits
         if json_out:
-            print_json({"server": masked(location), **_unsynced(location, e.message).to_json()})
+            label = masked(location)
+            print_json({"server": label, **_unsynced(label, e.message).to_json()})
         raise
     try:
         result = team.sync()
@@ -262,14 +263,13 @@ def sync(
         raise AcrError(f"the sync stopped: {result.error}", hint="run `acr memory sync` again when the server is back")
 
 
-def _unsynced(url: str, why: str):
-    """A sync that could not start: what waits in the local file for ``url``."""
-    from acr_cli.memory.postgres import masked
+def _unsynced(label: str, why: str):
+    """A sync that could not start: what waits in the local file for the server named ``label``."""
     from acr_cli.memory.team import SyncResult, pending
 
     local = open_local_memory(read_only=True)
     try:
-        return SyncResult(pending=pending(local, masked(url)) if local is not None else 0, error=why)
+        return SyncResult(pending=pending(local, label) if local is not None else 0, error=why)
     finally:
         if local is not None:
             local.close()
@@ -300,6 +300,7 @@ def forget(
                       + ("the team's shared memory" if isinstance(where, str) else "memory") + "?", abort=True)
     mem = open_memory(memory, create=False)
     runs = 0
+    local = None
     try:
         # a shared memory's tasks go from the local file too (its copy would bring them back to routing
         # offline), and so do this machine's runs of that server not uploaded yet; with --all, history
@@ -308,9 +309,9 @@ def forget(
         found = set() if bench else set(mem.live_task_ids(None if all_ else task_ids))
         here: set[str] = set()
         if local is not None:
-            here = set(local.live_task_ids(task_ids)) if not all_ else set(local.live_task_ids(
-                found | {r[0] for r in local.db.execute("SELECT task_id FROM uploads WHERE target = ?",
-                                                         (str(mem.path),))}))
+            from acr_cli.memory.team import recorded_for
+
+            here = set(local.live_task_ids(task_ids if not all_ else found | recorded_for(local, str(mem.path))))
         if not bench:  # their attempt logs go too: a forgotten task leaves nothing behind
             _remove_logs(sorted(found | here))
         if all_:
@@ -320,13 +321,12 @@ def forget(
         else:
             n = mem.forget(task_ids or [])
         if local is not None:
-            try:
-                local.forget(sorted(here))
-            finally:
-                local.close()
+            local.forget(sorted(here))
             n += len(here - found)  # recorded here, never uploaded
     finally:
         mem.close()
+        if local is not None:
+            local.close()
     typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else ""))
     missing = len(task_ids or []) - n if not (all_ or bench) else 0
     if missing:

@@ -164,6 +164,11 @@ def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team
     return open_team(location, paths.local_memory, share_prompts=bool(share))
 
 
+def recorded_for(local: Memory, target: str) -> set[str]:
+    """The tasks this machine recorded for ``target``, uploaded or not."""
+    return {r[0] for r in local.db.execute("SELECT task_id FROM uploads WHERE target = ?", (target,))}
+
+
 def pending(local: Memory, target: str) -> int:
     """Finished tasks recorded for ``target`` and not uploaded yet."""
     return local.db.execute(f"SELECT COUNT(*) {_PENDING}", (target,)).fetchone()[0]

@@ -45,18 +45,17 @@ class Writes(Base):
                     verifier: str | None = None, started_at: str | None = None) -> bool:
         """Record an attempt; False (nothing written) when its task is no longer in memory: someone ran
         ``acr memory forget`` on it while it ran, and forgetting means its attempts are not kept either."""
-        if not self._has_task(task_id):
-            return False
         try:
             self._insert_attempt(task_id, seq, decision, fb, policy, verifier, started_at)
-        except Exception as e:  # forgotten between the check and the insert: the foreign key refuses it
-            if any(c.__name__ == "IntegrityError" for c in type(e).__mro__) and not self._has_task(task_id):
+        except Exception:  # the foreign key refuses an attempt of a task that is gone; asked only then
+            try:
+                gone = self.db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None
+            except Exception:  # (a connection that cannot even answer that: the first error says more)
+                gone = False
+            if gone:
                 return False
             raise
         return True
-
-    def _has_task(self, task_id: str) -> bool:
-        return self.db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is not None
 
     def _insert_attempt(self, task_id: str, seq: int, decision: Decision, fb: Feedback, policy: str | None,
                         verifier: str | None, started_at: str | None) -> None:
