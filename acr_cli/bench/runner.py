@@ -51,7 +51,9 @@ class ReplayRequest:
     k: int = 2
     profile: str | None = None
     memory: Path | None = None
-    context: str = "labels"  # labels | prompt: what the router sees of a task (acr_cli.bench.contexts)
+    # labels | prompt: what the router sees of a task (acr_cli.bench.contexts); None: labels on a benchmark,
+    # prompt on your memory (the only one it has)
+    context: str | None = None
 
 
 Progress = Callable[[str, int, int], None]  # (policy label, task-runs done, task-runs in all)
@@ -72,6 +74,7 @@ class Source:
     names: list[str] = field(default_factory=list)  # the policies asked for, with --baselines' rows
     live_tasks: list = field(default_factory=list)  # a memory replay: what acr run actually did
     warnings: list[str] = field(default_factory=list)
+    context: str = "labels"  # what the router saw of each task (acr_cli.bench.contexts)
 
 
 def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
@@ -102,10 +105,14 @@ def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
 
 def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
     """The benchmark (or your memory) as a matrix, the profile's arms on it, the protocol and the policies."""
-    if req.context not in contexts.CONTEXTS:
+    if req.context is not None and req.context not in contexts.CONTEXTS:
         raise AcrError(f"--context {req.context!r}: expected one of {', '.join(contexts.CONTEXTS)}")
     if req.benchmark == "memory":
+        if req.context == "labels":
+            raise AcrError("--context labels: your memory's tasks carry no benchmark labels; they replay with the "
+                           "context `acr run` recorded for them (--context prompt)")
         return _memory_source(req)
+    context = req.context or "labels"
     paths = _paths()
     spec = spec_mod.load(req.benchmark)
     prof = _profile(req.profile or spec.profile)
@@ -124,7 +131,7 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
         found = data.locate(files, None, paths.bench_cache)
     warnings = list(found.warnings)
     matrix = matrix_mod.load(spec, found.path)
-    if req.context == "prompt":
+    if context == "prompt":
         matrix = contexts.with_prompt_context(matrix)
     names = list(req.policies)
     if req.baselines or not names:
@@ -133,9 +140,10 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
             warnings.append(f"no reference/acrouter_id_group_map.json in {found.path} (it comes with the paper's "
                             "release, not the Hugging Face dataset): the paper's ACRouter row is left out")
     arms = replay_mod.bench_arms(matrix, prof)
-    if req.context == "prompt":  # priors per dimension -> per live kind
+    if context == "prompt":  # priors per dimension -> per live kind
         arms = contexts.prompt_arms(arms)
-    return Source(matrix, arms, prof, protocol, found.path, spec.title, spec=spec, names=names, warnings=warnings)
+    return Source(matrix, arms, prof, protocol, found.path, spec.title, spec=spec, names=names, warnings=warnings,
+                  context=context)
 
 
 def _memory_source(req: ReplayRequest) -> Source:
@@ -154,7 +162,7 @@ def _memory_source(req: ReplayRequest) -> Source:
         raise AcrError("--protocol: your memory replays with `cascade` only")
     names = req.policies or ["oracle", "learned", "random", "linucb", "lints", "knn"]
     return Source(matrix, replay_mod.bench_arms(matrix, prof), prof, "cascade", Path("."), "Your memory (live runs)",
-                  names=names, live_tasks=live_tasks)
+                  names=names, live_tasks=live_tasks, context="prompt")
 
 
 @dataclass
@@ -242,7 +250,7 @@ def _document(source: Source, req: ReplayRequest, order_seeds, results, group) -
             r["published"] = {m: v for m, v in pub.items() if m in METRICS}
     order = "canonical" if order_seeds == [None] else f"{len(order_seeds)} shuffled orders (seed {req.seed})"
     doc = {"benchmark": matrix.name, "title": source.title, "n_tasks": len(matrix.tasks), "order": order,
-           "protocol": source.protocol, "context": req.context, "cost_weight": req.cost_weight, "group": group,
+           "protocol": source.protocol, "context": source.context, "cost_weight": req.cost_weight, "group": group,
            "data_dir": str(source.data_dir),
            "results": results, "warnings": warnings,
            "published_note": spec.published_note if spec else ""}

@@ -33,10 +33,12 @@ def replay(
                                       help="lambda in reward = score - lambda x USD."),
     orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
                                help="Replay N shuffled stream orders; report mean and sd."),
-    context: str = typer.Option("labels", "--context",
-                                help="What the router sees of a task: labels (the benchmark's dimension and groups, "
-                                     "the paper's setting) or prompt (only what `acr run` has: the prompt, "
-                                     "classified as live, and the task's repository as its project; ood176)."),
+    context: Optional[str] = typer.Option(None, "--context",
+                                          help="What the router sees of a task: labels (the benchmark's dimension and "
+                                               "groups, the paper's setting; the default on ood176 and id2919) or "
+                                               "prompt (only what `acr run` has: the prompt, classified as live, and "
+                                               "the task's repository as its project; ood176). Your memory always "
+                                               "replays with prompt: its tasks carry no labels."),
     seed: int = typer.Option(1, "--seed", help="Seed for shuffled orders and randomised policies."),
     k: int = typer.Option(2, "--k", min=0, help="acrouter: cheap attempts with apply_ok needed to escalate."),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",

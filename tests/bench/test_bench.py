@@ -332,6 +332,9 @@ def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr
     assert always["apply_ok"] is None  # these attempts did not record whether they changed the tree
     assert orc["cum_regret"] == pytest.approx(0.0)
     assert doc["missing_cells"] == 2
+    assert doc["context"] == "prompt"  # what acr run recorded: the memory has no benchmark labels
+    r = acr("bench", "replay", "memory", "--policy", "oracle", "--context", "labels")
+    assert r.returncode == 2 and "carry no benchmark labels" in r.stderr and r.stdout == ""
     r = acr("bench", "replay", "memory", "--policy", "linucb")
     assert r.returncode == 0 and "linucb" in r.stdout and "paper" not in r.stdout  # no paper figure for your memory
     r = acr("bench", "replay", "memory", "--policy", "acrouter")  # its chain names the paper's models
