@@ -115,16 +115,29 @@ def diffstat_lines(diffstat: list) -> list[str]:
     return rows + [f"  {len(diffstat)} file(s) changed, +{added} -{deleted}"]
 
 
+def answer_label(verdict: str, text: str | None, ended: str | None) -> str | None:
+    """How an attempt's last text is headed ("answer"; after an error, "last message ..."), or None when
+    there is nothing to show: no text, or an error whose message is the text (it is said once, as why
+    the attempt ended)."""
+    if not text or not text.strip():
+        return None
+    if verdict != "error":
+        return "answer"
+    if " ".join(text.split()) in " ".join((ended or "").split()):
+        return None
+    return "last message (the attempt ended in an error)"
+
+
 def print_run_summary(report) -> None:
     """On stdout: the answer of the attempt that ended the task, in full, then what happened."""
     from rich.markup import escape
     from rich.text import Text
 
     result, con = report.result, console()
-    answer = report.answer
-    if answer and answer.strip():
-        fb = report.final
-        con.print(Text(f"── answer from {fb.arm.id} ──", style="bold"))
+    answer, fb = report.answer, report.final
+    what = answer_label(fb.verdict, answer, fb.reason) if fb is not None else None
+    if what:
+        con.print(Text(f"── {what} from {fb.arm.id} ──", style="bold"))
         con.print(Text(answer.rstrip("\n")), soft_wrap=True)
         con.print(Text("──", style="bold"))
     tree = ("the work tree is as it was" if report.rollback

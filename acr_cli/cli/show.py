@@ -128,7 +128,7 @@ def _section(title: str, text: str) -> None:
 
 def render(d: dict[str, Any]) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
-    from acr_cli.cli.render import diffstat_lines
+    from acr_cli.cli.render import answer_label, diffstat_lines
 
     out = typer.echo
     ctx = d["context"]
@@ -161,8 +161,9 @@ def render(d: dict[str, Any]) -> None:
             out(f"  chosen: {a['reason']}")
         if a["detail"]:
             out(f"  ended: {a['detail']}")
-        if a["text"]:
-            _section("answer", a["text"])
+        label = answer_label(a["verdict"], a["text"], a["detail"])
+        if label:
+            _section(label, a["text"])
         if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
             _section("the verifier printed (last lines)", a["verifier_tail"])
         if a["diff_command"]:

@@ -168,3 +168,26 @@ def test_the_first_prompt_names_the_check_unless_the_profile_says_not_to(project
     quiet.write_text("extends: balanced\nsettings: {tell_verifier: false}\n")
     acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--profile", str(quiet), cwd=project)
     assert calls(log)[1]["prompt"] == "fix add"
+
+
+def test_an_agent_error_is_said_once_and_a_partial_answer_before_it_is_labelled(project, fakes_on_path, scenario,
+                                                                               tmp_path):
+    scenario({"match": {"agent": "claude"}, "error": "overloaded"})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "claude:claude-sonnet-4-6", cwd=project)
+    assert r.returncode == 1 and "answer from" not in r.stdout  # the error message is not an answer
+    assert r.stdout.count("529 Overloaded") == 1  # in the attempt list, once
+    shown = acr("show", cwd=project).stdout
+    assert shown.count("529 Overloaded") == 1 and "answer:" not in shown  # as why the attempt ended
+    agent = tmp_path / "partial.py"  # a generic agent CLI that ends in an error after saying something
+    agent.write_text("import json, sys\nprint(json.dumps({'answer': 'Half done: the parser is split.',"
+                     " 'error': 'max turns reached'}))\nsys.exit(1)\n")
+    prof = tmp_path / "mine.yaml"
+    prof.write_text("description: mine\narms:\n  - agent: mine\n    model: m1\n    price: {input: 1, output: 2}\n"
+                    f"agents:\n  mine:\n    command: ['{sys.executable}', '{agent}', '{{prompt}}']\n"
+                    "    output: json\n    fields: {text: answer, error: error}\n")
+    r = acr("run", "fix add", "--verify", VERIFY, "--profile", str(prof), cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert "── last message (the attempt ended in an error) from mine:m1 ──" in r.stdout
+    assert "Half done: the parser is split." in r.stdout and "max turns reached" in r.stdout
+    shown = acr("show", cwd=project).stdout
+    assert "last message (the attempt ended in an error):" in shown and "Half done" in shown
