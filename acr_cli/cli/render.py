@@ -128,6 +128,13 @@ def answer_label(verdict: str, text: str | None, ended: str | None) -> str | Non
     return "last message (the attempt ended in an error)"
 
 
+def unknown_cost(result) -> str:
+    """What a task's total leaves out: " (the cost of N attempt(s) is not known)" when an attempt's cost is
+    (a timeout, an agent that reports none; the total counts only the others), else ""."""
+    unknown = sum(1 for _, fb in result.steps if fb.cost_usd is None)
+    return f" (the cost of {unknown} attempt(s) is not known)" if unknown else ""
+
+
 def print_run_summary(report) -> None:
     """On stdout: the answer of the attempt that ended the task, in full, then what happened."""
     from rich.markup import escape
@@ -147,7 +154,7 @@ def print_run_summary(report) -> None:
         head = ("[green bold]passed[/]" if result.passed else
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
         con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total.")
+                  f"{fmt_money(result.cost_usd, 4)} in total{unknown_cost(result)}.")
         if report.kept:
             where = "uncommitted in your work tree" if report.rollback else "in the directory"
             con.print(f"Changed {len(report.kept)} file(s), {where}:")
@@ -159,10 +166,11 @@ def print_run_summary(report) -> None:
             con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
                       + " [dim](review these: .git's files can run code on your next git command)[/]")
     elif result.cancelled:
-        con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. {fmt_money(result.cost_usd, 4)} spent.")
+        con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
+                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}.")
     else:
         con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} spent; {tree}.")
+                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}; {tree}.")
         for i, (_, fb) in enumerate(result.steps, 1):
             con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {fb.reason}"))
         if result.steps:

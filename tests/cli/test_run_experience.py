@@ -191,3 +191,13 @@ def test_an_agent_error_is_said_once_and_a_partial_answer_before_it_is_labelled(
     assert "Half done: the parser is split." in r.stdout and "max turns reached" in r.stdout
     shown = acr("show", cwd=project).stdout
     assert "last message (the attempt ended in an error):" in shown and "Half done" in shown
+
+
+def test_a_total_that_leaves_out_an_attempt_of_unknown_cost_says_so(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "opencode"}, "hang": True},
+             {"match": {"agent": "codex"}, "write": {"calc.py": BAD}, "tokens": [10000, 500]})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4",
+            "--timeout", "2", cwd=project)
+    assert r.returncode == 1, r.stderr
+    # the timed-out attempt reported nothing; codex's tokens at gpt-5.4's price make the total
+    assert "2 attempt(s), $0.0325 spent (the cost of 1 attempt(s) is not known);" in r.stdout
