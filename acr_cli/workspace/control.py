@@ -1,10 +1,16 @@
-"""The repository's own control files: ``.git/config``, ``config.worktree``, ``hooks/``, ``info/``.
+"""The repository's own control files: ``.git/config``, ``config.worktree``, ``hooks/``, ``info/``,
+the same files of every submodule's repository (``.git/modules/...``), and the state of an
+operation in progress (a merge, rebase, cherry-pick, revert or bisect).
 
 They are part of the checkpoint because an attempt can change them and the change would outlive
 the rollback and run later: a hook, ``core.hooksPath``, ``core.fsmonitor``, an alias, a planted
-``user.email``, a remote, ``diff.external``, ``.git/info/attributes``. They are kept byte for byte
-(mode and symlinks too) and a rollback puts them back first, before any git command of its own,
-so a planted ``core.worktree`` cannot redirect it. A linked worktree's ``.git`` file is kept too.
+``user.email``, a remote, ``diff.external``, ``.git/info/attributes``, a submodule's
+``core.fsmonitor`` (run by the user's next ``git status`` in the superproject), a merge the attempt
+started (the user's next commit would become that merge). They are kept byte for byte (mode and
+symlinks too) and a rollback puts them back first, before any git command of its own, so a planted
+``core.worktree`` cannot redirect it. A linked worktree's ``.git`` file is kept too. Of a
+submodule's repository only those control files are read, never its objects; a submodule
+repository the attempt created is removed whole.
 
 After a passing attempt nothing is undone: :func:`differences` lists what changed, and the run
 shows it (a person reviewing the diff cannot see ``.git``).
@@ -51,8 +57,18 @@ def bases(root: Path, git_dir: Path, common_dir: Path) -> dict[str, Path]:
     return {"common": common_dir, "gitdir": git_dir, "root": root}
 
 
+# an operation in progress, per worktree: acr refuses to start in the middle of one, so after a
+# rollback none is
+OPERATION_STATE = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_AUTOSTASH", "AUTO_MERGE", "SQUASH_MSG",
+                   "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "sequencer",
+                   "BISECT_START", "BISECT_LOG", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV",
+                   "BISECT_ANCESTORS_OK", "BISECT_HEAD", "BISECT_RUN")
+MODULES = "common:modules"  # submodules' repositories: only their CONTROL files are read
+CONTROL = {"config", "config.worktree", "hooks", "info", "modules"}
+
+
 def _watched(b: dict[str, Path]) -> list[tuple[str, Path]]:
-    """(key, path) of the watched tops: files, or directories watched whole."""
+    """(key, path) of the watched tops: files, or directories watched whole (``modules``: see ``_skip``)."""
     tops = [("common:config", b["common"] / "config"), ("common:hooks", b["common"] / "hooks"),
             ("common:info", b["common"] / "info"), ("common:shallow", b["common"] / "shallow"),
             ("common:objects/info/alternates", b["common"] / "objects" / "info" / "alternates"),
@@ -62,7 +78,15 @@ def _watched(b: dict[str, Path]) -> list[tuple[str, Path]]:
         tops += [("gitdir:info", b["gitdir"] / "info"), ("gitdir:gitdir", b["gitdir"] / "gitdir")]
     if (b["root"] / ".git").is_file() or b["gitdir"] != b["common"]:  # a linked worktree's pointer file
         tops += [("root:.git", b["root"] / ".git")]
+    tops += [(f"gitdir:{name}", b["gitdir"] / name) for name in OPERATION_STATE]
+    tops += [(MODULES, b["common"] / "modules")]
     return tops
+
+
+def _skip(key: str, parent: Path, name: str) -> bool:
+    """Inside ``.git/modules``, a submodule repository's other contents (objects, refs, its index...) are
+    neither read nor restored: only the CONTROL files of each repository found there."""
+    return key == MODULES and name not in CONTROL and (parent / "HEAD").is_file()
 
 
 def _read(path: Path) -> Entry | None:
@@ -100,7 +124,8 @@ def _scan(b: dict[str, Path], budget: bool = True) -> tuple[dict[str, Entry], di
             size += len(e.data)
             continue
         for parent, dirs, names in os.walk(top):
-            dirs.sort()
+            dirs[:] = sorted(d for d in dirs if not _skip(key, Path(parent), d))
+            names = [n for n in names if not _skip(key, Path(parent), n)]
             for name in sorted(dirs + names):
                 p = Path(parent) / name
                 k = f"{key}/{p.relative_to(top).as_posix()}"

@@ -1,9 +1,10 @@
 """HEAD, branches, tags and stash entries: what a checkpoint records and a rollback puts back.
 
-HEAD and its branch come back exactly. Branches and tags the attempt deleted are recreated, and
-stash entries it dropped (``git stash pop``, ``drop``, ``clear``) are stored again, on top of the
-list as it is now, oldest first, so after a ``pop`` or a ``clear`` the list is exactly as it was.
-Nothing else about refs is undone: a branch the attempt created or moved stays (the old tip is in
+HEAD and its branch come back exactly. Branches and tags the attempt deleted are recreated. The
+stash list comes back exactly, in its order (the user's next ``git stash pop`` applies what it
+would have): entries the attempt dropped are stored again, and entries it added (``git stash``
+moves the user's uncommitted work there; the rollback has put that work back in the tree) are put
+aside under ``refs/acr/put-aside/stash/``, never lost. Nothing else about refs is undone: a branch the attempt created or moved stays (the old tip is in
 its reflog), since another work tree of the same repository may have done it. What cannot come
 back where it was (the attempt made ``a/b`` where branch ``a`` was) is put aside under
 ``refs/acr/put-aside/``.
@@ -105,10 +106,29 @@ def restore_deleted(git: Git, kept: dict[str, str] | None, stash_then: tuple[tup
                     back.append(printable(r))
                 else:
                     aside.append(_put_aside(git, PUT_ASIDE_REFS + r[len("refs/"):], v, printable(r)))
-    present = {sha for sha, _ in stash}
-    for sha, msg in reversed([e for e in stash_then if e[0] not in present]):
+    if [sha for sha, _ in stash] != [sha for sha, _ in stash_then]:
+        b, a = _restore_stash(git, stash, stash_then)
+        back += b
+        aside += a
+    return back, aside
+
+
+def _restore_stash(git: Git, now: tuple[tuple[str, str], ...],
+                   then: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
+    """Rebuild the stash list as ``then`` (newest first): what the attempt added is put aside first."""
+    back: list[str] = []
+    aside: list[str] = []
+    known = {sha for sha, _ in then}
+    for sha, msg in now:
+        if sha not in known:
+            aside.append(_put_aside(git, f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash entry the attempt made: "
+                                    f"{printable(msg)}"))
+    present = {sha for sha, _ in now}
+    git("update-ref", "-d", "refs/stash", check=False)  # the ref and its log, which is the list
+    for sha, msg in reversed(then):  # oldest first: the newest ends on top
         if git.ok("stash", "store", "-m", msg, sha, env=ident()):
-            back.append(f"stash: {printable(msg)}")
+            if sha not in present:
+                back.append(f"stash: {printable(msg)}")
         else:
             aside.append(_put_aside(git, f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {printable(msg)}"))
     return back, aside

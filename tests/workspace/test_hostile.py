@@ -505,3 +505,69 @@ def test_a_directory_swapped_for_a_symlink_comes_back_as_a_directory_and_nothing
     ws.restore(cp)
     assert not (project / "pkg").is_symlink() and stat.S_IMODE((project / "pkg").stat().st_mode) == mode
     assert (project / "pkg" / "m.py").read_text() == "x = 1\n" and not list(outside.iterdir())
+
+
+def _with_submodule(project: Path, tmp_path: Path) -> Path:
+    lib = init_repo(tmp_path / "lib", {"lib.py": "X = 1\n"})
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    git(project, "commit", "-qm", "add sub")
+    return project / ".git" / "modules" / "sub"
+
+
+def test_what_an_attempt_plants_in_a_submodules_repository_is_undone(project, tmp_path):
+    """A submodule's config and hooks are as able to run code as the superproject's: its core.fsmonitor
+    runs on the user's next `git status` in the superproject."""
+    module = _with_submodule(project, tmp_path)
+    sentinel = tmp_path / "planted-program-ran"
+    config, objects = (module / "config").read_bytes(), sorted(p.name for p in (module / "objects").rglob("*"))
+    files, state = tree_bytes(project), git_state(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    monitor = module / "fsmon.sh"
+    monitor.write_text(f"#!/bin/sh\ntouch {sentinel}\n")
+    monitor.chmod(0o755)
+    git(project / "sub", "config", "core.fsmonitor", str(monitor))
+    (module / "hooks" / "post-checkout").write_text(f"#!/bin/sh\ntouch {sentinel}\n")
+    (module / "hooks" / "post-checkout").chmod(0o755)
+    planted = project / ".git" / "modules" / "new"  # a submodule repository the attempt made
+    planted.mkdir()
+    (planted / "HEAD").write_text("ref: refs/heads/main\n")
+    (planted / "config").write_text(f"[core]\n\tfsmonitor = {monitor}\n")
+    report = ws.restore(cp)
+    assert (module / "config").read_bytes() == config and not (module / "hooks" / "post-checkout").exists()
+    assert not planted.exists()
+    assert sorted(p.name for p in (module / "objects").rglob("*")) == objects  # its objects untouched
+    assert tree_bytes(project) == files and git_state(project) == state
+    assert "changed .git/modules/sub/config" in report.git_state
+    git(project, "status")
+    git(project / "sub", "status")
+    assert not sentinel.exists()
+
+
+def test_a_merge_or_rebase_the_attempt_left_in_progress_is_not_in_progress_after_the_rollback(project):
+    """Left in progress, the user's next `git commit -a` would make the attempt's merge (and drop the other
+    branch's change from every later merge)."""
+    root = project
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "calc.py").write_text("def add(a, b):\n    return b + a  # other\n")
+    git(root, "commit", "-qam", "other")
+    git(root, "checkout", "-q", "-")
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b + 0  # main\n")
+    git(root, "commit", "-qam", "main")
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b  # the user's fix, uncommitted\n")
+    (root / "notes.md").write_text("the user's untracked notes\n")
+    files, state = tree_bytes(root), git_state(root)
+    head = git(root, "rev-parse", "HEAD")
+    ws = Workspace.open(root)
+    for start in (["merge", "other"], ["rebase", "other"]):
+        cp = ws.checkpoint("t-1")
+        git(root, "stash", "-q")
+        r = git(root, "-c", "user.name=a", "-c", "user.email=a@b", *start, check=False)
+        assert "CONFLICT" in r or (root / ".git" / "MERGE_HEAD").exists() or (root / ".git" / "rebase-merge").exists()
+        ws.restore(cp)
+        ws.drop(cp)
+        gd = root / ".git"
+        assert not any((gd / n).exists() for n in ("MERGE_HEAD", "MERGE_MSG", "AUTO_MERGE", "rebase-merge",
+                                                  "rebase-apply")), start
+        assert tree_bytes(root) == files and git_state(root) == state and git(root, "rev-parse", "HEAD") == head
+        assert "You have unmerged paths" not in git(root, "status") and "rebase" not in git(root, "status")

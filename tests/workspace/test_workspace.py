@@ -559,13 +559,29 @@ def test_stash_entries_branches_and_tags_the_attempt_removes_come_back(with_stas
     git(root, "tag", "-d", "v1")
     report = ws.restore(cp)
     assert git(root, *user_refs) == refs
-    # every entry is back, the dropped ones stored again on top in their order: 2, 0, then 1 that stayed
-    assert stash_list(root) == [stashes[0], stashes[2], stashes[1]]
-    git(root, "stash", "apply", "-q", "stash@{1}")  # and each still holds the user's work
+    # every entry is back, in its place: the user's next `git stash pop` applies what it would have
+    assert stash_list(root) == stashes
+    git(root, "stash", "apply", "-q", "stash@{2}")  # and each still holds the user's work
     assert (root / "calc.py").read_text() == "user work 0\n"
     branch = git(root, "branch", "--show-current").strip()
     assert report.refs_put_back == ["refs/heads/feature", "refs/tags/v1", f"stash: On {branch}: user work 0",
                                 f"stash: On {branch}: user work 2"]
+
+
+def test_a_stash_entry_the_attempt_made_is_put_aside_and_the_list_is_as_it_was(with_stashes):
+    """After an agent's `git stash` the user's next `git stash pop` must not apply the agent's entry."""
+    root = with_stashes
+    stashes = stash_list(root)
+    (root / "calc.py").write_text("the user's uncommitted work\n")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    git(root, "stash", "push", "-q", "-m", "the agent's")  # takes the user's work off the tree
+    made = stash_list(root)[0].split()[0]
+    report = ws.restore(cp)
+    assert stash_list(root) == stashes
+    assert (root / "calc.py").read_text() == "the user's uncommitted work\n"  # back in the tree
+    assert git(root, "rev-parse", f"refs/acr/put-aside/stash/{made}").strip() == made  # and nothing lost
+    assert any("stash entry the attempt made" in line for line in report.refs_put_aside)
 
 
 def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
