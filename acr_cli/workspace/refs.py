@@ -4,8 +4,9 @@ HEAD and its branch come back exactly. Branches and tags the attempt deleted are
 stash list comes back exactly, in its order (the user's next ``git stash pop`` applies what it
 would have): entries the attempt dropped are stored again, and entries it added (``git stash``
 moves the user's uncommitted work there; the rollback has put that work back in the tree) are put
-aside under ``refs/acr/put-aside/stash/``, never lost. Nothing else about refs is undone: a branch the attempt created or moved stays (the old tip is in
-its reflog), since another work tree of the same repository may have done it. What cannot come
+aside under ``refs/acr/put-aside/stash/``, never lost. Nothing else about refs is undone: a
+branch the attempt created or moved stays (the old tip is in its reflog), since another work
+tree of the same repository may have done it. What cannot come
 back where it was (the attempt made ``a/b`` where branch ``a`` was) is put aside under
 ``refs/acr/put-aside/``.
 
