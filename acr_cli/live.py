@@ -240,7 +240,8 @@ class LiveEnvironment:
         log.write(f"--- agent: {arm.id}\n--- argv: {redact(' '.join(repr(a) for a in inv.argv))}\n")
         if self.interactive:
             wall = time.time()
-            res = process.run_interactive(inv.argv, cwd=self.project, env=env)
+            res = process.run_interactive(inv.argv, cwd=self.project, env=env, marker=marker)
+            self._log_leftovers(res, log)
             usage = adapter.session_usage(self.project, wall - 1)
             parsed = AgentResult(*(usage or (None, None)))
             if res.not_started or res.exit_code not in (0, None):

@@ -793,29 +793,64 @@ def kill_pids(pids: Iterable[int], grace: float = KILL_GRACE_S) -> list[int]:
     return pids
 
 
-def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> ProcessResult:
-    """Hand the terminal to ``argv`` through a pty (the agent's own interactive screen)."""
+def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                    marker: str | None = None) -> ProcessResult:
+    """Hand the terminal to ``argv`` through a pty (the agent's own interactive screen).
+
+    When the agent exits, every process it started is ended as after :func:`run` (the same marker,
+    subreaper and session rules; ``leftovers`` names them): a dev server an interactive session left
+    running would otherwise write into the tree after the rollback."""
     import shutil
 
     import pexpect
 
     start = time.monotonic()
     size = shutil.get_terminal_size((120, 40))
+    environment = dict(env)
+    if marker is not None:
+        environment[MARKER_VAR] = marker
+    watch = _Watch(marker)
+    watch.reaper = _subreaper_enter()
     try:
-        child = pexpect.spawn(argv[0], list(argv[1:]), cwd=str(cwd), env=dict(env), encoding=None,
-                              dimensions=(size.lines, size.columns))
-    except pexpect.ExceptionPexpect as e:
-        return ProcessResult(list(argv), None, "", str(e), 0.0, not_started=True)
+        prctl = _load_prctl()
+        try:
+            child = pexpect.spawn(argv[0], list(argv[1:]), cwd=str(cwd), env=environment, encoding=None,
+                                  dimensions=(size.lines, size.columns),
+                                  preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl))
+        except pexpect.ExceptionPexpect as e:
+            return ProcessResult(list(argv), None, "", str(e), 0.0, not_started=True)
+        watch.session = child.pid  # a pty child leads its own session and group
 
-    def resize(*_: object) -> None:
-        s = shutil.get_terminal_size((120, 40))
-        child.setwinsize(s.lines, s.columns)
+        def resize(*_: object) -> None:
+            s = shutil.get_terminal_size((120, 40))
+            child.setwinsize(s.lines, s.columns)
 
-    old = signal.signal(signal.SIGWINCH, resize)
-    try:
-        child.interact(escape_character=None)
+        old = signal.signal(signal.SIGWINCH, resize)
+        try:
+            child.interact(escape_character=None)
+        finally:
+            signal.signal(signal.SIGWINCH, old)
+            child.close()
+        code = child.exitstatus if child.exitstatus is not None else (128 + (child.signalstatus or 0))
+        leftovers, interrupted = _end_run(_Exited(child.pid, code), watch, LEFTOVER_GRACE_S)
+        result = ProcessResult(list(argv), code, "", "", time.monotonic() - start, leftovers=leftovers)
+        if interrupted:
+            result.cancelled = True
+            raise Cancelled(result)
+        return result
     finally:
-        signal.signal(signal.SIGWINCH, old)
-        child.close()
-    code = child.exitstatus if child.exitstatus is not None else (128 + (child.signalstatus or 0))
-    return ProcessResult(list(argv), code, "", "", time.monotonic() - start)
+        if watch.reaper:
+            _subreaper_exit()
+
+
+class _Exited:
+    """A child that has exited and been reaped, shaped as the ``subprocess.Popen`` :func:`_end_run` expects."""
+
+    def __init__(self, pid: int, code: int) -> None:
+        self.pid, self.returncode = pid, code
+
+    def poll(self) -> int:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.returncode

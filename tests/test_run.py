@@ -495,6 +495,32 @@ def test_interactive_run_hands_over_the_terminal_then_verifies_and_records(proje
     assert (project / "calc.py").read_text() == GOOD
 
 
+def test_an_interactive_attempt_leaves_no_process_behind(project, fakes_on_path, scenario, acr_home, tmp_path):
+    """What an interactive session started in the background (a dev server, a watcher) ends with it, as
+    without --interactive: it must not write into the tree after the rollback."""
+    import pexpect
+
+    before = dirty_user_work(project)
+    late = project / "late.txt"
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": BAD},
+              "commands": [["sh", "-c", f"setsid sh -c 'sleep 3; echo late > {late}; echo broken > calc.py' "
+                                        ">/dev/null 2>&1 </dev/null &"]]})
+    child = pexpect.spawn(sys.executable, ["-m", "acr_cli", "run", "--interactive", "--arms", "codex:gpt-5.4",
+                                           "--verify", VERIFY, "fix add"], cwd=str(project),
+                          env=dict(os.environ, CODEX_HOME=str(tmp_path / "codex-home")), encoding="utf-8", timeout=60)
+    child.expect("type ok")
+    child.sendline("ok")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1, child.before
+    time.sleep(4)  # past the background writer's sleep
+    assert not late.exists()
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+    log = next((acr_home / "data" / "logs").rglob("1-codex.log")).read_text()
+    assert "a process of the attempt outlived the agent and was ended" in log
+
+
 def test_interactive_refuses_a_request_too_long_for_an_argument(project, fakes_on_path, acr_home, tmp_path):
     import pexpect
 
