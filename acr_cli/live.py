@@ -274,7 +274,7 @@ class LiveEnvironment:
             fb.reason = "no verifier: accepted on the agent's own word (unverified)"
             return fb
         try:
-            v = run_verifier(self.verify, self.project, self.verify_timeout, log)
+            v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker)
         except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
             raise KeyboardInterrupt from None
         fb.verdict = PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED)

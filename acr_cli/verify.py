@@ -112,10 +112,13 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
     return None
 
 
-def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None) -> VerifierResult:
+def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None,
+                 marker: str | None = None) -> VerifierResult:
+    """Run the verifier through /bin/sh. ``marker``: the attempt's (process.run): what the verifier starts
+    is then the attempt's too, so `acr recover` finds it if acr is killed while the verifier runs."""
     if log is not None:
         log.write(f"--- verifier: {redact(command)}\n")
-    res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log)
+    res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log, marker=marker)
     if log is not None:
         for line in res.leftovers:
             log.write(f"--- a process the verifier started outlived it and was ended: {line}\n")

@@ -346,6 +346,37 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # no longer "running"
 
 
+def test_what_the_verifier_started_is_found_by_recover_after_acr_is_killed(project, fakes_on_path, scenario,
+                                                                             acr_home, tmp_path):
+    """acr SIGKILLed while the verifier ran: a process the verifier started must not write into the tree
+    after `acr recover` has put it back."""
+    before = dirty_user_work(project)
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": BAD}})
+    started = tmp_path / "verifier.pid"
+    check = tmp_path / "check.py"
+    check.write_text("import os, pathlib, sys, time\n"
+                     "if 'a - b' not in pathlib.Path('calc.py').read_text():\n    sys.exit(1)  # the baseline\n"
+                     f"pathlib.Path({str(started)!r}).write_text(str(os.getpid()))\n"
+                     "time.sleep(30)\npathlib.Path('late.txt').write_text('written after the recovery')\n")
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify",
+                             f"{sys.executable} {check}", "--arms", "codex:gpt-5.4", "--yes"], cwd=project,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (started.exists() and started.read_text()):
+        time.sleep(0.1)
+    os.kill(proc.pid, 9)
+    proc.wait(timeout=10)
+    verifier = int(started.read_text())
+    r = acr("recover", cwd=project)
+    assert r.returncode == 2 and f"pid {verifier}" in r.stderr and "--kill" in r.stderr
+    r = acr("recover", "--kill", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert verifier in json.loads(r.stdout)["killed"] and not _running(verifier)
+    for p, data in before.items():
+        assert (project / p).read_bytes() == data, p
+    assert not (project / "late.txt").exists()
+
+
 def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_state(project, tmp_path):
     from acr_cli.workspace import Workspace
 
