@@ -44,6 +44,7 @@ class RestoreReport:
     stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
     outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
+    removed_ignored: list[str] = field(default_factory=list)  # ignored entries the attempt created, removed
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
@@ -56,6 +57,8 @@ class RestoreReport:
             out.append("put back the repository's own files the attempt changed: " + ", ".join(self.git_state))
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
+        if self.removed_ignored:
+            out.append("removed ignored files the attempt created: " + ", ".join(self.removed_ignored))
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -76,9 +79,12 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     now = snap.take(cp.sparse_absent, unreadable_ok=True)
     if keep_as and now.tree != cp.tree:
         try:
+            # never the files that were ignored before the attempt (a .env it un-ignored): the ref lives in
+            # the repository, where a push of every ref would carry it
+            kept = snap.without(now.tree, cp.ignored + cp.unprotected, cp.tree)
             publish()  # the attempt's ref lives in the repository: so must its objects
             parents = ["-p", cp.head] if cp.head and refs.exists(git, cp.head) else []  # HEAD may be pruned
-            commit = git("commit-tree", now.tree, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
+            commit = git("commit-tree", kept, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
                          env=ident(), repo_objects=True).decode().strip()
             git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
             report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
@@ -129,10 +135,40 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
+    report.removed_ignored = remove_new_ignored(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
     report.nested = [path for _, path, nested in final if nested]
     return report
+
+
+def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
+    """Remove the ignored entries the attempt created (a ``__pycache__`` of planted bytecode, an
+    ``.envrc``, a build directory): nothing a failed attempt made may run later. Only entries that
+    were not there at the checkpoint, hold none that was, and hold no repository go; entries that
+    were there and changed are the kept ones' business (put back) or over the budget (left)."""
+    before = set(cp.ignored) | set(cp.unprotected)
+    dirs_before = tuple(e for e in before if e.endswith("/"))
+    removed = []
+    for e in snap.ignored_listing():
+        path = e.rstrip("/")
+        if (e in before or e.startswith(dirs_before) or any(b.startswith(path + "/") for b in before)
+                or any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in snap.private)):
+            continue
+        full = snap.root / path
+        if e.endswith("/") and not full.is_symlink():
+            if any(d == ".git" for _, dirs, files in os.walk(full) for d in dirs + files):
+                continue  # a repository: never removed (its own history may be the only copy)
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            try:
+                os.unlink(full)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+        removed.append(e)
+    return removed
 
 
 def dotgit_identity(root: Path) -> list | None:

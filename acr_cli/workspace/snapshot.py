@@ -229,13 +229,39 @@ class Snapshots:
         finally:
             unlink_index(idx)
 
-    def ignored_entries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(kept, over budget): the ignored entries, smallest first, while the budget lasts."""
+    def ignored_listing(self) -> list[str]:
+        """The ignored entries now (directories end in /), as ``git ls-files --directory`` lists them."""
         raw = self.git("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
         listed = sorted(e for e in raw.decode("utf-8", errors="surrogateescape").split("\0") if e)
         # an untracked directory that only holds ignored files is listed beside them: keep the files
-        entries = [e for i, e in enumerate(listed)
-                   if not (e.endswith("/") and i + 1 < len(listed) and listed[i + 1].startswith(e))]
+        return [e for i, e in enumerate(listed)
+                if not (e.endswith("/") and i + 1 < len(listed) and listed[i + 1].startswith(e))]
+
+    def without(self, tree: str, entries: tuple[str, ...], base: str) -> str:
+        """``tree`` less its files at or under ``entries`` (directories end in /) that ``base`` does not
+        hold: an attempt's tree without what was ignored before it (a ``.env`` it un-ignored)."""
+        if not entries:
+            return tree
+        dirs = tuple(e for e in entries if e.endswith("/"))
+        files = {e for e in entries if not e.endswith("/")}
+        drop = [f for f in self.tree_files(tree) if f in files or f.startswith(dirs)]
+        if drop:
+            held = set(self.tree_files(base))
+            drop = [f for f in drop if f not in held]
+        if not drop:
+            return tree
+        idx = self.temp_index(seed=False)
+        try:
+            env = {"GIT_INDEX_FILE": idx}
+            self.git("read-tree", tree, env=env)
+            self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(drop))
+            return self.git("write-tree", env=env).decode().strip()
+        finally:
+            unlink_index(idx)
+
+    def ignored_entries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(kept, over budget): the ignored entries, smallest first, while the budget lasts."""
+        entries = self.ignored_listing()
         sized = []
         over = []
         for e in entries:

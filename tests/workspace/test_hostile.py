@@ -571,3 +571,43 @@ def test_a_merge_or_rebase_the_attempt_left_in_progress_is_not_in_progress_after
                                                   "rebase-apply")), start
         assert tree_bytes(root) == files and git_state(root) == state and git(root, "rev-parse", "HEAD") == head
         assert "You have unmerged paths" not in git(root, "status") and "rebase" not in git(root, "status")
+
+
+def test_a_secret_the_attempt_un_ignored_is_not_kept_in_the_attempts_ref(user_project):
+    """refs/acr/attempts/* live in the repository (a `git push --mirror` carries them): a .env the attempt
+    made visible by editing .gitignore must not be committed there."""
+    root = user_project
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".gitignore").write_text("# cleaned up\n")
+    (root / "calc.py").write_text("the attempt's edit\n")
+    report = ws.restore(cp, keep_as="t-1")
+    assert report.saved_as == "refs/acr/attempts/t-1"
+    kept = git(root, "ls-tree", "-r", "--name-only", report.saved_as).split()
+    assert ".env" not in kept and "calc.py" in kept and ".gitignore" in kept  # the attempt's work is kept
+    assert git(root, "show", f"{report.saved_as}:calc.py") == "the attempt's edit\n"
+    assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
+
+
+def test_ignored_files_the_attempt_created_are_removed_but_never_the_users(user_project):
+    """A new __pycache__ of planted bytecode would run on the user's next import; an ignored directory that
+    already held the user's files, and a repository, are never removed."""
+    root = user_project
+    (root / ".gitignore").write_text(".env\n__pycache__/\nbuild/\n*.log\nvendor/\n")
+    (root / "build").mkdir()
+    (root / "build" / "mine.bin").write_bytes(b"the user's build output")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"planted bytecode")
+    (root / "debug.log").write_text("the attempt's log\n")
+    (root / "build" / "agent.bin").write_bytes(b"the attempt's")
+    (root / "vendor" / "lib").mkdir(parents=True)
+    git(root / "vendor" / "lib", "init", "-q")  # a repository the attempt cloned: its history may be the only copy
+    report = ws.restore(cp)
+    assert not (root / "__pycache__").exists() and not (root / "debug.log").exists()
+    assert sorted(report.removed_ignored) == ["__pycache__/", "debug.log"]
+    assert (root / "build" / "mine.bin").read_bytes() == b"the user's build output"
+    assert not (root / "build" / "agent.bin").exists()  # inside a kept directory: put back as it was
+    assert (root / "vendor" / "lib" / ".git").is_dir()
+    assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
