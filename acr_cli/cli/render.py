@@ -1,10 +1,22 @@
-"""Rendering for people (rich). JSON output never goes through here."""
+"""Rendering for people (rich). JSON output never goes through here.
+
+What an agent or a verifier printed is redacted (:func:`acr_cli.redact.redact`) before it is shown, as
+before it is stored: a terminal's output ends up in CI logs and shared screens."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from acr_cli.cli.common import console, fmt_money, fmt_pct
+
+
+def redact(text: str | None) -> str | None:
+    """:func:`acr_cli.redact.redact`, imported when first needed (`acr route` imports this module and
+    starts faster without compiling its patterns)."""
+    from acr_cli.redact import redact as mask
+
+    return mask(text)
+
 
 VERDICT_STYLE = {"passed": "green", "unverified": "cyan", "failed": "red", "error": "yellow", "timeout": "magenta",
                  "cancelled": "dim"}
@@ -40,22 +52,22 @@ class LiveView:
             style = VERDICT_STYLE.get(fb.verdict, "white")
             cost = fmt_money(fb.cost_usd, 4) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
-            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {fb.reason} · {cost} · {tokens}"
-                           f" · {fb.duration_s:.1f}s")
+            from rich.markup import escape
+
+            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {escape(redact(fb.reason) or '')}"
+                           f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
             if not fb.accepted:
                 for line in why_failed(fb):
                     self.con.print(line, highlight=False)
             if not fb.accepted and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
             if fb.health:
-                from rich.markup import escape
-
                 self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
 
     def output(self, adapter, stream: str, line: str) -> None:
         if self.quiet or stream != "out":
             return
-        text = adapter.describe(line)
+        text = redact(adapter.describe(line))
         if text:
             from rich.text import Text
 
@@ -74,7 +86,7 @@ def why_failed(fb) -> list:
 
     out = []
     if fb.verifier_tail:
-        lines = fb.verifier_tail.rstrip().splitlines()[-FAILURE_LINES:]
+        lines = redact(fb.verifier_tail).rstrip().splitlines()[-FAILURE_LINES:]
         out.append(Text("    the verifier printed (last lines):", style="dim"))
         out += [Text(f"    │ {line}") for line in lines]
     cmd = diff_command(fb.base_tree, fb.attempt_ref)
@@ -145,7 +157,7 @@ def print_run_summary(report) -> None:
     what = answer_label(fb.verdict, answer, fb.reason) if fb is not None else None
     if what:
         con.print(Text(f"── {what} from {fb.arm.id} ──", style="bold"))
-        con.print(Text(answer.rstrip("\n")), soft_wrap=True)
+        con.print(Text(redact(answer).rstrip("\n")), soft_wrap=True)
         con.print(Text("──", style="bold"))
     tree = ("the work tree is as it was" if report.rollback
             else "with --no-rollback, whatever the attempts changed is still in the directory")
@@ -172,7 +184,7 @@ def print_run_summary(report) -> None:
         con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
                   f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}; {tree}.")
         for i, (_, fb) in enumerate(result.steps, 1):
-            con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {fb.reason}"))
+            con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {redact(fb.reason)}"))
         if result.steps:
             for line in why_failed(result.steps[-1][1]):
                 con.print(line)

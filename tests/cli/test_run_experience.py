@@ -201,3 +201,16 @@ def test_a_total_that_leaves_out_an_attempt_of_unknown_cost_says_so(project, fak
     assert r.returncode == 1, r.stderr
     # the timed-out attempt reported nothing; codex's tokens at gpt-5.4's price make the total
     assert "2 attempt(s), $0.0325 spent (the cost of 1 attempt(s) is not known);" in r.stdout
+
+
+def test_secrets_in_what_the_agent_says_are_masked_on_the_terminal_too(project, fakes_on_path, scenario):
+    """A run's output ends up in CI logs: the answer and the live view are masked as memory and logs are."""
+    said = ("Connected with postgres://bob:s3cretpw@db.internal/app using MY_SERVICE_TOKEN's value "
+            "tok-9f8e7d6c5b4a3f2e1d0c")
+    scenario({"match": {"agent": "codex"}, "text": said})
+    r = acr("run", "why is it slow?", "--arms", "codex:gpt-5.4", cwd=project,
+            env={"MY_SERVICE_TOKEN": "tok-9f8e7d6c5b4a3f2e1d0c"})
+    assert r.returncode == 0, r.stderr
+    for shown in (r.stdout, r.stderr):  # the answer, and the live view's line of it
+        assert "s3cretpw" not in shown and "tok-9f8e7d6c5b4a3f2e1d0c" not in shown
+        assert "postgres://bob:[REDACTED]@db.internal/app" in shown
