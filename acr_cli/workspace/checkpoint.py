@@ -34,6 +34,8 @@ class Checkpoint:
     marker: str = ""  # ACR_ATTEMPT of the attempt's processes (see acr_cli.process)
     dotgit: list | None = field(default=None, repr=False)  # what the work tree's .git was (rollback.dotgit_identity)
     replace: dict[str, str] = field(default_factory=dict, repr=False)  # refs/replace/*: name -> object
+    # directories' permission bits that differ from what a new one gets (a `chmod 700 private`)
+    dir_modes: dict[str, int] = field(default_factory=dict, repr=False)
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -51,7 +53,7 @@ class Checkpoint:
                 "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
                 "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
-                "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace}
+                "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -61,7 +63,8 @@ class Checkpoint:
                    tuple(obj["opaque_dirs"]), {k: int(v) for k, v in obj["modes"].items()},
                    frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
                    frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
-                   obj.get("dotgit"), dict(obj.get("replace", {})))
+                   obj.get("dotgit"), dict(obj.get("replace", {})),
+                   {k: int(v) for k, v in obj.get("dir_modes", {}).items()})
 
 
 def signature(path: str) -> list | None:

@@ -141,7 +141,8 @@ class Workspace:
         cp = Checkpoint(name, tree, head, branch, index, ctl, ignored_tree, kept, over, ignored_index, raw,
                         untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
-                        rollback.dotgit_identity(self.root), refs.replace_refs(self.git))
+                        rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
+                        self.snap.dir_modes(files + kept_files, untracked_dirs))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)

@@ -136,6 +136,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
     report.removed_ignored = remove_new_ignored(snap, cp)
+    _restore_dirs(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
     report.nested = [path for _, path, nested in final if nested]
@@ -244,6 +245,27 @@ def _undo_list(snap: Snapshots, cp: Checkpoint, now: Snapshot) -> list[tuple[str
     out = [("A" if path in cp.sparse_absent else status, path) for status, path in snap.diff(cp.tree, now.tree)]
     listed = {path for _, path in out}
     return out + [("A", path) for path in now.unreadable if path not in listed]
+
+
+def _restore_dirs(snap: Snapshots, cp: Checkpoint) -> None:
+    """Directories the user had and git does not record come back: empty ones the attempt removed
+    (``rmdir``), and every directory's permission bits (a ``chmod 777`` on one that held a private file)."""
+    for d in sorted(cp.untracked_dirs, key=lambda p: p.count("/")):
+        p = snap.root / d
+        if not os.path.lexists(p) and not any((d + "/").startswith(o) for o in cp.opaque_dirs):
+            try:
+                p.mkdir(parents=True)
+            except OSError:
+                continue
+            if d not in cp.dir_modes:
+                os.chmod(p, 0o777 & ~current_umask())
+    for d, mode in cp.dir_modes.items():
+        try:
+            st = os.lstat(snap.root / d)
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                os.chmod(snap.root / d, mode)
+        except OSError:
+            continue
 
 
 def _remove_created_dirs(snap: Snapshots, cp: Checkpoint, removed: list[str]) -> None:

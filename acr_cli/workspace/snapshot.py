@@ -169,6 +169,24 @@ class Snapshots:
                 out[f] = stat.S_IMODE(st.st_mode)
         return out
 
+    def dir_modes(self, files: list[str], dirs: frozenset[str]) -> dict[str, int]:
+        """Permission bits of the directories holding ``files`` and of ``dirs`` that a directory made now
+        would not get (``0777`` less the umask): a ``chmod 700 private`` is kept here (path -> mode)."""
+        plain = 0o777 & ~current_umask()
+        out = {}
+        for d in {os.path.dirname(f) for f in files} | set(dirs):
+            while d and d not in out:
+                try:
+                    st = os.lstat(self.root / d)
+                except OSError:
+                    break
+                if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != plain:
+                    out[d] = stat.S_IMODE(st.st_mode)
+                else:
+                    out.setdefault(d, -1)  # seen, plain: its parents may still differ
+                d = os.path.dirname(d)
+        return {d: m for d, m in out.items() if m >= 0}
+
     def raw_copies(self, files: list[str]) -> dict[str, str]:
         """Exact bytes of the files git would convert, as blobs (path -> blob id).
 

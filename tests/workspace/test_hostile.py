@@ -611,3 +611,22 @@ def test_ignored_files_the_attempt_created_are_removed_but_never_the_users(user_
     assert not (root / "build" / "agent.bin").exists()  # inside a kept directory: put back as it was
     assert (root / "vendor" / "lib" / ".git").is_dir()
     assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
+
+
+def test_empty_directories_and_directory_modes_come_back(user_project):
+    root = user_project
+    (root / "emptydir").mkdir()
+    (root / "notes" / "drafts").mkdir(parents=True)  # empty, inside an untracked directory
+    (root / "private").mkdir(mode=0o700)
+    (root / "private").chmod(0o700)
+    (root / "private" / "key.txt").write_text("the user's secret\n")
+    (root / "private" / "key.txt").chmod(0o600)
+    files = tree_bytes(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "emptydir").rmdir()
+    (root / "notes" / "drafts").rmdir()
+    (root / "private").chmod(0o777)  # the secret inside is now reachable by every user of the machine
+    ws.restore(cp)
+    assert tree_bytes(root) == files  # the empty directories, and private/ 0700 again
+    assert stat.S_IMODE((root / "private").stat().st_mode) == 0o700
