@@ -73,6 +73,10 @@ def _memory_failure(e: Exception):
         return MemoryFileError(f"the memory stayed locked by another process for {BUSY_TIMEOUT_S:g} s ({e})",
                                hint="wait for the other acr command (or whatever holds the file) to finish, then "
                                     "run this again")
+    if "readonly" in str(e):  # readable, not writable: nothing is wrong with the file itself
+        return MemoryFileError(f"cannot write the memory ({e})",
+                               hint="check the file's and its directory's permissions (`acr doctor` says where it "
+                                    "is), or pass --memory PATH")
     return MemoryFileError(f"the memory could not be read ({e})",
                            hint="`acr doctor` says where it is; move that file aside (acr starts a new memory) and "
                                 "`acr memory import` an export, or try `sqlite3 FILE .recover` on it")

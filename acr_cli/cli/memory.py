@@ -312,8 +312,6 @@ def forget(
             from acr_cli.memory.team import recorded_for
 
             here = set(local.live_task_ids(task_ids if not all_ else found | recorded_for(local, str(mem.path))))
-        if not bench:  # their attempt logs go too: a forgotten task leaves nothing behind
-            _remove_logs(sorted(found | here))
         if all_:
             n, runs = mem.forget_all()
         elif bench:
@@ -323,6 +321,8 @@ def forget(
         if local is not None:
             local.forget(sorted(here))
             n += len(here - found)  # recorded here, never uploaded
+        if not bench:  # their attempt logs go too, once memory has let the tasks go (never before: a locked
+            _remove_logs(sorted(found | here))  # or read-only memory keeps a task, and then its logs)
     finally:
         mem.close()
         if local is not None:

@@ -5,10 +5,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
-import os
-import shutil
-import subprocess
-import sys
 import threading
 from functools import partial
 from pathlib import Path
@@ -16,6 +12,7 @@ from pathlib import Path
 import pytest
 from benchdata import write_id, write_ood
 from conftest import acr
+from shared import acr_on_read_only
 
 from acr_cli.bench import data
 from acr_cli.errors import AcrError
@@ -339,25 +336,6 @@ def test_memory_replay_reports_actual_routing_and_unscorable_tasks(tmp_path, acr
     assert r.returncode == 0 and "linucb" in r.stdout and "paper" not in r.stdout  # no paper figure for your memory
     r = acr("bench", "replay", "memory", "--policy", "acrouter")  # its chain names the paper's models
     assert r.returncode == 2 and "replays on ood176 and id2919, not on your memory" in r.stderr
-
-
-def acr_on_read_only(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """``acr *args`` while ``folder`` cannot be written: its permissions taken away, or (root writes through
-    those) a read-only bind mount in a mount namespace of the command's own. Skips where neither works."""
-    if os.geteuid() != 0:
-        modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
-        for p in modes:
-            p.chmod(0o555 if p.is_dir() else 0o444)
-        try:
-            return acr(*args)
-        finally:
-            for p, mode in modes.items():
-                p.chmod(mode)
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
-        pytest.skip("root, and no mount namespace to make a folder read-only in")
-    return subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$1" "$1" && shift && exec "$@"', "sh",
-                           str(folder), sys.executable, "-m", "acr_cli", *args],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
 def test_a_read_only_memory_replays_and_says_the_replay_was_not_stored(tmp_path, acr_home):

@@ -157,6 +157,28 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     assert invoke("memory", "forget", "--all", "--yes").output.strip() == "forgot 1 task(s) and 0 stored replay run(s)"
 
 
+def test_a_forget_memory_refuses_keeps_the_tasks_logs(acr_home, tmp_path):
+    """The logs go only once memory has let the task go: a read-only (or locked) memory keeps both."""
+    from shared import acr_on_read_only
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    mem = Memory.open(folder / "memory.sqlite")
+    tid = mem.begin_task(source="live", kind="bug_fix", groups=["kind=bug_fix"], prompt="fix add")
+    mem.add_attempt(tid, 1, Decision(Arm("codex", "gpt-5.4"), "x"), Feedback(Arm("codex", "gpt-5.4"), "failed"))
+    mem.finish_task(tid, passed=False, score=0.0, cost_usd=0.0, final_arm=None)
+    mem.close()
+    logs = acr_home / "data" / "logs" / tid
+    logs.mkdir(parents=True)
+    (logs / "1-codex.log").write_text("an attempt's output\n")
+    # the file alone read-only: memory opens (and reads), the forget cannot write
+    r = acr_on_read_only(folder / "memory.sqlite", "memory", "forget", tid, "--memory", str(folder / "memory.sqlite"))
+    assert r.returncode == 2 and "cannot write the memory" in r.stderr and "move" not in r.stderr, r.stderr
+    assert (logs / "1-codex.log").exists()
+    r = runner.invoke(app, ["memory", "forget", tid, "--memory", str(folder / "memory.sqlite")])
+    assert r.exit_code == 0 and not logs.exists()
+
+
 def test_doctor_json(acr_home, fakes_on_path):
     out = json.loads(invoke("doctor", "--json").output)
     assert out["agents"]["codex"]["found"] and out["agents"]["codex"]["version"] == "codex-cli 0.169.0"
