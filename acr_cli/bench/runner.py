@@ -337,6 +337,9 @@ def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
                 by_policy.setdefault(r["policy"], []).append({"run_id": r["id"], "policy": r["policy"], **figures})
             else:
                 res = rep.get("result") or {}
+                if r.get("damaged") or not isinstance(res.get("policy"), str) or not isinstance(res.get("n"), int):
+                    raise AcrError(f"the stored replay {r['id']} is damaged: its report cannot be read",
+                                   hint="`acr memory forget --bench` forgets stored replays; replay it again")
                 by_policy.setdefault(r["policy"], []).append({**res, "curve": rep.get("curve", []),
                                                               "run_id": r["id"], "aggregated": True})
         results, curves = [], {}

@@ -201,7 +201,14 @@ def redact_task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
+    """A run row with its JSON fields read; one that is not a JSON object (written by something else than
+    acr: import checks them) reads as empty, and the run is marked ``damaged``."""
     for k in ("params", "report"):
         if r.get(k):
-            r[k] = json.loads(r[k])
+            try:
+                r[k] = json.loads(r[k])
+            except ValueError:
+                r[k] = None
+            if not isinstance(r[k], dict):
+                r[k], r["damaged"] = {}, True
     return r

@@ -135,11 +135,14 @@ def _record_problem(obj: Any) -> str | None:
 
 
 def _number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    if isinstance(v, int) and not -2**63 <= v <= 2**63 - 1:  # more than SQL stores (as a float it loses digits)
+        return False
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
 
 
 def _whole(v: Any, low: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+    """A whole number from ``low`` up to what an SQL integer holds (2^63 - 1)."""
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= 2**63 - 1
 
 
 # What each field of an export record may hold (None is always allowed but for REQUIRED fields):
@@ -150,9 +153,33 @@ _SCORE = (lambda v: _number(v, 0.0, 1.0), "a number from 0 to 1")
 _MONEY = (lambda v: _number(v, 0.0), "a number >= 0")
 _COUNT = (lambda v: _whole(v, 0), "a whole number >= 0")
 _FLAG = (lambda v: v in (True, False, 0, 1) and not isinstance(v, float), "true, false, 0 or 1")
+
+
+def _json_object(v: Any) -> dict | None:
+    """``v`` (a string) read as a JSON object, else None."""
+    if not isinstance(v, str):
+        return None
+    try:
+        obj = json.loads(v)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _replay_report(v: Any) -> bool:
+    """A stored replay's report: a JSON object whose ``result`` (if any) names its policy and task count."""
+    obj = _json_object(v)
+    if obj is None:
+        return False
+    res = obj.get("result")
+    return res is None or (isinstance(res, dict) and isinstance(res.get("policy"), str) and _whole(res.get("n"), 0))
+
+
+_PARAMS = (lambda v: _json_object(v) is not None, "a JSON object, as a string")
+_REPORT = (_replay_report, "a JSON object, as a string, whose result has a policy and n")
 FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _TEXT, "started_at": _TEXT,
-            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _TEXT},
+    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _PARAMS, "started_at": _TEXT,
+            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _REPORT},
     "task": {"id": _NAME, "created_at": _TEXT, "source": _TEXT, "project": _TEXT, "prompt": _TEXT,
              "prompt_sha256": _TEXT, "kind": _TEXT, "language": _TEXT, "size": _TEXT, "ref": _TEXT,
              "policy": _TEXT, "passed": _FLAG, "score": _SCORE, "cost_usd": _MONEY, "final_arm": _TEXT,

@@ -418,3 +418,21 @@ def test_a_memory_replay_shows_the_router_what_acr_run_showed_it(tmp_path):
     assert (guessed.prompt, guessed.project, guessed.kind) == ("fix the failing parser test", identity(tmp_path),
                                                                "bug_fix")
     assert guessed.kind_sure == KIND_PRECISION["bug_fix"] and given.kind_sure == 1.0
+
+
+def test_a_stored_replay_written_damaged_is_named_not_crashed_on(tmp_path):
+    """A runs row acr did not write (edited, or from an acr before import checked them): --list still lists,
+    and the report says which replay is damaged (it crashed with a JSONDecodeError, exit 70)."""
+    from acr_cli.memory import Memory
+
+    path = tmp_path / "m.sqlite"
+    mem = Memory.open(path)
+    run = "r1"
+    mem.add_run(run, "ood176", "oracle", {})
+    mem.finish_run(run, 1, {"result": {"policy": "oracle", "n": 1}})
+    mem.db.execute("UPDATE runs SET report = '{bad', params = '[1]' WHERE id = ?", (run,))
+    mem.close()
+    r = acr("bench", "report", "--list", "--memory", str(path))
+    assert r.returncode == 0 and run in r.stdout, r.stderr
+    r = acr("bench", "report", run, "--memory", str(path))
+    assert r.returncode == 2 and f"the stored replay {run} is damaged" in r.stderr and "Traceback" not in r.stderr

@@ -244,6 +244,16 @@ def _task(**fields) -> str:
     (json.dumps({"type": "task", "id": "t1", "created_at": "t", "attempts": [
         {"seq": 1, "agent": "a", "model": "m", "started_at": "t", "verdict": "failed"}] * 2}), "two attempts numbered 1"),
     ("[" * 100_000, "not an acr memory export record"),
+    (_task(attempt={"tokens_in": 2**63}), "tokens_in is 9223372036854775808, should be a whole number >= 0"),
+    (_task(cost_usd=2**70), "cost_usd is 1180591620717411303424, should be a number >= 0"),
+    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
+                 "report": "{bad"}), "report is \"{bad\", should be a JSON object"),
+    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
+                 "report": "[]"}), "should be a JSON object, as a string, whose result has a policy and n"),
+    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
+                 "report": '{"result": {"policy": "oracle"}}'}), "whose result has a policy and n"),
+    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
+                 "params": "{bad"}), "params is \"{bad\", should be a JSON object"),
 ])
 def test_import_refuses_records_the_commands_reading_memory_would_choke_on(new_memory, tmp_path, line, problem):
     mem = new_memory()
@@ -251,6 +261,7 @@ def test_import_refuses_records_the_commands_reading_memory_would_choke_on(new_m
         mem.import_(io.StringIO(line + "\n"))
     assert e.value.message.startswith("line 1: ") and problem in e.value.message
     assert mem.db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
+    assert mem.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
 def test_forget(new_memory, tmp_path):
