@@ -132,6 +132,9 @@ def run_task(
             state.excluded.add(decision.arm.id)
             over_budget[decision.arm.id] = decision.expected_cost or 0.0
             continue
+        if max_cost is not None and not state.tried and decision.expected_cost is None:
+            emit("note", message=f"no cost estimate for {decision.arm.id} ({policy.name} policy): --max-cost "
+                                 f"{_usd(max_cost)} can stop only the attempts after this one")
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
             if state.spent >= max_cost:

@@ -256,6 +256,11 @@ def prepare(req: RunRequest, *,
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
         "baseline": req.baseline})
+    budget = options["max_cost"]
+    if budget.value is not None and float(budget.value) <= 0:  # spent before it starts: never start an agent
+        where = "--max-cost" if budget.source == "command line" else f"max_cost (from {budget.source})"
+        raise AcrError(f"{where} $0 leaves nothing to spend; no agent was run",
+                       hint="give a budget above $0, or none")
     verify = options["verify"]
     if verify.value:
         problem = preflight(verify.value, req.project)

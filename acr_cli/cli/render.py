@@ -42,6 +42,10 @@ class LiveView:
             return
         if what == "start":
             self.start(data["ctx"], data["policy"], data["verify"], data["rollback"])
+        elif what == "note":
+            from rich.markup import escape
+
+            self.con.print(f"  [yellow]note[/]: {escape(data['message'])}")
         elif what == "skipped":
             self.con.print(f"  [yellow]skip[/] {data['arm'].id}: {data['reason']}")
         elif what == "attempt":

@@ -214,3 +214,15 @@ def test_secrets_in_what_the_agent_says_are_masked_on_the_terminal_too(project, 
     for shown in (r.stdout, r.stderr):  # the answer, and the live view's line of it
         assert "s3cretpw" not in shown and "tok-9f8e7d6c5b4a3f2e1d0c" not in shown
         assert "postgres://bob:[REDACTED]@db.internal/app" in shown
+
+
+def test_a_zero_budget_runs_nothing_and_a_fixed_order_says_its_budget_cannot_stop_the_first_attempt(
+        project, fakes_on_path, scenario, acr_home):
+    log = scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--max-cost", "0", cwd=project)
+    assert r.returncode == 2 and "--max-cost $0 leaves nothing to spend; no agent was run" in r.stderr
+    assert not log.exists() and tasks_in_memory(acr_home) == 0  # no agent ran, nothing was recorded
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--max-cost", "0.01", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "no cost estimate for codex:gpt-5.4 (fixed policy): --max-cost $0.0100 can stop only the attempts after " \
+           "this one" in " ".join(r.stderr.split())
