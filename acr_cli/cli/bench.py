@@ -74,24 +74,25 @@ def replay(
         from acr_cli.bench.report import check_plot
 
         check_plot(plot)
-    with _progress_bar(enabled=not (json_out or csv_out or md_out)) as on_progress:
+    with _progress_bar() as on_progress:
         doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: typer.echo(f"acr: {m}", err=True))
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot,
            stored_in=str(memory) if memory else None)
 
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Optional[Callable[[str, int, int], None]]]:
-    """A progress bar on stderr when a person is watching (a terminal, no machine-readable output)."""
+def _progress_bar() -> Iterator[Optional[Callable[[str, int, int], None]]]:
+    """A progress bar on stderr whenever a person is watching it (a terminal), whatever stdout is: a file, a
+    pipe, --json. It draws on stderr only, and is gone when the replay ends."""
     import sys
 
-    if not enabled or not sys.stderr.isatty():
+    if not sys.stderr.isatty():
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  transient=True) as bar:
+                  transient=True, console=console(stderr=True)) as bar:
         task = bar.add_task("replaying", total=None)
 
         def update(label: str, done: int, total: int) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import os
+import subprocess
+import sys
 import threading
 from functools import partial
 from pathlib import Path
@@ -436,3 +439,30 @@ def test_a_stored_replay_written_damaged_is_named_not_crashed_on(tmp_path):
     assert r.returncode == 0 and run in r.stdout, r.stderr
     r = acr("bench", "report", run, "--memory", str(path))
     assert r.returncode == 2 and f"the stored replay {run} is damaged" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_progress_shows_on_a_terminal_even_when_the_output_goes_to_a_file_as_json(tmp_path):
+    """A long replay with --json > file: the person at the terminal still sees progress, on stderr only, and
+    stdout is the JSON alone."""
+    import pty
+
+    d = write_ood(tmp_path / "data", OOD)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "bench", "replay", "ood176", "--data-dir", str(d),
+                             "--policy", "learned", "--orders", "3", "--json"], stdout=subprocess.PIPE,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert json.loads(out)["results"][0]["policy"] == "learned" and out.startswith(b"{")
+    assert b"learned" in seen and b"/" in seen  # the bar: the policy, and tasks done of all
