@@ -62,6 +62,17 @@ def open_local_memory(read_only: bool = False):
     return open_memory(str(path), create=False, read_only=read_only) if path.exists() else None
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` from memory, an agent or a verifier, safe to print on a terminal: control characters (an
+    escape sequence that retitles the window or clears the screen, a carriage return that overwrites the
+    line) and bidirectional overrides shown as ``\\xNN`` / ``\\uNNNN``; tabs and newlines stay."""
+    import re
+
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
+                  lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                  text)
+
+
 PIPE_WIDTH = 4096  # columns of output that goes to a pipe or a file: wide enough that no line is cut
 
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from acr_cli.cli.common import console, fmt_money, fmt_pct
+from acr_cli.cli.common import console, fmt_money, fmt_pct, terminal_safe
 
 
 def redact(text: str | None) -> str | None:
-    """:func:`acr_cli.redact.redact`, imported when first needed (`acr route` imports this module and
-    starts faster without compiling its patterns)."""
+    """What an agent, a verifier or memory says, as a terminal may show it: secrets masked
+    (:func:`acr_cli.redact.redact`, imported when first needed: `acr route` imports this module and
+    starts faster without compiling its patterns) and control characters made visible (terminal_safe)."""
     from acr_cli.redact import redact as mask
 
-    return mask(text)
+    return terminal_safe(mask(text)) if text else text
 
 
 VERDICT_STYLE = {"passed": "green", "unverified": "cyan", "failed": "red", "error": "yellow", "timeout": "magenta",
@@ -244,7 +245,7 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
             t = n.task
             outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
             where = "" if t.same_project else " (other project)"
-            typer.echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {t.prompt[:60]}")
+            typer.echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(t.prompt[:60])}")
             typer.echo(f"        {outcome}")
         shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
         typer.echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")

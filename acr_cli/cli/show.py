@@ -121,16 +121,20 @@ def _block(text: str | None, indent: str = "    │ ") -> list[str]:
 
 
 def _section(title: str, text: str) -> None:
+    from acr_cli.cli.common import terminal_safe
+
     typer.echo(f"  {title}:")
     for line in _block(text):
-        typer.echo(line)
+        typer.echo(terminal_safe(line))
 
 
 def render(d: dict[str, Any]) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
+    from acr_cli.cli.common import terminal_safe
     from acr_cli.cli.render import answer_label, diffstat_lines
 
-    out = typer.echo
+    def out(line: str = "") -> None:  # memory's text may hold what a request or an agent planted for a terminal
+        typer.echo(terminal_safe(line))
     ctx = d["context"]
     out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], 4)} · {d['created_at']}")
     if d["project"]:

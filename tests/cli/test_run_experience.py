@@ -226,3 +226,16 @@ def test_a_zero_budget_runs_nothing_and_a_fixed_order_says_its_budget_cannot_sto
     assert r.returncode == 0, r.stderr
     assert "no cost estimate for codex:gpt-5.4 (fixed policy): --max-cost $0.0100 can stop only the attempts after " \
            "this one" in " ".join(r.stderr.split())
+
+
+def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(project, fakes_on_path, scenario):
+    """What memory holds can come from anyone (an import, a teammate's shared memory, an agent): printed, an
+    escape sequence could retitle the window, clear the screen or hide a line."""
+    planted = "\x1b]0;PWNED\x07\x1b[2J"
+    scenario({"match": {"agent": "codex"}, "text": f"done{planted}\rfake line"})
+    r = acr("run", f"fix add {planted} now", "--arms", "codex:gpt-5.4", cwd=project)
+    assert r.returncode == 0, r.stderr
+    shown = [r.stdout, r.stderr] + [acr(*cmd, cwd=project).stdout for cmd in (("show",), ("memory", "log"))]
+    for text in shown:
+        assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "\\x1b]0;PWNED\\x07" in shown[2]  # visible, as what it is
