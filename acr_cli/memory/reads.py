@@ -104,9 +104,9 @@ class Reads(Base):
         if project is not None:
             where.append("t.project = ?")
             params.append(project)
-        if id_prefix is not None:  # ids are [0-9a-f-]: no LIKE wildcard in one
-            where.append("t.id LIKE ? || '%'")
-            params.append(id_prefix.replace("%", "").replace("_", ""))
+        if id_prefix is not None:  # compared as text: an imported id may hold LIKE's % and _
+            where.append("substr(t.id, 1, CAST(? AS INTEGER)) = ?")
+            params += [len(id_prefix), id_prefix]
         if source is not None:
             where.append("t.source = ?")
             params.append(source)

@@ -90,6 +90,9 @@ def test_acr_show_tells_the_whole_story_of_a_three_attempt_task(project, fakes_o
     assert by_id["id"] == data["id"]
     missing = acr("show", "20990101-000000-ffffff")
     assert missing.returncode == 1 and "no task" in missing.stderr and "acr memory log" in missing.stderr
+    for pattern in ("%", "_" * len(data["id"]), "2%"):  # SQL wildcards are characters of an id, not patterns
+        r = acr("show", pattern)
+        assert r.returncode == 1 and "no task" in r.stderr, pattern
 
 
 @pytest.mark.parametrize("command", ["python3 chek.py", f"{sys.executable} -m pytest -q tests/test_nope.py"])
