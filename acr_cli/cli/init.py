@@ -27,6 +27,8 @@ def init(
 
     Examples: acr init; acr init --name work --force; acr init --include-unknown --json
     """
+    import re
+
     import yaml
 
     from acr_cli import agents
@@ -34,9 +36,10 @@ def init(
     from acr_cli.health import readiness
     from acr_cli.profiles import builtin_dir
 
-    if not name or "/" in name or name.startswith(".") or name in BUILTIN_SOURCES:
-        raise ConfigError(f"--name {name!r}: give a plain name that is not a built-in profile's",
-                          hint="e.g. acr init --name mine")
+    # a plain name: letters, digits, '.', '_', '-' (no path, no space, no control character), not hidden
+    if not re.fullmatch(r"[^\W][\w.-]*", name or "") or name in BUILTIN_SOURCES:
+        raise ConfigError(f"--name {name!r}: give a plain name (letters, digits, '.', '_', '-') that is not a "
+                          "built-in profile's", hint="e.g. acr init --name mine")
     p = paths()
     target = p.profiles_dir / f"{name}.yaml"
     if target.exists() and not force:

@@ -50,3 +50,14 @@ def test_init_with_nothing_ready_writes_nothing_and_says_why(tmp_path, acr_home)
     r = acr("init", env=env, cwd=tmp_path)
     assert r.returncode == 1 and "no profile was written" in r.stdout and "claude" in r.stdout
     assert not (acr_home / "config" / "profiles" / "mine.yaml").exists()
+
+
+def test_init_takes_only_a_plain_name(tmp_path, acr_home):
+    env = only(tmp_path, "claude")
+    for bad in ("", "a/b", "../x", ".hidden", "balanced", "x\ny", "tab\tname", "two words"):
+        r = acr("init", "--name", bad, env=env, cwd=tmp_path)
+        assert r.returncode == 2 and "give a plain name" in r.stderr, bad
+    assert not (acr_home / "config" / "profiles").exists() or not list((acr_home / "config" / "profiles").iterdir())
+    r = acr("init", "--name", "work-2.é", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [p.name for p in (acr_home / "config" / "profiles").iterdir()] == ["work-2.é.yaml"]
