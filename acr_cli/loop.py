@@ -146,7 +146,7 @@ def run_task(
                 break
         seq = len(state.tried) + 1
         task_id = begin()
-        emit("attempt", seq=seq, decision=decision)
+        emit("attempt", seq=seq, decision=decision, task_id=task_id)
         try:
             fb = env.attempt(decision.arm, ctx, state, task_id, seq)
         except BaseException:  # nothing to record about the attempt, but the task must not stay "running"

@@ -95,7 +95,7 @@ class RunReport:
         out = summary(self.result)
         out["answer"] = redact(self.answer) if self.answer else None
         out["changes"] = changes_json(self.kept)
-        out["baseline"] = baseline_json(self.baseline)
+        out["baseline"] = baseline_json(self.baseline, self.verify)
         out["context"] = context_json(self.ctx)
         out["shared_memory"] = self.shared
         for item, (_, fb) in zip(out["attempts"], self.result.steps):
@@ -116,11 +116,12 @@ def changes_json(diffstat: list) -> list[dict[str, Any]]:
     return [{"path": p, "added": a, "deleted": d} for p, a, d in diffstat]
 
 
-def baseline_json(b: VerifierResult | None) -> dict[str, Any] | None:
+def baseline_json(b: VerifierResult | None, command: str | None = None) -> dict[str, Any] | None:
+    """The verifier's run on the untouched tree, as memory and ``--json`` keep it (``command``: the verifier)."""
     if b is None:
         return None
-    return {"passed": b.passed, "exit_code": b.exit_code, "score": b.score, "timed_out": b.timed_out,
-            "duration_s": round(b.duration_s, 3), "tail": redact(b.tail)}
+    return {"command": redact(command), "passed": b.passed, "exit_code": b.exit_code, "score": b.score,
+            "timed_out": b.timed_out, "duration_s": round(b.duration_s, 3), "tail": redact(b.tail)}
 
 
 @dataclass
@@ -181,12 +182,25 @@ class Prepared:
                               tell_verifier=self.profile.settings.tell_verifier)
         if on_event is not None:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
+        described: set[str] = set()
+
+        def events(what: str, **data: Any) -> None:
+            # how the request was read and the baseline are kept as the first attempt starts: a run killed
+            # during it (acr recover ends the task) still shows them
+            if what == "attempt" and data.get("task_id") and data["task_id"] not in described:
+                described.add(data["task_id"])
+                with interrupts.deferred():
+                    self.memory.describe_task(data["task_id"], context=context_json(ctx),
+                                              baseline=baseline_json(self._baseline, self.verify))
+            if on_event is not None:
+                on_event(what, **data)
+
         result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
                           max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
-                          on_event=on_event)
+                          on_event=events)
         with interrupts.deferred():
             self.memory.describe_task(result.task_id, context=context_json(ctx),
-                                      baseline=baseline_json(self._baseline))
+                                      baseline=baseline_json(self._baseline, self.verify))
             if self.team is not None and result.task_id:
                 self.team.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)

@@ -344,6 +344,11 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     assert "nothing to recover" in acr("recover", cwd=project).stdout
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # no longer "running"
+    shown = json.loads(acr("show", "--json", cwd=project).stdout)  # how it was read and the baseline are kept
+    assert shown["baseline"]["command"] == VERIFY and shown["baseline"]["passed"] is False
+    assert shown["context"]["kind"] == "bug_fix" and shown["attempts"] == []
+    text = acr("show", cwd=project).stdout
+    assert "no attempt was recorded: acr stopped while the first one ran" in text and "verifier: none" not in text
 
 
 def test_what_the_verifier_started_is_found_by_recover_after_acr_is_killed(project, fakes_on_path, scenario,

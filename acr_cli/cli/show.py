@@ -149,7 +149,7 @@ def render(d: dict[str, Any]) -> None:
     if ctx.get("groups"):
         out(f"  - groups (coarse to fine): {' > '.join(ctx['groups'])}")
     b = d["baseline"]
-    verifier = next((a["verifier"] for a in d["attempts"] if a.get("verifier")), None)
+    verifier = next((a["verifier"] for a in d["attempts"] if a.get("verifier")), None) or (b or {}).get("command")
     if b is not None:
         how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed (exit {b['exit_code']})")
         out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
@@ -157,6 +157,10 @@ def render(d: dict[str, Any]) -> None:
         out(f"baseline: not run (verifier `{verifier}`)")
     else:
         out("verifier: none (attempts were accepted unverified)")
+    if not d["attempts"] and d["state"] != "running":
+        out("")
+        out("no attempt was recorded: acr stopped while the first one ran (killed; `acr recover` put the work "
+            "tree back and ended the task)")
     for a in d["attempts"]:
         out("")
         out(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], 4)}"
