@@ -92,13 +92,15 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
     if key in ("profile", "memory") and not str(value).strip():
         return "expected a non-empty string"
+    if key == "memory" and "://" in str(value) and not str(value).startswith(("postgresql://", "postgres://")):
+        return f"expected a file path or a postgresql:// URL, got {value!r}"
     return None
 
 
 def find_project_file(project: Path) -> Path | None:
     for d in (project, *project.parents):
         candidate = d / PROJECT_FILE
-        if candidate.is_file():
+        if candidate.is_file() or candidate.exists():  # not a file (a directory): read_toml says so
             return candidate
         if (d / ".git").exists():
             break

@@ -116,7 +116,7 @@ def report(
     Example: acr bench report --list; acr bench report ood176-20261121-101500-a1b2c3
     """
     from acr_cli.bench.runner import list_groups, load_report
-    from acr_cli.cli.bench_render import render
+    from acr_cli.cli.bench_render import check_formats, render
     if list_runs:
         if run is not None:
             raise AcrError(f"--list lists every stored replay; it takes no run id (got {run!r})",
@@ -133,6 +133,11 @@ def report(
         for g in groups:
             con.print(f"{g['group']}  {g['benchmark']:7} {g['started_at']}  {', '.join(g['policies'])}")
         return
+    check_formats(json_out, csv_out, md_out)
+    if plot:  # before anything is printed, as replay does
+        from acr_cli.bench.report import check_plot
+
+        check_plot(plot)
     render(load_report(run, memory), json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot, stored_note=False)
 
 

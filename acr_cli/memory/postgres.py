@@ -52,6 +52,8 @@ def masked(url: str) -> str:
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
             query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*")
+        if netloc == parts.netloc and query == parts.query:  # nothing to hide: as written (urlunsplit would
+            return url  # drop the // of a URL with no host: postgresql:// is not postgresql:)
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url.split("?", 1)[0])

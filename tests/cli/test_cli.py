@@ -224,6 +224,14 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch, fakes
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "'max_attempts' should be a whole number, got 2.7" in r.output
     (tmp_path / ".acr.toml").unlink()
+    (tmp_path / ".acr.toml").mkdir()  # not a file: said, never silently read as no settings
+    r = runner.invoke(app, ["route", "x"])
+    assert r.exit_code == 2 and ".acr.toml is not a file" in r.output
+    (tmp_path / ".acr.toml").rmdir()
+    r = runner.invoke(app, ["config", "set", "memory", "mysql://x"])  # not a path relative to the config dir
+    assert r.exit_code == 2 and "expected a file path or a postgresql:// URL" in r.output
+    assert invoke("config", "set", "memory", "postgresql://").output.startswith("memory = 'postgresql://' in ")
+    assert invoke("config", "unset", "memory").exit_code == 0
     (acr_home / "config" / "config.toml").write_text('profile = "gone"\n')  # e.g. a user profile deleted since
     r = runner.invoke(app, ["route", "x"])
     assert r.exit_code == 2 and "no profile named 'gone' (the profile is set in" in r.output
