@@ -299,6 +299,7 @@ def test_plot_or_a_clear_message(tmp_path):
     r = acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "learned", "--plot", "/nonexistent/r.png")
     assert r.returncode == 2 and r.stdout == ""  # refused before the replay, not after it
     assert "/nonexistent does not exist" in r.stderr or "needs matplotlib" in r.stderr
+    assert acr("bench", "replay", "ood176", "--data-dir", str(d), "--policy", "oracle").returncode == 0  # stored
     for plot in ("/nonexistent/r.png", str(tmp_path / "r.gif")):  # and by report, before it prints the report
         r = acr("bench", "report", "--plot", plot)
         assert r.returncode == 2 and r.stdout == "", plot
