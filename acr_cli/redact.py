@@ -43,8 +43,11 @@ What is masked (replaced by ``[REDACTED]``):
   is masked wherever it appears;
 * the value of anything written as a secret-named assignment
   (``OPENAI_API_KEY = ...``, ``password: ...``, ``DB_PASS=...``,
-  ``"access_token": "..."``, ``"key": "..."``, ``Authorization: Basic ...``)
-  and the password in a URL (``postgres://user:...@host``).
+  ``"access_token": "..."``, ``"key": "..."``, ``Authorization: Basic ...``), a quoted
+  value whole, spaces and all (``PGPASSWORD='my pass phrase'``), its quotes escaped too
+  (``password: \\"...\\"`` inside the JSON events every attempt log holds), and the
+  password in a URL (``postgres://user:...@host``). A secret variable's value is also
+  masked in its escaped forms (JSON, Python repr) when it holds a quote or a backslash.
 
 Not masked: a secret shorter than 8 characters held in an environment variable,
 and a secret with no known shape that is neither in a secret-named variable nor
@@ -53,6 +56,7 @@ written after a secret-looking name.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -114,12 +118,15 @@ _WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
 # left. Matched against the lower-cased text: every alternative then starts with a literal character, which
 # the engine skips to quickly (case-insensitive matching made this 4x slower); the match starts at the
 # secret word, not at the name's start, for the same reason (what precedes it is kept anyway).
+# A quote may come escaped (\" in a JSON event an agent printed, which is how every attempt log holds it); a
+# value in quotes runs to its closing quote, spaces and all (PGPASSWORD='my pass phrase'); a bare value to the
+# first space, quote, comma, semicolon or backslash.
 _ASSIGNED_SOURCE = (
     r"((?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|credentials?|"
-    r"access[_-]?key|private[_-]?key)[\w.-]*[\"']?\s*[:=]\s*[\"']?|\"key\"\s*:\s*\"|"
-    r"a(?<!\wa)uthorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
-    r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&]|$))"
-    r"([^\s\"',;]{6,})"
+    r"access[_-]?key|private[_-]?key)[\w.-]*\\?[\"']?\s*[:=]\s*\\?[\"']?|\\?\"key\\?\"\s*:\s*\\?\"|"
+    r"a(?<!\wa)uthorization\\?[\"']?\s*[:=]\s*\\?[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
+    r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"
+    r"((?<=[\"'])(?![0-9.]+\\?[\"'])[^\"'\n\\]{6,200}(?=\\?[\"'])|[^\s\"',;\\]{6,})"
 )
 _ASSIGNED = re.compile(_ASSIGNED_SOURCE)
 _ASSIGNED_ANY_CASE = re.compile(_ASSIGNED_SOURCE, re.I)  # for the rare text lower() changes the length of
@@ -221,6 +228,8 @@ def _secret_values() -> list[str]:
     for v in seen.values():
         if "\n" in v:
             found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= MIN_ENV_VALUE)
+    for v in list(found):  # as a log holds it when it has a quote or a backslash: escaped in a JSON event or a repr
+        found.update(e for e in (json.dumps(v)[1:-1], repr(v)[1:-1]) if e != v)
     values = sorted(found, key=len, reverse=True)
     _cache = (names, seen, values)
     return values

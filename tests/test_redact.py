@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import random
 
 import pytest
@@ -73,6 +74,29 @@ def test_a_secret_written_as_an_assignment_is_masked():
     assert "hunter2" not in out and "correcthorse" not in out and "dXNlcjpw" not in out and "abc.def" not in out
     assert out.startswith("DB_PASS=" + MASK) and "Authorization: Basic " + MASK in out
     assert out.endswith("AUTHORIZATION: Bearer " + MASK)
+
+
+@pytest.mark.parametrize("text, secret", [
+    # every attempt log holds the agent's JSON events, where a quote is escaped
+    (json.dumps({"type": "tool_use", "content": 'DB_PASSWORD = "s3cretvalue99"'}), "s3cretvalue99"),
+    (json.dumps({"text": 'I also set password: "hunter2hunter2"'}), "hunter2hunter2"),
+    # a quoted value runs to its closing quote, spaces and all
+    ("export PGPASSWORD='my secret pass phrase'", "secret pass phrase"),
+    ('MY_TOKEN="tok en-with-space-1234"', "en-with-space"),
+    ("PASSWORD='correct horse battery staple'", "horse battery"),
+])
+def test_an_assignment_quoted_escaped_or_with_spaces_is_masked_whole(text, secret):
+    out = redact(text)
+    assert secret not in out and MASK in out
+    if text.startswith("{"):
+        json.loads(out)  # a JSON event stays JSON: the mask sits between the escaped quotes
+
+
+def test_a_secret_variables_value_is_masked_where_it_is_escaped(monkeypatch):
+    monkeypatch.setenv("DEPLOY_API_KEY", 'Zx9\\kQ2#mW7!"pL4v')
+    value = os.environ["DEPLOY_API_KEY"]
+    for shown in (repr(f"key {value}"), json.dumps(f"key {value}"), f"key {value}"):  # a log's argv line, an event
+        assert "mW7" not in redact(shown), shown
 
 
 # ---------------------------------------------------------------- shapes
