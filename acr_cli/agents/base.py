@@ -8,6 +8,7 @@ machine-readable output into an :class:`AgentResult`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -130,22 +131,29 @@ def dig(obj: Any, path: str) -> Any:
     return obj
 
 
+MAX_COUNT = 2**53  # more tokens than any model reads in a lifetime: a number that large is a CLI's bug
+
+
 def as_int(val: Any) -> int | None:
+    """A count an agent CLI reported (tokens), or None when it is not one: negative, absurdly large, not a number."""
     if isinstance(val, bool) or val is None:
         return None
     try:
-        return int(val)
-    except (TypeError, ValueError):
+        n = int(val)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return None
+    return n if 0 <= n <= MAX_COUNT else None
 
 
 def as_float(val: Any) -> float | None:
+    """An amount an agent CLI reported (USD, a time), or None when it is not one: negative, infinite, NaN."""
     if isinstance(val, bool) or val is None:
         return None
     try:
-        return float(val)
-    except (TypeError, ValueError):
+        x = float(val)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return x if math.isfinite(x) and x >= 0 else None
 
 
 def tail(text: str, n: int = 20) -> str:

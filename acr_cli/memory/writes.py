@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from typing import Any, Iterable, Sequence
 
@@ -65,8 +66,8 @@ class Writes(Base):
             " verifier_tail, session_id, log_path, text, attempt_ref, base_tree, verifier_unchanged, changes)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (task_id, seq, fb.arm.agent, fb.arm.model, policy, redact(decision.reason),
-             started_at or now_iso(time.time() - fb.duration_s), fb.duration_s, fb.exit_code, fb.tokens_in,
-             fb.tokens_out, fb.cost_usd, fb.cost_source, fb.verdict, fb.score,
+             started_at or now_iso(time.time() - fb.duration_s), fb.duration_s, fb.exit_code, _count(fb.tokens_in),
+             _count(fb.tokens_out), _amount(fb.cost_usd), fb.cost_source, fb.verdict, fb.score,
              None if fb.apply_ok is None else int(fb.apply_ok), redact(fb.reason), redact(verifier),
              redact(fb.verifier_tail), fb.session_id, fb.log_path, _answer(fb.final_text), fb.attempt_ref,
              fb.base_tree, None if fb.verifier_unchanged is None else int(fb.verifier_unchanged),
@@ -148,3 +149,13 @@ def _answer(text: str | None) -> str | None:
     if len(clean) > TEXT_MAX:
         clean = clean[:TEXT_MAX] + f"\n[... {len(clean) - TEXT_MAX} more characters in the attempt's log]"
     return clean
+
+
+def _count(v: int | None) -> int | None:
+    """A token count as memory keeps it: a whole number SQL can store, else unknown (what import accepts)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 2**63 - 1 else None
+
+
+def _amount(v: float | None) -> float | None:
+    """A cost as memory keeps it: finite and not negative, else unknown (an export must import again)."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 else None

@@ -242,3 +242,24 @@ def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(pro
     for text in shown:
         assert "\x1b" not in text and "\x07" not in text and "\r" not in text
     assert "\\x1b]0;PWNED\\x07" in shown[2]  # visible, as what it is
+
+
+@pytest.mark.parametrize("report", [{"cost": -0.5}, {"cost": float("inf")}, {"tokens": [10**20, 100]},
+                                    {"tokens": [-1000, 100]}])
+def test_an_absurd_cost_or_token_count_from_an_agent_is_recorded_as_unknown(project, fakes_on_path, scenario,
+                                                                            tmp_path, report):
+    """A CLI's bug must not crash the run (an int SQL cannot store), poison routing (inf: NaN rewards) or make
+    the memory's export impossible to import again."""
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": GOOD}, **report})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "claude:claude-opus-4-6", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    attempt = json.loads(r.stdout)["attempts"][0]
+    for field in ("tokens_in", "tokens_out", "cost_usd"):
+        value = attempt[field]
+        assert value is None or (0 <= value < 2**63 and value != float("inf")), (field, value)
+    dump = tmp_path / "dump.jsonl"
+    assert acr("memory", "export", str(dump)).returncode == 0
+    back = acr("memory", "import", str(dump), "--memory", str(tmp_path / "again.sqlite"))
+    assert back.returncode == 0, back.stderr
+    explained = acr("route", "fix add", "--explain", cwd=project).stdout
+    assert "nan" not in explained.lower()
