@@ -440,7 +440,7 @@ EXTENSIONS = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js":
               ".hpp": "cpp", ".c": "c", ".h": "c", ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift",
               ".scala": "scala", ".sh": "shell", ".sql": "sql", ".ipynb": "python"}
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "target", "dist", "build", ".tox", ".mypy_cache"}
-_FILE_PATH = re.compile(r"[\w./-]+\.(py|ts|tsx|js|jsx|rs|go|java|c|cc|cpp|h|hpp|rb|php|cs|kt|md|toml|ya?ml|json)\b")
+_FILE_PATH = re.compile(r"(?<![\w./-])[\w./-]+\.(py|ts|tsx|js|jsx|rs|go|java|c|cc|cpp|h|hpp|rb|php|cs|kt|md|toml|ya?ml|json)\b")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ tests/pgserver.py can start a server here).
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import random
 import statistics
@@ -416,6 +417,9 @@ def main() -> None:
         hello = tmp / "hello.py"
         hello.write_text(HELLO)
         env = dict(os.environ, ACR_HOME=str(tmp / "home"))
+        blob = tmp / "long-request.txt"  # a pasted log or data: words, then one long base64 run (classifying it
+        blob.write_text("the import fails with this payload: "  # was quadratic in the run's length)
+                        + base64.urlsafe_b64encode(random.Random(1).randbytes(786_432)).decode())
         big = tmp / "big.sqlite"
         t0 = time.perf_counter()
         seed_memory(big, args.attempts)
@@ -430,6 +434,7 @@ def main() -> None:
                                                         "--memory", str(big)],
             "acr route, a request like many tasks": [
                 py, "-m", "acr_cli", "route", LIKE_MANY, "--memory", str(big)],
+            "acr route, a 1 MiB request": [py, "-m", "acr_cli", "route", "--prompt-file", str(blob)],
             f"acr memory show ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "memory", "show", "--memory",
                                                               str(big)],
         }
