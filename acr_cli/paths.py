@@ -55,6 +55,20 @@ class Paths:
     def logs_dir(self) -> Path:
         return self.data_dir / "logs"
 
+    def remove_logs(self, task_ids) -> int:
+        """Remove these tasks' attempt logs (a forgotten task leaves nothing behind); how many folders went.
+        Only folders directly inside the logs directory: an id never reaches outside it."""
+        import shutil
+
+        logs = self.logs_dir.resolve()
+        n = 0
+        for tid in task_ids:
+            target = (logs / tid).resolve()
+            if target.parent == logs and target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+                n += 1
+        return n
+
     @property
     def bench_cache(self) -> Path:
         return self.cache_dir / "coderouterbench"

@@ -198,6 +198,8 @@ class Prepared:
         result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
                           max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
                           on_event=events)
+        if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
+            Paths.from_env().remove_logs([result.task_id])
         with interrupts.deferred():
             self.memory.describe_task(result.task_id, context=context_json(ctx),
                                       baseline=baseline_json(self._baseline, self.verify))

@@ -76,6 +76,9 @@ def test_a_task_forgotten_while_it_runs_stays_forgotten_and_the_run_goes_on(proj
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
     assert attempts_in_memory(acr_home) == []
+    logs = acr_home / "data" / "logs"  # nor a log of the attempts after the forget (they hold the request)
+    assert not logs.exists() or list(logs.iterdir()) == []
+    assert "acr show" not in r.stdout  # no pointer to a task that is gone
 
 
 def test_users_uncommitted_work_survives_a_failed_run(project, fakes_on_path, scenario):

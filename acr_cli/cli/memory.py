@@ -323,24 +323,21 @@ def forget(
         if local is not None:
             local.forget(sorted(here))
             n += len(here - found)  # recorded here, never uploaded
+        orphans = 0
         if not bench:  # their attempt logs go too, once memory has let the tasks go (never before: a locked
-            _remove_logs(sorted(found | here))  # or read-only memory keeps a task, and then its logs)
+            paths().remove_logs(sorted(found | here))  # or read-only memory keeps a task, and then its logs)
+            if not all_:  # logs of ids no longer in memory (a run that went on after its task was forgotten)
+                orphans = paths().remove_logs([t for t in task_ids if t not in found | here])
     finally:
         mem.close()
         if local is not None:
             local.close()
-    typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else ""))
-    missing = len(task_ids or []) - n if not (all_ or bench) else 0
+    typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else "")
+               + (f"; removed the logs of {orphans} task(s) no longer in memory" if orphans else ""))
+    missing = len(task_ids or []) - n - orphans if not (all_ or bench) else 0
     if missing:
         raise AcrError(f"{missing} of the given task ids were not in memory", hint="see `acr memory log` for ids",
                        exit_code=1)
 
 
-def _remove_logs(task_ids: List[str]) -> None:
-    import shutil
 
-    logs = paths().logs_dir.resolve()
-    for tid in task_ids:
-        target = (logs / tid).resolve()
-        if target.parent == logs and target.is_dir():  # ids come from memory, but stay inside the logs dir
-            shutil.rmtree(target, ignore_errors=True)

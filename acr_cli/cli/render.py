@@ -193,7 +193,8 @@ def print_run_summary(report) -> None:
         if result.steps:
             for line in why_failed(result.steps[-1][1]):
                 con.print(line)
-    con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
+    if not result.forgotten:  # (a task forgotten while it ran has nothing left to show)
+        con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
     if report.shared:
         con.print("[dim]" + escape(shared_line(report.shared)) + "[/]")
 

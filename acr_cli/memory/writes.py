@@ -117,6 +117,11 @@ class Writes(Base):
                     f"SELECT source, prompt FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall(),
                     sign=-1)
                 n += self._write(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).rowcount
+        if n and not self.shared and self.dialect.has_text_index(self.db):
+            # the text index keeps a deleted request's words in its segments until they are merged: merge now
+            # (secure_delete then overwrites the freed pages), so a forgotten request is gone from the file
+            with self.transaction():
+                self._write("INSERT INTO task_text(task_text) VALUES ('optimize')")
         return n
 
     def forget_all(self) -> tuple[int, int]:

@@ -137,6 +137,10 @@ def test_export_import_forget_cli(acr_home, tmp_path):
     (acr_home / "data" / "logs" / "keep").mkdir()
     assert invoke("memory", "forget", tid, "../keep").output.splitlines()[0] == "forgot 1 task(s)"
     assert not logs.exists() and (acr_home / "data" / "logs" / "keep").exists()  # only a forgotten task's logs
+    orphan = acr_home / "data" / "logs" / "20261124-000000-abcdef"  # a task gone from memory, its logs left
+    orphan.mkdir()
+    r = runner.invoke(app, ["memory", "forget", orphan.name])
+    assert r.exit_code == 0 and "removed the logs of 1 task(s) no longer in memory" in r.output and not orphan.exists()
     assert "imported 1 records" in invoke("memory", "import", str(dump)).output
     r = runner.invoke(app, ["memory", "forget", tid, tid])  # an id given twice is one task, not a missing one
     assert r.exit_code == 0 and r.output.strip() == "forgot 1 task(s)", r.output

@@ -126,6 +126,8 @@ def test_forgotten_tasks_leave_the_index_and_the_word_counts(new_memory, tmp_pat
                                                          "task_text.rowid WHERE task_text MATCH 'crashes'")]
         # the index agrees with the tasks table, word for word (FTS5 raises if it does not)
         mem.db.execute("INSERT INTO task_text (task_text, rank) VALUES ('integrity-check', 1)")
+        # and the forgotten request's words are gone from the index's own data, not only from its answers
+        assert not any(b"crashes" in bytes(row[0]) for row in mem.db.execute("SELECT block FROM task_text_data"))
 
     mem.forget_all()
     assert similar.find(mem, "live", "the parser crashes on empty input") == []
