@@ -10,7 +10,8 @@ started (the user's next commit would become that merge). They are kept byte for
 symlinks too) and a rollback puts them back first, before any git command of its own, so a planted
 ``core.worktree`` cannot redirect it. A linked worktree's ``.git`` file is kept too. Of a
 submodule's repository only those control files are read, never its objects; a submodule
-repository the attempt created is removed whole.
+repository that appeared during the attempt is left whole and named (it may be the user's own,
+moved there by the attempt's ``git rm`` of the submodule, or another worktree's clone).
 
 After a passing attempt nothing is undone: :func:`differences` lists what changed, and the run
 shows it (a person reviewing the diff cannot see ``.git``).
@@ -151,10 +152,17 @@ def capture(b: dict[str, Path]) -> ControlFiles:
 
 def differences(b: dict[str, Path], before: ControlFiles) -> list[str]:
     """What changed since ``before``, for people: "added .git/hooks/pre-commit", "changed .git/config"."""
-    now, _, _ = _scan(b, budget=False)
+    now, paths, _ = _scan(b, budget=False)
     out = []
+    left: set[str] = set()
     for key in sorted(set(now) | set(before.entries)):
         if _under_budget_gap(key, before):
+            continue
+        repo = _new_repository(key, paths, before)
+        if repo is not None:  # named once, as the repository it is
+            if repo not in left:
+                left.add(repo)
+                out.append(f"a submodule repository not there before, left as it is: {_label(b, repo)}")
             continue
         a, c = before.entries.get(key), now.get(key)
         if a == c or (a is not None and c is not None and a.kind == c.kind == "dir" and a.mode == c.mode):
@@ -162,6 +170,27 @@ def differences(b: dict[str, Path], before: ControlFiles) -> list[str]:
         what = "added" if a is None else "removed" if c is None else "changed"
         out.append(f"{what} {_label(b, key)}")
     return out
+
+
+def _new_repository(key: str, paths: dict[str, Path], before: ControlFiles) -> str | None:
+    """The key of the repository under ``.git/modules`` that holds ``key`` (or is it) when that repository
+    was not there at the checkpoint, else None. Such a repository is never removed nor altered: an
+    attempt's ``git rm`` of a submodule or ``git submodule absorbgitdirs`` moves the user's own submodule
+    repository (unpushed commits and all) there, and another worktree may have cloned one meanwhile."""
+    if key != MODULES and not key.startswith(MODULES + "/"):
+        return None
+    k = key
+    while k != MODULES:
+        p = paths.get(k)
+        if p is not None and p.is_dir() and (p / "HEAD").is_file():
+            return None if k in before.entries else k
+        k = k.rsplit("/", 1)[0]
+    p = paths.get(key)  # no repository around it: a folder between .git/modules and one (modules/libs)
+    if p is not None and p.is_dir() and key not in before.entries:
+        for _, _, names in os.walk(p):
+            if "HEAD" in names:
+                return key
+    return None
 
 
 def _under_budget_gap(key: str, before: ControlFiles) -> bool:
@@ -196,7 +225,7 @@ def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
     changed = differences(b, before)
     # Remove what was not there (deepest first), then write what differs (shallowest first).
     for key in sorted(now, key=lambda k: -k.count("/")):
-        if key in before.entries or _under_budget_gap(key, before):
+        if key in before.entries or _under_budget_gap(key, before) or _new_repository(key, paths, before):
             continue
         p = paths[key]
         e = now[key]

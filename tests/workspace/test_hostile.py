@@ -529,13 +529,13 @@ def test_what_an_attempt_plants_in_a_submodules_repository_is_undone(project, tm
     git(project / "sub", "config", "core.fsmonitor", str(monitor))
     (module / "hooks" / "post-checkout").write_text(f"#!/bin/sh\ntouch {sentinel}\n")
     (module / "hooks" / "post-checkout").chmod(0o755)
-    planted = project / ".git" / "modules" / "new"  # a submodule repository the attempt made
-    planted.mkdir()
+    planted = project / ".git" / "modules" / "new"  # a repository that appeared: left whole (it may be the user's),
+    planted.mkdir()  # and inert, since no submodule of the project uses it once .gitmodules and config are back
     (planted / "HEAD").write_text("ref: refs/heads/main\n")
     (planted / "config").write_text(f"[core]\n\tfsmonitor = {monitor}\n")
     report = ws.restore(cp)
     assert (module / "config").read_bytes() == config and not (module / "hooks" / "post-checkout").exists()
-    assert not planted.exists()
+    assert any("left as it is: .git/modules/new" in line for line in report.git_state)
     assert sorted(p.name for p in (module / "objects").rglob("*")) == objects  # its objects untouched
     assert tree_bytes(project) == files and git_state(project) == state
     assert "changed .git/modules/sub/config" in report.git_state
@@ -630,3 +630,24 @@ def test_empty_directories_and_directory_modes_come_back(user_project):
     ws.restore(cp)
     assert tree_bytes(root) == files  # the empty directories, and private/ 0700 again
     assert stat.S_IMODE((root / "private").stat().st_mode) == 0o700
+
+
+def test_a_submodule_repository_the_attempt_moved_into_git_modules_is_never_removed(project, tmp_path):
+    """`git submodule absorbgitdirs` (or `git rm` of the submodule) moves the user's own submodule repository,
+    unpushed commits and all, into .git/modules: it appeared during the attempt, and it is not the attempt's."""
+    lib = init_repo(tmp_path / "lib", {"lib.py": "X = 1\n"})
+    git(project, "-c", "protocol.file.allow=always", "clone", "-q", str(lib), "sub")  # embedded: sub/.git a dir
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    git(project, "commit", "-qm", "add sub")
+    (project / "sub" / "local.py").write_text("unpushed work\n")
+    git(project / "sub", "add", "-A")
+    git(project / "sub", "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-qm", "unpushed")
+    unpushed = git(project / "sub", "rev-parse", "HEAD").strip()
+    assert (project / "sub" / ".git").is_dir() and not (project / ".git" / "modules" / "sub").exists()
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    git(project, "submodule", "absorbgitdirs")
+    report = ws.restore(cp)
+    assert (project / ".git" / "modules" / "sub" / "HEAD").is_file()
+    assert git(project / "sub", "cat-file", "-t", unpushed).strip() == "commit"  # the user's commit, reachable
+    assert any("left as it is: .git/modules/sub" in line for line in report.git_state)
