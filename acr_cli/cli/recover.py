@@ -89,7 +89,8 @@ def recover(
             out["restored"] = chosen[0]
             out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
                              "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
-                             "refs_put_aside": report.refs_put_aside, "nested": report.nested}
+                             "refs_put_aside": report.refs_put_aside, "nested": report.nested,
+                             "ignored_put_aside": report.removed_ignored}
     finally:
         ws.unlock()
     done = out["discarded"] + ([out["restored"]] if out["restored"] else [])

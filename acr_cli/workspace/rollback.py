@@ -29,7 +29,16 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.git import ident
-from acr_cli.workspace.snapshot import Snapshot, Snapshots, current_umask, nul_join, unlink_index
+from acr_cli.workspace.snapshot import (
+    IGNORED_MAX_BYTES,
+    IGNORED_MAX_FILES,
+    Snapshot,
+    Snapshots,
+    current_umask,
+    measure,
+    nul_join,
+    unlink_index,
+)
 
 
 @dataclass
@@ -44,7 +53,7 @@ class RestoreReport:
     stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
     outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
-    removed_ignored: list[str] = field(default_factory=list)  # ignored entries the attempt created, removed
+    removed_ignored: list[str] = field(default_factory=list)  # new ignored entries: moved aside, or left (why)
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
@@ -58,7 +67,8 @@ class RestoreReport:
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
         if self.removed_ignored:
-            out.append("removed ignored files the attempt created: " + ", ".join(self.removed_ignored))
+            out.append("ignored files that appeared during the attempt, moved out of the work tree to "
+                       ".git/acr/put-aside/ (the newest 10 attempts' kept): " + ", ".join(self.removed_ignored))
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -143,33 +153,69 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     return report
 
 
+PUT_ASIDE_KEPT = 10  # folders of ignored files moved out of the work tree (.git/acr/put-aside/<name>), newest kept
+
+
 def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
-    """Remove the ignored entries the attempt created (a ``__pycache__`` of planted bytecode, an
-    ``.envrc``, a build directory): nothing a failed attempt made may run later. Only entries that
-    were not there at the checkpoint, hold none that was, and hold no repository go; entries that
-    were there and changed are the kept ones' business (put back) or over the budget (left)."""
+    """Move the ignored entries that appeared since the checkpoint out of the work tree, into
+    ``.git/acr/put-aside/<checkpoint>/`` (a rename, on the same file system): a ``__pycache__`` of
+    planted bytecode, an ``.envrc``, a small build output must not run later. Moved aside, never
+    deleted: they may be the user's (saved while the attempt ran, or before an ``acr recover``).
+
+    Left in place: entries holding one that was there at the checkpoint or a repository, and, past the
+    checkpoint's own budget for ignored files (smallest first), large ones such as a ``node_modules``
+    the attempt installed. Returns what was moved, then what was left as ``"<path> (left: why)"``."""
     before = set(cp.ignored) | set(cp.unprotected)
-    dirs_before = tuple(e for e in before if e.endswith("/"))
-    removed = []
+    # every folder that holds (or is) an entry that was there: O(depth) lookups, not a scan of ``before``
+    holding = {e.rstrip("/") for e in before if e.endswith("/")}
+    above: set[str] = set()
+    for e in before:
+        parts = e.rstrip("/").split("/")
+        above.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    private = snap.private
+    new: list[tuple[int, int, str]] = []
+    left: list[str] = []
     for e in snap.ignored_listing():
         path = e.rstrip("/")
-        if (e in before or e.startswith(dirs_before) or any(b.startswith(path + "/") for b in before)
-                or any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in snap.private)):
+        parts = path.split("/")
+        if (e in before or path in above or any("/".join(parts[:i]) in holding for i in range(1, len(parts)))
+                or any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in private)):
             continue
-        full = snap.root / path
-        if e.endswith("/") and not full.is_symlink():
-            if any(d == ".git" for _, dirs, files in os.walk(full) for d in dirs + files):
-                continue  # a repository: never removed (its own history may be the only copy)
-            shutil.rmtree(full, ignore_errors=True)
+        n, size = measure(snap.root / path, IGNORED_MAX_FILES, IGNORED_MAX_BYTES)
+        if n is None:
+            left.append(f"{e} (left: a repository, or more than the budget for ignored files)")
         else:
-            try:
-                os.unlink(full)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                continue
-        removed.append(e)
-    return removed
+            new.append((size, n, e))
+    if not new:
+        return left
+    aside = snap.git.git_dir / "acr" / "put-aside" / cp.name
+    moved: list[str] = []
+    files = total = 0
+    for size, n, e in sorted(new):
+        if files + n > IGNORED_MAX_FILES or total + size > IGNORED_MAX_BYTES:
+            left.append(f"{e} (left: more than the budget for ignored files)")
+            continue
+        path = e.rstrip("/")
+        target = aside / path
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(snap.root / path, target)
+        except OSError as err:
+            left.append(f"{e} (left: could not move it aside: {err.strerror or err})")
+            continue
+        files, total = files + n, total + size
+        moved.append(e)
+    _prune_put_aside(aside.parent)
+    return moved + left
+
+
+def _prune_put_aside(folder: Path, keep: int = PUT_ASIDE_KEPT) -> None:
+    try:
+        found = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in found[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def dotgit_identity(root: Path) -> list | None:

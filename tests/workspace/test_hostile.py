@@ -589,9 +589,11 @@ def test_a_secret_the_attempt_un_ignored_is_not_kept_in_the_attempts_ref(user_pr
     assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
 
 
-def test_ignored_files_the_attempt_created_are_removed_but_never_the_users(user_project):
-    """A new __pycache__ of planted bytecode would run on the user's next import; an ignored directory that
-    already held the user's files, and a repository, are never removed."""
+def test_ignored_files_that_appeared_are_moved_out_of_the_tree_never_deleted(user_project):
+    """A new __pycache__ of planted bytecode would run on the user's next import: out of the work tree it goes,
+    into .git/acr/put-aside/<checkpoint>/, never deleted (it may be the user's: saved while the attempt ran, or
+    before an `acr recover`); an ignored directory that already held the user's files, and a repository,
+    stay where they are."""
     root = user_project
     (root / ".gitignore").write_text(".env\n__pycache__/\nbuild/\n*.log\nvendor/\n")
     (root / "build").mkdir()
@@ -606,7 +608,11 @@ def test_ignored_files_the_attempt_created_are_removed_but_never_the_users(user_
     git(root / "vendor" / "lib", "init", "-q")  # a repository the attempt cloned: its history may be the only copy
     report = ws.restore(cp)
     assert not (root / "__pycache__").exists() and not (root / "debug.log").exists()
-    assert sorted(report.removed_ignored) == ["__pycache__/", "debug.log"]
+    aside = root / ".git" / "acr" / "put-aside" / "t-1"
+    assert (aside / "__pycache__" / "calc.cpython-311.pyc").read_bytes() == b"planted bytecode"
+    assert (aside / "debug.log").read_text() == "the attempt's log\n"
+    assert sorted(report.removed_ignored[:2]) == ["__pycache__/", "debug.log"]
+    assert report.removed_ignored[2].startswith("vendor/ (left: a repository")
     assert (root / "build" / "mine.bin").read_bytes() == b"the user's build output"
     assert not (root / "build" / "agent.bin").exists()  # inside a kept directory: put back as it was
     assert (root / "vendor" / "lib" / ".git").is_dir()
@@ -651,3 +657,20 @@ def test_a_submodule_repository_the_attempt_moved_into_git_modules_is_never_remo
     assert (project / ".git" / "modules" / "sub" / "HEAD").is_file()
     assert git(project / "sub", "cat-file", "-t", unpushed).strip() == "commit"  # the user's commit, reachable
     assert any("left as it is: .git/modules/sub" in line for line in report.git_state)
+
+
+def test_recover_moves_ignored_files_made_since_the_checkpoint_aside_and_loses_none(user_project):
+    """Days may pass between a killed run and `acr recover`: the user's new ignored files (a local database,
+    an .env.local) are moved out of the tree with the attempt's, never deleted."""
+    root = user_project
+    (root / ".gitignore").write_text(".env*\n*.sqlite3\n")
+    Workspace.open(root).checkpoint("20260101-000000-abcdef-1")  # then acr was killed
+    (root / ".env.local").write_text("MINE=1\n")
+    (root / "dev.sqlite3").write_bytes(b"the user's data")
+    r = acr("recover", "--json", cwd=root)
+    assert r.returncode == 0, r.stderr
+    moved = json.loads(r.stdout)["report"]["ignored_put_aside"]
+    assert sorted(moved) == [".env.local", "dev.sqlite3"]
+    aside = root / ".git" / "acr" / "put-aside" / "20260101-000000-abcdef-1"
+    assert (aside / "dev.sqlite3").read_bytes() == b"the user's data" and (aside / ".env.local").exists()
+    assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"  # there before: stays
