@@ -1,12 +1,12 @@
 """HEAD, branches, tags and stash entries: what a checkpoint records and a rollback puts back.
 
 HEAD and its branch come back exactly. Branches and tags the attempt deleted are recreated. The
-stash list comes back exactly, in its order (the user's next ``git stash pop`` applies what it
-would have): entries the attempt dropped are stored again, and entries it added (``git stash``
-moves the user's uncommitted work there; the rollback has put that work back in the tree) are put
-aside under ``refs/acr/put-aside/stash/``, never lost. Nothing else about refs is undone: a
-branch the attempt created or moved stays (the old tip is in its reflog), since another work
-tree of the same repository may have done it. What cannot come
+user's stash list comes back exactly, in its order: entries the attempt dropped are stored again
+where they were (``drop stash@{1}`` no longer makes the next ``pop`` apply the wrong one); entries
+made during the attempt stay on top of it (another worktree shares the stash and may have made
+them; an agent's ``git stash`` holds the user's work, which the rollback has put back anyway).
+Nothing else about refs is undone: a branch the attempt created or moved stays (the old tip is in
+its reflog), since another work tree of the same repository may have done it. What cannot come
 back where it was (the attempt made ``a/b`` where branch ``a`` was) is put aside under
 ``refs/acr/put-aside/``.
 
@@ -116,22 +116,24 @@ def restore_deleted(git: Git, kept: dict[str, str] | None, stash_then: tuple[tup
 
 def _restore_stash(git: Git, now: tuple[tuple[str, str], ...],
                    then: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
-    """Rebuild the stash list as ``then`` (newest first): what the attempt added is put aside first."""
+    """Rebuild the stash list: ``then`` (newest first) exactly, and on top of it the entries made
+    during the attempt, in their order (the stash is shared by every worktree: another one may have
+    made them, as with branches)."""
     back: list[str] = []
     aside: list[str] = []
     known = {sha for sha, _ in then}
-    for sha, msg in now:
-        if sha not in known:
-            aside.append(_put_aside(git, f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash entry the attempt made: "
-                                    f"{printable(msg)}"))
+    made = [(sha, msg) for sha, msg in now if sha not in known]
     present = {sha for sha, _ in now}
     git("update-ref", "-d", "refs/stash", check=False)  # the ref and its log, which is the list
-    for sha, msg in reversed(then):  # oldest first: the newest ends on top
+    for sha, msg in [*reversed(then), *reversed(made)]:  # oldest first: the newest ends on top
         if git.ok("stash", "store", "-m", msg, sha, env=ident()):
             if sha not in present:
                 back.append(f"stash: {printable(msg)}")
         else:
             aside.append(_put_aside(git, f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {printable(msg)}"))
+    if made:
+        back.append("stash entries made during the attempt, kept on top: "
+                    + ", ".join(printable(msg) for _, msg in made))
     return back, aside
 
 

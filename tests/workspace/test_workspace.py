@@ -569,20 +569,24 @@ def test_stash_entries_branches_and_tags_the_attempt_removes_come_back(with_stas
                                 f"stash: On {branch}: user work 2"]
 
 
-def test_a_stash_entry_the_attempt_made_is_put_aside_and_the_list_is_as_it_was(with_stashes):
-    """After an agent's `git stash` the user's next `git stash pop` must not apply the agent's entry."""
+def test_a_stash_entry_made_during_the_attempt_stays_on_top_of_the_users_list(with_stashes, tmp_path):
+    """The stash is shared by every worktree: an entry made meanwhile may be the user's own, from another one
+    (as with branches, it stays); the user's list below it is exactly as it was."""
     root = with_stashes
     stashes = stash_list(root)
-    (root / "calc.py").write_text("the user's uncommitted work\n")
+    other = tmp_path / "other"
+    git(root, "worktree", "add", "-q", str(other), "feature")
     ws = Workspace.open(root)
     cp = ws.checkpoint()
-    git(root, "stash", "push", "-q", "-m", "the agent's")  # takes the user's work off the tree
-    made = stash_list(root)[0].split()[0]
+    git(root, "stash", "drop", "-q", "stash@{1}")  # the attempt drops one of the user's
+    (other / "calc.py").write_text("the user's work in the other worktree\n")
+    git(other, "stash", "push", "-q", "-m", "mine, from the other worktree")
+    made = stash_list(root)[0]
     report = ws.restore(cp)
-    assert stash_list(root) == stashes
-    assert (root / "calc.py").read_text() == "the user's uncommitted work\n"  # back in the tree
-    assert git(root, "rev-parse", f"refs/acr/put-aside/stash/{made}").strip() == made  # and nothing lost
-    assert any("stash entry the attempt made" in line for line in report.refs_put_aside)
+    assert stash_list(root) == [made, *stashes]  # theirs on top, the user's list below exactly as it was
+    git(other, "stash", "pop", "-q")
+    assert (other / "calc.py").read_text() == "the user's work in the other worktree\n"
+    assert any("kept on top: On feature: mine, from the other worktree" in line for line in report.refs_put_back)
 
 
 def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
