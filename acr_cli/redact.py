@@ -122,11 +122,15 @@ _WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
 # value in quotes runs to its closing quote, spaces and all (PGPASSWORD='my pass phrase'); a bare value to the
 # first space, quote, comma, semicolon or backslash.
 _ASSIGNED_SOURCE = (
-    r"((?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|credentials?|"
-    r"access[_-]?key|private[_-]?key)[\w.-]*\\?[\"']?\s*[:=]\s*\\?[\"']?|\\?\"key\\?\"\s*:\s*\\?\"|"
-    r"a(?<!\wa)uthorization\\?[\"']?\s*[:=]\s*\\?[\"']?(?:(?:basic|bearer|token|digest)\s+)?)"
+    r"((?:api[_-]?key|apikey|secret|token(?!iz)|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|"
+    r"credentials?|access[_-]?key|private[_-]?key)[\w.-]*(?:\\?[\"'])?\s*[:=](?:[ \t]|\\t)*(?:\\?[\"'])?|"
+    r"\\?\"key\\?\"\s*:\s*\\?\"|"
+    r"a(?<!\wa)uthorization(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest)\s+)?)"
     r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"
-    r"((?<=[\"'])(?![0-9.]+\\?[\"'])[^\"'\n\\]{6,200}(?=\\?[\"'])|[^\s\"',;\\]{6,})"
+    # in quotes, to the same closing quote (a message that says password or token is a label, not a secret)
+    r"((?<=\")(?![^\"\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?\")[^\"\n\\]{6,200}(?=\\?\")|"
+    r"(?<=')(?![^'\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?')[^'\n\\]{6,200}(?=\\?')|"
+    r"[^\s\"',;\\]{6,})"
 )
 _ASSIGNED = re.compile(_ASSIGNED_SOURCE)
 _ASSIGNED_ANY_CASE = re.compile(_ASSIGNED_SOURCE, re.I)  # for the rare text lower() changes the length of

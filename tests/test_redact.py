@@ -92,6 +92,26 @@ def test_an_assignment_quoted_escaped_or_with_spaces_is_masked_whole(text, secre
         json.loads(out)  # a JSON event stays JSON: the mask sits between the escaped quotes
 
 
+@pytest.mark.parametrize("text", [
+    json.dumps({"content": "SECRET_KEY=\nDATABASE_URL=postgres://db/app"}),  # an empty value, then the next line
+    json.dumps({"c": "token:\tabcdef1234"}),
+    json.dumps({"c": "password=\u00e9t\u00e9-2024"}),
+])
+def test_redacting_a_json_event_keeps_it_json(text):
+    json.loads(redact(text))  # a backslash of an escape is never taken for an escaped quote
+
+
+@pytest.mark.parametrize("text", [
+    'passwordLabel = "Enter your password here"',  # a message that names the secret word is a label
+    "passwordHelp = \"Your password can't be empty\"",
+    'tokenizer = "bert base uncased"',
+    'token_count = "12,345"',
+    "SECRET_KEY=\nDATABASE_URL=postgres://db/app",  # an empty value: the next line is not it
+])
+def test_labels_and_counts_next_to_a_secret_word_stay_readable(text):
+    assert redact(text) == text
+
+
 def test_a_secret_variables_value_is_masked_where_it_is_escaped(monkeypatch):
     monkeypatch.setenv("DEPLOY_API_KEY", 'Zx9\\kQ2#mW7!"pL4v')
     value = os.environ["DEPLOY_API_KEY"]
