@@ -64,10 +64,12 @@ def open_local_memory(read_only: bool = False):
 
 def terminal_safe(text: str) -> str:
     """``text`` from memory, an agent or a verifier, safe to print on a terminal: control characters (an
-    escape sequence that retitles the window or clears the screen, a carriage return that overwrites the
-    line) and bidirectional overrides shown as ``\\xNN`` / ``\\uNNNN``; tabs and newlines stay."""
+    escape sequence that retitles the window or clears the screen) and bidirectional overrides shown as
+    ``\\xNN`` / ``\\uNNNN``; tabs and newlines stay; a carriage return is a newline, so nothing can
+    overwrite a line (a CRLF line ends as a line does; a redrawn progress line shows each draw)."""
     import re
 
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CRLF lines, and progress that redraws a line
     return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
                   lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
                   text)

@@ -242,6 +242,7 @@ def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(pro
     for text in shown:
         assert "\x1b" not in text and "\x07" not in text and "\r" not in text
     assert "\\x1b]0;PWNED\\x07" in shown[2]  # visible, as what it is
+    assert "fake line" in shown[0] and "\\x0d" not in shown[0]  # a carriage return is a new line, not \x0d
 
 
 @pytest.mark.parametrize("report", [{"cost": -0.5}, {"cost": float("inf")}, {"tokens": [10**20, 100]},
