@@ -68,7 +68,7 @@ class RestoreReport:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
         if self.removed_ignored:
             out.append("ignored files that appeared during the attempt, moved out of the work tree to "
-                       ".git/acr/put-aside/ (the newest 10 attempts' kept): " + ", ".join(self.removed_ignored))
+                       ".git/acr/put-aside/ (the newest 50 kept): " + ", ".join(self.removed_ignored))
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -153,7 +153,9 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     return report
 
 
-PUT_ASIDE_KEPT = 10  # folders of ignored files moved out of the work tree (.git/acr/put-aside/<name>), newest kept
+# folders of ignored files moved out of the work tree (.git/acr/put-aside/<name>): the newest kept, as many as
+# attempts' refs are (refs.ATTEMPTS_KEPT), each within the checkpoint's budget for ignored files
+PUT_ASIDE_KEPT = 50
 
 
 def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
@@ -189,6 +191,10 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
     if not new:
         return left
     aside = snap.git.git_dir / "acr" / "put-aside" / cp.name
+    n_try = 1
+    while aside.exists() or aside.is_symlink():  # a second rollback of the same checkpoint (recover again)
+        n_try += 1
+        aside = aside.with_name(f"{cp.name}-{n_try}")
     moved: list[str] = []
     files = total = 0
     for size, n, e in sorted(new):

@@ -674,3 +674,17 @@ def test_recover_moves_ignored_files_made_since_the_checkpoint_aside_and_loses_n
     aside = root / ".git" / "acr" / "put-aside" / "20260101-000000-abcdef-1"
     assert (aside / "dev.sqlite3").read_bytes() == b"the user's data" and (aside / ".env.local").exists()
     assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"  # there before: stays
+
+
+def test_a_second_rollback_of_one_checkpoint_puts_aside_beside_the_first_never_over_it(user_project):
+    root = user_project
+    (root / ".gitignore").write_text(".env*\n")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".env.local").write_text("first\n")
+    ws.restore(cp)
+    (root / ".env.local").write_text("second\n")
+    ws.restore(cp)  # (as a second `acr recover` of the same checkpoint would)
+    aside = root / ".git" / "acr" / "put-aside"
+    assert sorted((p.name, (p / ".env.local").read_text()) for p in aside.iterdir()) == [
+        ("t-1", "first\n"), ("t-1-2", "second\n")]
