@@ -19,6 +19,7 @@ not stop it: every other path is put back, then :class:`~acr_cli.errors.Workspac
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -29,16 +30,7 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.git import ident
-from acr_cli.workspace.snapshot import (
-    IGNORED_MAX_BYTES,
-    IGNORED_MAX_FILES,
-    Snapshot,
-    Snapshots,
-    current_umask,
-    measure,
-    nul_join,
-    unlink_index,
-)
+from acr_cli.workspace.snapshot import Snapshot, Snapshots, current_umask, nul_join, unlink_index
 
 
 @dataclass
@@ -54,10 +46,20 @@ class RestoreReport:
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
     outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
     removed_ignored: list[str] = field(default_factory=list)  # new ignored entries: moved aside, or left (why)
+    put_aside: Path | None = None  # where they went (<git dir>/acr/put-aside/<checkpoint>)
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
-        return self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
+        return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
+                + self._put_aside_line())
+
+    def _put_aside_line(self) -> list[str]:
+        if not self.removed_ignored:
+            return []
+        shown = self.removed_ignored[:10] + ([f"and {len(self.removed_ignored) - 10} more"]
+                                             if len(self.removed_ignored) > 10 else [])
+        return [f"ignored files that appeared during the attempt, moved out of the work tree to {self.put_aside} "
+                "(acr never deletes them; remove what you do not need): " + ", ".join(shown)]
 
     def lines(self) -> list[str]:
         """The report for people (the attempt's log)."""
@@ -66,9 +68,7 @@ class RestoreReport:
             out.append("put back the repository's own files the attempt changed: " + ", ".join(self.git_state))
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
-        if self.removed_ignored:
-            out.append("ignored files that appeared during the attempt, moved out of the work tree to "
-                       ".git/acr/put-aside/ (the newest 50 kept): " + ", ".join(self.removed_ignored))
+        out += self._put_aside_line()
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -145,7 +145,8 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
-    report.removed_ignored = remove_new_ignored(snap, cp)
+    report.removed_ignored, report.put_aside = remove_new_ignored(snap, cp)
+    _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored if "(left:" not in e])
     _restore_dirs(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
@@ -153,20 +154,16 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     return report
 
 
-# folders of ignored files moved out of the work tree (.git/acr/put-aside/<name>): the newest kept, as many as
-# attempts' refs are (refs.ATTEMPTS_KEPT), each within the checkpoint's budget for ignored files
-PUT_ASIDE_KEPT = 50
+def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], Path | None]:
+    """Move every ignored entry that appeared since the checkpoint out of the work tree, into
+    ``<git dir>/acr/put-aside/<checkpoint>/``: a ``__pycache__`` of planted bytecode, an ``.envrc``, a
+    ``.venv`` must not run later, whatever their size. Moved, never deleted, and never pruned: one may
+    be the user's (saved while the attempt ran, or before an ``acr recover``). A rename, so a whole
+    ``node_modules`` costs nothing; across file systems, a copy then a removal.
 
-
-def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
-    """Move the ignored entries that appeared since the checkpoint out of the work tree, into
-    ``.git/acr/put-aside/<checkpoint>/`` (a rename, on the same file system): a ``__pycache__`` of
-    planted bytecode, an ``.envrc``, a small build output must not run later. Moved aside, never
-    deleted: they may be the user's (saved while the attempt ran, or before an ``acr recover``).
-
-    Left in place: entries holding one that was there at the checkpoint or a repository, and, past the
-    checkpoint's own budget for ignored files (smallest first), large ones such as a ``node_modules``
-    the attempt installed. Returns what was moved, then what was left as ``"<path> (left: why)"``."""
+    Left in place: entries holding one that was there at the checkpoint (kept ones are put back
+    elsewhere; those over the budget stay as the attempt left them) and acr's own files. Returns what
+    was moved or left (``"<path> (left: why)"``), and the folder they went to."""
     before = set(cp.ignored) | set(cp.unprotected)
     # every folder that holds (or is) an entry that was there: O(depth) lookups, not a scan of ``before``
     holding = {e.rstrip("/") for e in before if e.endswith("/")}
@@ -175,53 +172,52 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> list[str]:
         parts = e.rstrip("/").split("/")
         above.update("/".join(parts[:i]) for i in range(1, len(parts)))
     private = snap.private
-    new: list[tuple[int, int, str]] = []
-    left: list[str] = []
+    new: list[str] = []
     for e in snap.ignored_listing():
         path = e.rstrip("/")
         parts = path.split("/")
         if (e in before or path in above or any("/".join(parts[:i]) in holding for i in range(1, len(parts)))
                 or any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in private)):
             continue
-        n, size = measure(snap.root / path, IGNORED_MAX_FILES, IGNORED_MAX_BYTES)
-        if n is None:
-            left.append(f"{e} (left: a repository, or more than the budget for ignored files)")
-        else:
-            new.append((size, n, e))
+        new.append(e)
     if not new:
-        return left
-    aside = snap.git.git_dir / "acr" / "put-aside" / cp.name
-    n_try = 1
-    while aside.exists() or aside.is_symlink():  # a second rollback of the same checkpoint (recover again)
-        n_try += 1
-        aside = aside.with_name(f"{cp.name}-{n_try}")
-    moved: list[str] = []
-    files = total = 0
-    for size, n, e in sorted(new):
-        if files + n > IGNORED_MAX_FILES or total + size > IGNORED_MAX_BYTES:
-            left.append(f"{e} (left: more than the budget for ignored files)")
-            continue
+        return [], None
+    aside = _put_aside_folder(snap.git.git_dir, cp.name)
+    out: list[str] = []
+    for e in new:
         path = e.rstrip("/")
         target = aside / path
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(snap.root / path, target)
+            try:
+                os.rename(snap.root / path, target)
+            except OSError as err:
+                if err.errno != errno.EXDEV:
+                    raise
+                shutil.move(str(snap.root / path), str(target))  # another file system: copied, then removed
         except OSError as err:
-            left.append(f"{e} (left: could not move it aside: {err.strerror or err})")
+            out.append(f"{e} (left: could not move it aside: {err.strerror or err})")
             continue
-        files, total = files + n, total + size
-        moved.append(e)
-    _prune_put_aside(aside.parent)
-    return moved + left
+        out.append(e)
+    return out, aside
 
 
-def _prune_put_aside(folder: Path, keep: int = PUT_ASIDE_KEPT) -> None:
-    try:
-        found = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return
-    for old in found[keep:]:
-        shutil.rmtree(old, ignore_errors=True)
+def _put_aside_folder(git_dir: Path, name: str) -> Path:
+    """A new folder ``<git dir>/acr/put-aside/<name>`` (``<name>-2``... when taken). What the attempt may
+    have planted on the way (a symlink at ``acr`` or ``put-aside`` that would lead the files elsewhere) is
+    removed first: that part of the git directory is acr's alone."""
+    folder = git_dir
+    for part in ("acr", "put-aside"):
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        folder.mkdir(exist_ok=True)
+    aside, n = folder / name, 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = folder / f"{name}-{n}"
+    aside.mkdir()
+    return aside
 
 
 def dotgit_identity(root: Path) -> list | None:

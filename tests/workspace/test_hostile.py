@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -592,8 +593,7 @@ def test_a_secret_the_attempt_un_ignored_is_not_kept_in_the_attempts_ref(user_pr
 def test_ignored_files_that_appeared_are_moved_out_of_the_tree_never_deleted(user_project):
     """A new __pycache__ of planted bytecode would run on the user's next import: out of the work tree it goes,
     into .git/acr/put-aside/<checkpoint>/, never deleted (it may be the user's: saved while the attempt ran, or
-    before an `acr recover`); an ignored directory that already held the user's files, and a repository,
-    stay where they are."""
+    before an `acr recover`); an ignored directory that already held the user's files stays where it is."""
     root = user_project
     (root / ".gitignore").write_text(".env\n__pycache__/\nbuild/\n*.log\nvendor/\n")
     (root / "build").mkdir()
@@ -611,11 +611,10 @@ def test_ignored_files_that_appeared_are_moved_out_of_the_tree_never_deleted(use
     aside = root / ".git" / "acr" / "put-aside" / "t-1"
     assert (aside / "__pycache__" / "calc.cpython-311.pyc").read_bytes() == b"planted bytecode"
     assert (aside / "debug.log").read_text() == "the attempt's log\n"
-    assert sorted(report.removed_ignored[:2]) == ["__pycache__/", "debug.log"]
-    assert report.removed_ignored[2].startswith("vendor/ (left: a repository")
+    assert sorted(report.removed_ignored) == ["__pycache__/", "debug.log", "vendor/"]
+    assert (aside / "vendor" / "lib" / ".git").is_dir()  # a repository too: moved whole, nothing of it lost
     assert (root / "build" / "mine.bin").read_bytes() == b"the user's build output"
     assert not (root / "build" / "agent.bin").exists()  # inside a kept directory: put back as it was
-    assert (root / "vendor" / "lib" / ".git").is_dir()
     assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
 
 
@@ -688,3 +687,63 @@ def test_a_second_rollback_of_one_checkpoint_puts_aside_beside_the_first_never_o
     aside = root / ".git" / "acr" / "put-aside"
     assert sorted((p.name, (p / ".env.local").read_text()) for p in aside.iterdir()) == [
         ("t-1", "first\n"), ("t-1-2", "second\n")]
+
+
+def test_no_number_or_size_of_new_ignored_files_lets_planted_bytecode_stay(user_project):
+    """Thousands of junk files (more than the checkpoint's budget) must not make room for a planted
+    __pycache__ to stay: every new ignored entry leaves the tree, whatever its size."""
+    root = user_project
+    (root / ".gitignore").write_text(".env\n*.log\n__pycache__/\n")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / "junk").mkdir()
+    for i in range(6000):
+        (root / "junk" / f"{i}.log").write_bytes(b"")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"planted")
+    report = ws.restore(cp)
+    assert not (root / "__pycache__").exists() and not (root / "junk").exists()
+    assert len(report.removed_ignored) == 6001 and (report.put_aside / "__pycache__").is_dir()
+    assert report.lines()[-1].endswith("and 5991 more")
+
+
+def test_a_symlink_planted_where_acr_puts_files_aside_leads_nothing_out_of_the_project(user_project, tmp_path):
+    root = user_project
+    (root / ".gitignore").write_text(".env\n*.log\n")
+    elsewhere = tmp_path / "home"
+    (elsewhere / "dir00").mkdir(parents=True)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    (root / ".git" / "acr").mkdir(exist_ok=True)
+    (root / ".git" / "acr" / "put-aside").symlink_to(elsewhere)
+    (root / "x.log").write_text("the attempt's\n")
+    report = ws.restore(cp)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["dir00"]  # nothing went there, nothing left it
+    assert not (root / ".git" / "acr" / "put-aside").is_symlink()
+    assert (report.put_aside / "x.log").read_text() == "the attempt's\n"
+
+
+def test_a_work_tree_on_another_file_system_than_its_git_directory_still_moves_them_aside(project, tmp_path):
+    """A linked worktree on a tmpfs: a rename cannot reach the git directory (EXDEV); copied, then removed."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system to put a worktree on")
+    other = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        (project / ".gitignore").write_text("*.log\n__pycache__/\n")
+        git(project, "add", ".gitignore")
+        git(project, "commit", "-qm", "ignore")
+        git(project, "worktree", "add", "-q", str(other / "wt"), "-b", "side")
+        wt = other / "wt"
+        ws = Workspace.open(wt)
+        cp = ws.checkpoint("t-1")
+        (wt / "__pycache__").mkdir()
+        (wt / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"planted")
+        (wt / "x.log").write_text("log\n")
+        report = ws.restore(cp)
+        assert not (wt / "__pycache__").exists() and not (wt / "x.log").exists()
+        assert (report.put_aside / "__pycache__" / "calc.cpython-311.pyc").read_bytes() == b"planted"
+    finally:
+        import shutil
+
+        shutil.rmtree(other, ignore_errors=True)
