@@ -128,9 +128,10 @@ _ASSIGNED_SOURCE = (
     r"a(?<!\wa)uthorization(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest)\s+)?)"
     r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"
     # in quotes, to the same closing quote (a message that says password or token is a label, not a secret)
-    r"((?<=\")(?![^\"\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?\")[^\"\n\\]{6,200}(?=\\?\")|"
-    r"(?<=')(?![^'\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?')[^'\n\\]{6,200}(?=\\?')|"
-    r"[^\s\"',;\\]{6,})"
+    # (a backslash inside a value goes with the character after it, a JSON or shell escape, never alone)
+    r"((?<=\")(?![^\"\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?\")(?:[^\"\n\\]|\\[^\"\n]){6,200}?(?=\\?\")|"
+    r"(?<=')(?![^'\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?')(?:[^'\n\\]|\\[^'\n]){6,200}?(?=\\?')|"
+    r"(?=(?:[^\s\"',;\\]|\\[^\s\"']){6})[^\s\"',;\\](?:[^\s\"',;\\]|\\[^\s\"'])*)"
 )
 _ASSIGNED = re.compile(_ASSIGNED_SOURCE)
 _ASSIGNED_ANY_CASE = re.compile(_ASSIGNED_SOURCE, re.I)  # for the rare text lower() changes the length of

@@ -84,6 +84,11 @@ def test_a_secret_written_as_an_assignment_is_masked():
     ("export PGPASSWORD='my secret pass phrase'", "secret pass phrase"),
     ('MY_TOKEN="tok en-with-space-1234"', "en-with-space"),
     ("PASSWORD='correct horse battery staple'", "horse battery"),
+    # a backslash inside the value goes with it (a shell or JSON escape), never ends it
+    ("password=abc\\defghij", "defghij"),
+    ('password="Zx\\9kLmnopq"', "kLmnopq"),
+    ("password=Hunter2xy\\Kq9mZ7pL3vB", "Kq9mZ7pL3vB"),
+    (json.dumps({"c": "export DB_PASSWORD='Q7\\Lm2#xYz9pw'"}), "xYz9pw"),
 ])
 def test_an_assignment_quoted_escaped_or_with_spaces_is_masked_whole(text, secret):
     out = redact(text)
