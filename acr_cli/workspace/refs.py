@@ -49,10 +49,13 @@ def listed(git: Git) -> tuple[dict[str, str], tuple[tuple[str, str], ...], list[
         if kind == "commit" or peeled_kind == "commit":
             commits.append(obj if kind == "commit" else peeled)
     stash: tuple[tuple[str, str], ...] = ()
-    if refs.pop("refs/stash", None):
+    top = refs.pop("refs/stash", None)
+    if top:
         log = git("log", "-g", "-z", "--format=%H%x00%gs", "refs/stash", "--", check=False)
         parts = log.decode("utf-8", "surrogateescape").split("\0")
         stash = tuple((parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2))
+        if not stash:  # a stash whose log was expired: the ref alone holds the entry (git stash show reads it)
+            stash = ((top, "stash entry kept without its log"),)
     return refs, stash, [sha for sha, _ in stash] + commits
 
 

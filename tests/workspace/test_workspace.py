@@ -687,3 +687,20 @@ def test_names_that_are_not_utf8_are_put_back_and_shown(project):
     assert subprocess.run(user_refs, cwd=project, capture_output=True).stdout == refs
     assert sorted(report.refs_put_back) == ["refs/heads/br\\xe9", "stash: On master: caf\\xe9".replace(
         "master", git(project, "branch", "--show-current").strip())]
+
+
+def test_a_stash_whose_log_was_expired_keeps_its_entry(project):
+    """refs/stash alone can hold the user's entry (its reflog expired): rebuilding the list must keep it."""
+    (project / "calc.py").write_text("the user's stashed work\n")
+    git(project, "stash", "push", "-q", "-m", "mine")
+    mine = git(project, "rev-parse", "refs/stash").strip()
+    git(project, "reflog", "expire", "--expire=all", "refs/stash")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint()
+    (project / "calc.py").write_text("the agent's\n")
+    git(project, "stash", "push", "-q", "-m", "the agent's")
+    ws.restore(cp)
+    listed = git(project, "stash", "list", "--format=%H").split()
+    assert mine in listed  # still reachable: gc will not take it
+    git(project, "stash", "apply", "-q", f"stash@{{{listed.index(mine)}}}")
+    assert (project / "calc.py").read_text() == "the user's stashed work\n"
