@@ -36,6 +36,8 @@ class Checkpoint:
     replace: dict[str, str] = field(default_factory=dict, repr=False)  # refs/replace/*: name -> object
     # directories' permission bits that differ from what a new one gets (a `chmod 700 private`)
     dir_modes: dict[str, int] = field(default_factory=dict, repr=False)
+    # submodules declared in .gitmodules whose work tree was not checked out (no .git in it)
+    unpopulated: tuple[str, ...] = ()
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -53,7 +55,8 @@ class Checkpoint:
                 "untracked_dirs": sorted(self.untracked_dirs), "opaque_dirs": list(self.opaque_dirs),
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
                 "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
-                "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes}
+                "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes,
+                "unpopulated": list(self.unpopulated)}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -64,7 +67,7 @@ class Checkpoint:
                    frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
                    frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
                    obj.get("dotgit"), dict(obj.get("replace", {})),
-                   {k: int(v) for k, v in obj.get("dir_modes", {}).items()})
+                   {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())))
 
 
 def signature(path: str) -> list | None:

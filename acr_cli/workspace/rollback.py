@@ -47,6 +47,7 @@ class RestoreReport:
     outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
     removed_ignored: list[str] = field(default_factory=list)  # new ignored entries: moved aside, or left (why)
     put_aside: Path | None = None  # where they went (<git dir>/acr/put-aside/<checkpoint>)
+    unpopulated: list[str] = field(default_factory=list)  # submodules the attempt checked out, emptied again
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
@@ -54,12 +55,14 @@ class RestoreReport:
                 + self._put_aside_line())
 
     def _put_aside_line(self) -> list[str]:
+        out = [f"submodule {p}, which the attempt checked out, is not checked out again (its files moved to "
+               f"{self.put_aside})" for p in self.unpopulated]
         if not self.removed_ignored:
-            return []
+            return out
         shown = self.removed_ignored[:10] + ([f"and {len(self.removed_ignored) - 10} more"]
                                              if len(self.removed_ignored) > 10 else [])
-        return [f"ignored files that appeared during the attempt, moved out of the work tree to {self.put_aside} "
-                "(acr never deletes them; remove what you do not need): " + ", ".join(shown)]
+        return out + [f"ignored files that appeared during the attempt, moved out of the work tree to {self.put_aside} "
+                      "(acr never deletes them; remove what you do not need): " + ", ".join(shown)]
 
     def lines(self) -> list[str]:
         """The report for people (the attempt's log)."""
@@ -146,6 +149,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
     report.removed_ignored, report.put_aside = remove_new_ignored(snap, cp)
+    report.unpopulated, report.put_aside = unpopulate_submodules(snap, cp, report.put_aside)
     _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored if "(left:" not in e])
     _restore_dirs(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
@@ -200,6 +204,29 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], Path
             continue
         out.append(e)
     return out, aside
+
+
+def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -> tuple[list[str], Path | None]:
+    """Submodules that were not checked out at the checkpoint and are now (``git submodule update --init``)
+    go back to an empty folder, their files moved aside: checked out, a submodule's repository (made by the
+    attempt, its config and hooks the attempt's) runs its ``core.fsmonitor`` on the user's next
+    ``git status`` in the project. The repository under ``.git/modules`` stays (control.py)."""
+    done = []
+    for path in cp.unpopulated:
+        folder = snap.root / path
+        if folder.is_symlink() or not folder.is_dir() or not os.path.lexists(folder / ".git"):
+            continue
+        if aside is None:
+            aside = _put_aside_folder(snap.git.git_dir, cp.name)
+        target = aside / path
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(folder), str(target))
+            folder.mkdir()
+        except OSError:
+            continue
+        done.append(path)
+    return done, aside
 
 
 def _put_aside_folder(git_dir: Path, name: str) -> Path:

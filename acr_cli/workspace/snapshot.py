@@ -187,6 +187,15 @@ class Snapshots:
                 d = os.path.dirname(d)
         return {d: m for d, m in out.items() if m >= 0}
 
+    def unpopulated_submodules(self) -> tuple[str, ...]:
+        """The paths .gitmodules declares whose work tree holds no ``.git`` (not checked out)."""
+        if not (self.root / ".gitmodules").is_file():
+            return ()
+        out = self.git("config", "-z", "-f", str(self.root / ".gitmodules"), "--get-regexp", r"^submodule\..*\.path$",
+                       check=False).decode("utf-8", "surrogateescape")
+        paths = [e.split("\n", 1)[1] for e in out.split("\0") if "\n" in e]
+        return tuple(p for p in paths if p and ".." not in p.split("/") and not os.path.lexists(self.root / p / ".git"))
+
     def raw_copies(self, files: list[str]) -> dict[str, str]:
         """Exact bytes of the files git would convert, as blobs (path -> blob id).
 

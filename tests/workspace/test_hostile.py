@@ -747,3 +747,32 @@ def test_a_work_tree_on_another_file_system_than_its_git_directory_still_moves_t
         import shutil
 
         shutil.rmtree(other, ignore_errors=True)
+
+
+def test_a_submodule_the_attempt_checked_out_with_planted_config_runs_nothing_later(project, tmp_path):
+    """The project declares submodule lib, not checked out. The attempt runs `git submodule update --init`,
+    then plants core.fsmonitor in the new repository's config: checked out, it would run on the user's
+    next `git status`. The submodule goes back to an empty folder (its files moved aside, never deleted)."""
+    lib = init_repo(tmp_path / "lib", {"lib.py": "X = 1\n"})
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(project, "commit", "-qm", "add lib")
+    import shutil
+
+    shutil.rmtree(project / ".git" / "modules" / "lib")  # as a fresh clone has it: declared, not checked out
+    shutil.rmtree(project / "lib")
+    (project / "lib").mkdir()
+    git(project, "config", "--remove-section", "submodule.lib")
+    sentinel = tmp_path / "planted-program-ran"
+    files, state = tree_bytes(project), git_state(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    git(project, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    monitor = tmp_path / "fsmon.sh"
+    monitor.write_text(f"#!/bin/sh\ntouch {sentinel}\n")
+    monitor.chmod(0o755)
+    git(project / "lib", "config", "core.fsmonitor", str(monitor))
+    report = ws.restore(cp)
+    assert tree_bytes(project) == files and git_state(project) == state
+    assert list((project / "lib").iterdir()) == [] and (report.put_aside / "lib" / "lib.py").exists()
+    git(project, "status")
+    assert not sentinel.exists()
