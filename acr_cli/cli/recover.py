@@ -90,7 +90,7 @@ def recover(
             out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
                              "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
                              "refs_put_aside": report.refs_put_aside, "nested": report.nested,
-                             "ignored_put_aside": report.removed_ignored,
+                             "ignored_put_aside": report.removed_ignored, "ignored_left": report.ignored_left,
                              "put_aside_in": str(report.put_aside) if report.put_aside else None}
     finally:
         ws.unlock()

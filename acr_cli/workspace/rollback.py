@@ -19,7 +19,6 @@ not stop it: every other path is put back, then :class:`~acr_cli.errors.Workspac
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import stat
@@ -45,24 +44,29 @@ class RestoreReport:
     stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
     outside: list[str] = field(default_factory=list)  # files outside the project changed through a symlink
-    removed_ignored: list[str] = field(default_factory=list)  # new ignored entries: moved aside, or left (why)
+    removed_ignored: list[str] = field(default_factory=list)  # new ignored entries, moved out of the work tree
+    ignored_left: list[str] = field(default_factory=list)  # ... and those that could not be: "<path> (why)"
     put_aside: Path | None = None  # where they went (<git dir>/acr/put-aside/<checkpoint>)
     unpopulated: list[str] = field(default_factory=list)  # submodules the attempt checked out, emptied again
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
         return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
-                + self._put_aside_line())
+                + self._moved_aside())
 
-    def _put_aside_line(self) -> list[str]:
+    def _moved_aside(self) -> list[str]:
+        """What left the work tree for the put-aside folder (and what could not), for people."""
         out = [f"submodule {p}, which the attempt checked out, is not checked out again (its files moved to "
                f"{self.put_aside})" for p in self.unpopulated]
-        if not self.removed_ignored:
-            return out
-        shown = self.removed_ignored[:10] + ([f"and {len(self.removed_ignored) - 10} more"]
-                                             if len(self.removed_ignored) > 10 else [])
-        return out + [f"ignored files that appeared during the attempt, moved out of the work tree to {self.put_aside} "
-                      "(acr never deletes them; remove what you do not need): " + ", ".join(shown)]
+        if self.removed_ignored:
+            shown = self.removed_ignored[:10] + ([f"and {len(self.removed_ignored) - 10} more"]
+                                                 if len(self.removed_ignored) > 10 else [])
+            out.append(f"ignored files that appeared during the attempt, moved out of the work tree to "
+                       f"{self.put_aside} (acr never deletes them; remove what you do not need): " + ", ".join(shown))
+        if self.ignored_left:
+            out.append("ignored files that appeared during the attempt and could not be moved out of the work "
+                       "tree: " + ", ".join(self.ignored_left))
+        return out
 
     def lines(self) -> list[str]:
         """The report for people (the attempt's log)."""
@@ -71,7 +75,7 @@ class RestoreReport:
             out.append("put back the repository's own files the attempt changed: " + ", ".join(self.git_state))
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
-        out += self._put_aside_line()
+        out += self._moved_aside()
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -148,9 +152,9 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
-    report.removed_ignored, report.put_aside = remove_new_ignored(snap, cp)
+    report.removed_ignored, report.ignored_left, report.put_aside = remove_new_ignored(snap, cp)
     report.unpopulated, report.put_aside = unpopulate_submodules(snap, cp, report.put_aside)
-    _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored if "(left:" not in e])
+    _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored])
     _restore_dirs(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
@@ -158,7 +162,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     return report
 
 
-def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], Path | None]:
+def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], list[str], Path | None]:
     """Move every ignored entry that appeared since the checkpoint out of the work tree, into
     ``<git dir>/acr/put-aside/<checkpoint>/``: a ``__pycache__`` of planted bytecode, an ``.envrc``, a
     ``.venv`` must not run later, whatever their size. Moved, never deleted, and never pruned: one may
@@ -167,7 +171,7 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], Path
 
     Left in place: entries holding one that was there at the checkpoint (kept ones are put back
     elsewhere; those over the budget stay as the attempt left them) and acr's own files. Returns what
-    was moved or left (``"<path> (left: why)"``), and the folder they went to."""
+    was moved, what could not be (``"<path> (why)"``), and the folder they went to."""
     before = set(cp.ignored) | set(cp.unprotected)
     # every folder that holds (or is) an entry that was there: O(depth) lookups, not a scan of ``before``
     holding = {e.rstrip("/") for e in before if e.endswith("/")}
@@ -185,25 +189,25 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], Path
             continue
         new.append(e)
     if not new:
-        return [], None
+        return [], [], None
     aside = _put_aside_folder(snap.git.git_dir, cp.name)
-    out: list[str] = []
+    moved: list[str] = []
+    left: list[str] = []
     for e in new:
-        path = e.rstrip("/")
-        target = aside / path
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.rename(snap.root / path, target)
-            except OSError as err:
-                if err.errno != errno.EXDEV:
-                    raise
-                shutil.move(str(snap.root / path), str(target))  # another file system: copied, then removed
-        except OSError as err:
-            out.append(f"{e} (left: could not move it aside: {err.strerror or err})")
-            continue
-        out.append(e)
-    return out, aside
+        why = _move_aside(snap.root / e.rstrip("/"), aside / e.rstrip("/"))
+        (left if why else moved).append(f"{e} ({why})" if why else e)
+    return moved, left, aside
+
+
+def _move_aside(source: Path, target: Path) -> str | None:
+    """Move ``source`` (a file, a link or a whole folder) to ``target``: a rename, or across file systems a
+    copy then a removal. None when done, else why not."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(source), str(target))  # (os.rename first; copies only when that cannot work)
+    except OSError as err:
+        return f"could not move it aside: {err.strerror or err}"
+    return None
 
 
 def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -> tuple[list[str], Path | None]:
@@ -218,14 +222,9 @@ def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -
             continue
         if aside is None:
             aside = _put_aside_folder(snap.git.git_dir, cp.name)
-        target = aside / path
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(folder), str(target))
+        if _move_aside(folder, aside / path) is None:
             folder.mkdir()
-        except OSError:
-            continue
-        done.append(path)
+            done.append(path)
     return done, aside
 
 
