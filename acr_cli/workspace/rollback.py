@@ -218,7 +218,8 @@ def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -
     done = []
     for path in cp.unpopulated:
         folder = snap.root / path
-        if folder.is_symlink() or not folder.is_dir() or not os.path.lexists(folder / ".git"):
+        if (os.path.realpath(folder) != os.path.join(os.path.realpath(snap.root), path)  # no link on the way
+                or not folder.is_dir() or not os.path.lexists(folder / ".git")):
             continue
         if aside is None:
             aside = _put_aside_folder(snap.git.git_dir, cp.name)

@@ -188,13 +188,21 @@ class Snapshots:
         return {d: m for d, m in out.items() if m >= 0}
 
     def unpopulated_submodules(self) -> tuple[str, ...]:
-        """The paths .gitmodules declares whose work tree holds no ``.git`` (not checked out)."""
+        """The paths .gitmodules declares that are not checked out: an empty folder, or none at all (only
+        those: a folder that holds anything is not a submodule's to empty again after the attempt)."""
         if not (self.root / ".gitmodules").is_file():
             return ()
         out = self.git("config", "-z", "-f", str(self.root / ".gitmodules"), "--get-regexp", r"^submodule\..*\.path$",
                        check=False).decode("utf-8", "surrogateescape")
         paths = [e.split("\n", 1)[1] for e in out.split("\0") if "\n" in e]
-        return tuple(p for p in paths if p and ".." not in p.split("/") and not os.path.lexists(self.root / p / ".git"))
+        found = []
+        for p in paths:
+            if not p or ".." in p.split("/") or p.startswith("/"):
+                continue
+            where = self.root / p
+            if not os.path.lexists(where) or (where.is_dir() and not where.is_symlink() and not any(where.iterdir())):
+                found.append(p)
+        return tuple(found)
 
     def raw_copies(self, files: list[str]) -> dict[str, str]:
         """Exact bytes of the files git would convert, as blobs (path -> blob id).

@@ -776,3 +776,19 @@ def test_a_submodule_the_attempt_checked_out_with_planted_config_runs_nothing_la
     assert list((project / "lib").iterdir()) == [] and (report.put_aside / "lib" / "lib.py").exists()
     git(project, "status")
     assert not sentinel.exists()
+
+
+def test_a_folder_that_held_files_is_never_emptied_as_a_submodule(project):
+    """A stale .gitmodules entry naming a tracked folder: the attempt's `git init` there makes it look checked
+    out, and the folder must keep the user's files (only a folder that was empty is emptied again)."""
+    (project / "docs").mkdir()
+    (project / "docs" / "guide.md").write_text("the user's guide\n")
+    (project / ".gitmodules").write_text('[submodule "docs"]\n\tpath = docs\n\turl = ../nowhere\n')
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "docs")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    assert cp.unpopulated == ()
+    git(project / "docs", "init", "-q")
+    report = ws.restore(cp)
+    assert (project / "docs" / "guide.md").read_text() == "the user's guide\n" and report.unpopulated == []
