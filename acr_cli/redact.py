@@ -123,7 +123,7 @@ _WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
 # first space, quote, comma, semicolon or backslash.
 _ASSIGNED_SOURCE = (
     r"((?:api[_-]?key|apikey|secret|token(?!iz)|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|"
-    r"credentials?|access[_-]?key|private[_-]?key)[\w.-]*(?:\\?[\"'])?\s*[:=](?:[ \t]|\\t)*(?:\\?[\"'])?|"
+    r"credentials?|access[_-]?key|private[_-]?key)[\w.-]{0,40}(?:\\?[\"'])?\s*[:=](?:[ \t]|\\t)*(?:\\?[\"'])?|"
     r"\\?\"key\\?\"\s*:\s*\\?\"|"
     r"a(?<!\wa)uthorization(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest)\s+)?)"
     r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"

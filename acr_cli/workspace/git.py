@@ -172,9 +172,10 @@ def discover(project: Path) -> tuple[Path, Path, Path] | None:
         if refusal is not None:
             raise refusal
         return None
-    if len(r.stdout.splitlines()) < 3:
+    lines = r.stdout.split("\n")  # (not splitlines: a path may hold U+2028)
+    if len(lines) < 3:
         return None
-    top, git_dir, common = r.stdout.splitlines()[:3]
+    top, git_dir, common = lines[:3]
     git_path, common_path = Path(git_dir), (Path(project) / common).resolve()  # common: relative, or absolute
     # The work tree from where the git directory is, not from core.worktree, which a killed attempt may
     # have planted (git's --show-toplevel follows it): .git's parent, or the one a linked worktree names.

@@ -41,7 +41,9 @@ def listed(git: Git) -> tuple[dict[str, str], tuple[tuple[str, str], ...], list[
     fmt = "%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(symref)"
     out = git("for-each-ref", f"--format={fmt}", *KEPT_REFS).decode("utf-8", "surrogateescape")
     refs, commits = {}, []
-    for line in out.splitlines():
+    for line in out.split("\n"):  # (not splitlines: a ref name may hold U+2028 or U+0085)
+        if not line:
+            continue
         name, obj, kind, peeled, peeled_kind, symref = line.split("\0")
         if symref:
             continue
@@ -153,7 +155,7 @@ def exists(git: Git, obj: str) -> bool:
 def replace_refs(git: Git) -> dict[str, str]:
     """refs/replace/*: they swap one object for another in every later git command of the user's."""
     out = git("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/replace/").decode("utf-8", "surrogateescape")
-    return dict(line.split("\0", 1) for line in out.splitlines() if "\0" in line)
+    return dict(line.split("\0", 1) for line in out.split("\n") if "\0" in line)
 
 
 def restore_replace_refs(git: Git, before: dict[str, str]) -> list[str]:

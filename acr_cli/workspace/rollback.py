@@ -152,10 +152,13 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
-    report.removed_ignored, report.ignored_left, report.put_aside = remove_new_ignored(snap, cp)
-    report.unpopulated, report.put_aside = unpopulate_submodules(snap, cp, report.put_aside)
+    _restore_dirs(snap, cp)  # first: a directory the attempt made read-only cannot keep its files in place
+    try:
+        report.removed_ignored, report.ignored_left, report.put_aside = remove_new_ignored(snap, cp)
+        report.unpopulated, report.put_aside = unpopulate_submodules(snap, cp, report.put_aside)
+    except OSError as e:  # (the put-aside folder itself could not be made): said, never a half-done rollback
+        report.ignored_left.append(f"the ignored files that appeared during the attempt ({_message(e)})")
     _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored])
-    _restore_dirs(snap, cp)
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
     report.nested = [path for _, path, nested in final if nested]
@@ -190,7 +193,7 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], list
         new.append(e)
     if not new:
         return [], [], None
-    aside = _put_aside_folder(snap.git.git_dir, cp.name)
+    aside = _put_aside_folder(snap.git.common_dir, cp.name)
     moved: list[str] = []
     left: list[str] = []
     for e in new:
@@ -222,23 +225,45 @@ def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -
                 or not folder.is_dir() or not os.path.lexists(folder / ".git")):
             continue
         if aside is None:
-            aside = _put_aside_folder(snap.git.git_dir, cp.name)
+            aside = _put_aside_folder(snap.git.common_dir, cp.name)
+        module = _module_repository(folder, snap.git.common_dir)  # read before its .git file moves
         if _move_aside(folder, aside / path) is None:
             folder.mkdir()
             done.append(path)
+            # a repository made for it during the attempt (none was there: the folder was empty) goes too,
+            # or the user's next `git submodule update` would reuse it, and run what the attempt planted
+            rel = os.path.relpath(module, os.path.realpath(snap.git.common_dir / "modules")) if module else None
+            if module is not None and f"{control.MODULES}/{rel}" not in cp.control.entries:
+                _move_aside(module, aside / ".git-modules" / rel)
     return done, aside
 
 
-def _put_aside_folder(git_dir: Path, name: str) -> Path:
-    """A new folder ``<git dir>/acr/put-aside/<name>`` (``<name>-2``... when taken). What the attempt may
-    have planted on the way (a symlink at ``acr`` or ``put-aside`` that would lead the files elsewhere) is
-    removed first: that part of the git directory is acr's alone."""
-    folder = git_dir
+def _module_repository(folder: Path, common_dir: Path) -> Path | None:
+    """The repository under ``.git/modules`` a checked-out submodule folder's ``.git`` file names, if any."""
+    try:
+        text = (folder / ".git").read_text(errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(os.path.realpath(folder / text[len("gitdir:"):].strip()))
+    modules = Path(os.path.realpath(common_dir / "modules"))
+    return target if modules in target.parents and target.is_dir() else None
+
+
+def _put_aside_folder(common_dir: Path, name: str) -> Path:
+    """A new folder ``<git common dir>/acr/put-aside/<name>`` (``<name>-2``... when taken), in the common
+    directory: a linked worktree's own one goes with ``git worktree remove``. What the attempt may have
+    planted on the way (a symlink at ``acr`` or ``put-aside`` that would lead the files elsewhere, a
+    folder made read-only) is undone first: that part of the git directory is acr's alone."""
+    folder = common_dir
     for part in ("acr", "put-aside"):
         folder = folder / part
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             folder.unlink()
         folder.mkdir(exist_ok=True)
+        if stat.S_IMODE(folder.stat().st_mode) & 0o700 != 0o700:
+            os.chmod(folder, stat.S_IMODE(folder.stat().st_mode) | 0o700)
     aside, n = folder / name, 1
     while os.path.lexists(aside):
         n += 1
@@ -324,21 +349,31 @@ def _undo_list(snap: Snapshots, cp: Checkpoint, now: Snapshot) -> list[tuple[str
 
 def _restore_dirs(snap: Snapshots, cp: Checkpoint) -> None:
     """Directories the user had and git does not record come back: empty ones the attempt removed
-    (``rmdir``), and every directory's permission bits (a ``chmod 777`` on one that held a private file)."""
+    (``rmdir``), and every directory's permission bits, the default ones too (a ``chmod 777 src``; a
+    ``chmod 555`` that would keep the rollback from moving what the attempt planted in it). Never
+    through a symbolic link: only a directory whose real path is where it should be is touched."""
+    real_root = os.path.realpath(snap.root)
+
+    def ours(d: str) -> bool:
+        return os.path.realpath(snap.root / d) == os.path.normpath(os.path.join(real_root, d))
+
+    plain = 0o777 & ~current_umask()
     for d in sorted(cp.untracked_dirs, key=lambda p: p.count("/")):
         p = snap.root / d
-        if not os.path.lexists(p) and not any((d + "/").startswith(o) for o in cp.opaque_dirs):
+        if (not os.path.lexists(p) and not any((d + "/").startswith(o) for o in cp.opaque_dirs)
+                and ours(os.path.dirname(d) or ".")):
             try:
                 p.mkdir(parents=True)
+                os.chmod(p, cp.dir_modes.get(d, plain))
             except OSError:
                 continue
-            if d not in cp.dir_modes:
-                os.chmod(p, 0o777 & ~current_umask())
-    for d, mode in cp.dir_modes.items():
+    dirs = {os.path.dirname(f) for f in snap.files()} | set(cp.untracked_dirs) | set(cp.dir_modes)
+    for d in sorted(dirs - {""}):
+        want = cp.dir_modes.get(d, plain)
         try:
             st = os.lstat(snap.root / d)
-            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
-                os.chmod(snap.root / d, mode)
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != want and ours(d):
+                os.chmod(snap.root / d, want)
         except OSError:
             continue
 

@@ -776,6 +776,12 @@ def test_a_submodule_the_attempt_checked_out_with_planted_config_runs_nothing_la
     assert list((project / "lib").iterdir()) == [] and (report.put_aside / "lib" / "lib.py").exists()
     git(project, "status")
     assert not sentinel.exists()
+    # the repository made for it went aside too: the user's own `git submodule update --init` later clones
+    # afresh instead of reusing one whose config and hooks are the attempt's
+    assert not (project / ".git" / "modules" / "lib").exists()
+    git(project, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    git(project, "status")
+    assert not sentinel.exists() and (project / "lib" / "lib.py").exists()
 
 
 def test_a_folder_that_held_files_is_never_emptied_as_a_submodule(project):
@@ -792,3 +798,60 @@ def test_a_folder_that_held_files_is_never_emptied_as_a_submodule(project):
     git(project / "docs", "init", "-q")
     report = ws.restore(cp)
     assert (project / "docs" / "guide.md").read_text() == "the user's guide\n" and report.unpopulated == []
+
+
+def test_a_ref_name_with_a_unicode_line_separator_does_not_stop_the_rollback(user_project):
+    root = user_project
+    files, state = tree_bytes(root), git_state(root)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    git(root, "branch", "x\u2028y")  # git allows it; str.splitlines() would split the line there
+    (root / "calc.py").write_text("agent\n")
+    ws.restore(cp)
+    assert tree_bytes(root) == files and git_state(root)["config"] == state["config"]
+
+
+def test_a_directorys_default_mode_comes_back_too(project):
+    mode = stat.S_IMODE((project / ".git").stat().st_mode)  # a directory as git made it: the default mode
+    (project / "src").mkdir()
+    (project / "src" / "m.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    before = stat.S_IMODE((project / "src").stat().st_mode)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    (project / "src").chmod(0o777)  # world-writable source
+    ws.restore(cp)
+    assert stat.S_IMODE((project / "src").stat().st_mode) == before, (mode, before)
+
+
+def test_restoring_directory_modes_never_follows_a_link_out_of_the_tree(project, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "keys").mkdir(parents=True)
+    (outside / "keys").chmod(0o700)
+    tools = project / "tools"  # the user's own nested repository: a rollback leaves it as the attempt left it
+    (tools / "cfg" / "keys").mkdir(parents=True)
+    (tools / "cfg" / "keys").chmod(0o777)
+    git(tools, "init", "-q")
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    import shutil
+
+    shutil.rmtree(tools / "cfg")
+    (tools / "cfg").symlink_to(outside)
+    ws.restore(cp)
+    assert stat.S_IMODE((outside / "keys").stat().st_mode) == 0o700 and sorted(os.listdir(outside)) == ["keys"]
+
+
+def test_a_linked_worktrees_put_aside_outlives_git_worktree_remove(project, tmp_path):
+    (project / ".gitignore").write_text("*.local\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "ignore")
+    wt = tmp_path / "wt"
+    git(project, "worktree", "add", "-q", str(wt), "-b", "side")
+    ws = Workspace.open(wt)
+    cp = ws.checkpoint("t-1")
+    (wt / "notes.local").write_text("the user's notes, saved while the agent ran\n")
+    report = ws.restore(cp)
+    git(project, "worktree", "remove", "--force", str(wt))
+    assert (report.put_aside / "notes.local").read_text().startswith("the user's notes")
