@@ -200,7 +200,12 @@ class Snapshots:
             if not p or ".." in p.split("/") or p.startswith("/"):
                 continue
             where = self.root / p
-            if not os.path.lexists(where) or (where.is_dir() and not where.is_symlink() and not any(where.iterdir())):
+            try:
+                empty = not os.path.lexists(where) or (where.is_dir() and not where.is_symlink()
+                                                       and not any(where.iterdir()))
+            except OSError:  # unreadable: not ours to empty
+                empty = False
+            if empty:
                 found.append(p)
         return tuple(found)
 
