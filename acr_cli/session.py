@@ -200,10 +200,8 @@ class Prepared:
                           on_event=events)
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
-        with interrupts.deferred():
-            self.memory.describe_task(result.task_id, context=context_json(ctx),
-                                      baseline=baseline_json(self._baseline, self.verify))
-            if self.team is not None and result.task_id:
+        if self.team is not None and result.task_id:  # (the task was described as its first attempt began)
+            with interrupts.deferred():
                 self.team.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
         if self.team is not None:

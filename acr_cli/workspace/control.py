@@ -150,9 +150,11 @@ def capture(b: dict[str, Path]) -> ControlFiles:
     return ControlFiles(entries, tuple(over))
 
 
-def differences(b: dict[str, Path], before: ControlFiles) -> list[str]:
-    """What changed since ``before``, for people: "added .git/hooks/pre-commit", "changed .git/config"."""
-    now, paths, _ = _scan(b, budget=False)
+def differences(b: dict[str, Path], before: ControlFiles,
+                scanned: tuple[dict[str, Entry], dict[str, Path], list[str]] | None = None) -> list[str]:
+    """What changed since ``before``, for people: "added .git/hooks/pre-commit", "changed .git/config".
+    ``scanned``: what ``_scan`` found now, when the caller has it already."""
+    now, paths, _ = scanned or _scan(b, budget=False)
     out = []
     left: set[str] = set()
     for key in sorted(set(now) | set(before.entries)):
@@ -221,8 +223,9 @@ def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
     its mode comes back below."""
     for _, top in _watched(b):
         _open_up(top)
-    now, paths, _ = _scan(b, budget=False)
-    changed = differences(b, before)
+    scanned = _scan(b, budget=False)
+    now, paths, _ = scanned
+    changed = differences(b, before, scanned)
     # Remove what was not there (deepest first), then write what differs (shallowest first).
     for key in sorted(now, key=lambda k: -k.count("/")):
         if key in before.entries or _under_budget_gap(key, before) or _new_repository(key, paths, before):
