@@ -33,6 +33,10 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
         if stored_note and not doc.get("not_stored"):
             import shlex
 
+            from acr_cli.memory.postgres import is_url, masked
+
+            if stored_in and is_url(stored_in):
+                stored_in = masked(stored_in)  # a shared memory's password is never printed
             where = f" --memory {shlex.quote(stored_in)}" if stored_in else ""
             con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}{where}`[/]")
     if csv_out or md_out:  # the table and JSON carry the warnings; CSV and markdown have no place for them

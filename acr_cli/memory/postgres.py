@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory.dialect import POSTGRES
@@ -33,30 +33,21 @@ def masked(url: str) -> str:
     """The URL with its password (in the user part or a ``password=`` parameter) shown as ``***``:
     how acr names a shared memory anywhere it is seen (output, errors, logs, ``--json``).
 
-    The user part ends at the first ``@`` after ``scheme://``, as libpq reads it: a password may hold
-    ``#``, ``?`` or ``/`` unencoded, where a URL parser would end the host part early and show the rest.
-    (A URL with no user part but an ``@`` in its parameters is then masked from its port on: more than
-    needed, never less.)"""
+    Read as libpq reads a URL, not as a web URL: a password may hold ``#``, ``?`` or ``/``, and libpq
+    has no fragment, so ``...?application_name=x#&password=...`` still sets a password. So the user
+    part is everything before the first ``@`` after ``scheme://``, and every ``password=`` parameter
+    after any ``?`` or ``&`` is masked to the next ``&`` (its name percent-decoded, as libpq decodes
+    it). More may be masked than needed (an ``@`` or ``&password=`` inside another value), never less."""
     head = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)([^@]*)@", url)
     if head and ":" in head.group(2):
         url = f"{head.group(1)}{head.group(2).split(':', 1)[0]}:***@{url[head.end():]}"
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            user, _, host = netloc.rpartition("@")
-            if ":" in user:
-                user = user.split(":", 1)[0] + ":***"
-            netloc = f"{user}@{host}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*")
-        if netloc == parts.netloc and query == parts.query:  # nothing to hide: as written (urlunsplit would
-            return url  # drop the // of a URL with no host: postgresql:// is not postgresql:)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url.split("?", 1)[0])
+
+    def param(m: re.Match) -> str:
+        if unquote(m.group(2)).strip().lower() == "password":
+            return f"{m.group(1)}{m.group(2)}=***"
+        return m.group(0)
+
+    return re.sub(r"([?&])([^=&?]*)=([^&]*)", param, url)
 
 
 class Row:

@@ -312,6 +312,11 @@ def test_share_prompts_false_keeps_the_texts_in_the_local_file(pg_server, tmp_pa
     ("postgresql://db.example.com:5432/acr?password=s3cret&sslmode=require",
      "postgresql://db.example.com:5432/acr?password=***&sslmode=require"),
     ("postgresql://db.example.com:5432/acr", "postgresql://db.example.com:5432/acr"),
+    # libpq has no fragment: a # in the parameters does not hide the password parameter after it
+    ("postgresql://alice@db/acr?application_name=x#&password=s3cret", "postgresql://alice@db/acr?application_name=x#&password=***"),
+    ("postgresql://db/acr?password=ab#cd&sslmode=require", "postgresql://db/acr?password=***&sslmode=require"),
+    ("postgresql://db/acr?pass%77ord=s3cret", "postgresql://db/acr?pass%77ord=***"),  # libpq decodes names
+    ("postgresql://db/acr?sslmode=require&PASSWORD=s3cret", "postgresql://db/acr?sslmode=require&PASSWORD=***"),
 ])
 def test_a_password_with_any_characters_is_masked(url, shown):
     from acr_cli.memory.postgres import masked
@@ -334,7 +339,8 @@ def test_a_password_is_never_shown_and_libpq_finds_it_as_usual(pg_server, tmp_pa
     for args in (("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4"),
                  ("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json"), ("config", "show"),
                  ("config", "show", "--json"), ("doctor",), ("doctor", "--json"), ("memory", "sync"),
-                 ("memory", "show"), ("route", REQUEST, "--explain")):
+                 ("memory", "show"), ("route", REQUEST, "--explain"),
+                 ("bench", "replay", "memory", "--memory", with_password)):
         r = acr(*args, cwd=project, env=env)
         assert r.returncode in (0, 1), (args, r.stderr)
         seen.append(r.stdout + r.stderr)
