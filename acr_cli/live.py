@@ -64,7 +64,8 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_ve
         if last.verifier_unchanged:
             lines.append("That is what the check printed before the attempt too: the attempt did not change "
                          "what the check tests.")
-    return "\n".join(lines)
+    # a NUL the check or the agent printed cannot be passed in an argument (the request itself has none)
+    return "\n".join(lines).replace("\0", "\ufffd")
 
 
 class AttemptLog:

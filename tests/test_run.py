@@ -62,6 +62,19 @@ def test_escalates_after_failed_verifier_and_records_every_attempt(project, fake
     assert rows[0]["apply_ok"] == 1 and rows[0]["tokens_in"] == 4200
 
 
+def test_a_check_that_prints_a_nul_byte_does_not_stop_the_next_agent(project, fakes_on_path, scenario, acr_home):
+    """The next agent is told what the check printed; a NUL in it (binary output) cannot go in an argument."""
+    check = ("python3 -c \"import sys; from calc import add; ok = add(2, 3) == 5; "
+             "ok or sys.stdout.write('bad\\x00value\\n'); sys.exit(0 if ok else 1)\"")
+    log = scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}},
+                   {"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix the add function", "--verify", check, "--arms", TWO_ARMS, "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert [a["verdict"] for a in json.loads(r.stdout)["attempts"]] == ["failed", "passed"]
+    told = calls(log)[1]["prompt"]
+    assert "bad\ufffdvalue" in told and "\0" not in told
+
+
 def test_a_task_forgotten_while_it_runs_stays_forgotten_and_the_run_goes_on(project, fakes_on_path, scenario,
                                                                             acr_home):
     # the first agent (as a user in another shell could) forgets everything while its attempt runs
