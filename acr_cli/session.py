@@ -192,6 +192,8 @@ class Prepared:
                 with interrupts.deferred():
                     self.memory.describe_task(data["task_id"], context=context_json(ctx),
                                               baseline=baseline_json(self._baseline, self.verify))
+                    if self.team is not None:  # queued now: a run killed mid-way is uploaded once recovered
+                        self.team.recorded(data["task_id"])
             if on_event is not None:
                 on_event(what, **data)
 
@@ -200,7 +202,7 @@ class Prepared:
                           on_event=events)
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
-        if self.team is not None and result.task_id:  # (the task was described as its first attempt began)
+        if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
             with interrupts.deferred():
                 self.team.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)

@@ -131,7 +131,9 @@ def dig(obj: Any, path: str) -> Any:
     return obj
 
 
-MAX_COUNT = 2**53  # more tokens than any model reads in a lifetime: a number that large is a CLI's bug
+# 2,000 times the largest context window in one attempt: a number beyond it is a CLI's bug (and more than an
+# INTEGER column holds on a team's PostgreSQL server: acr_cli.memory.dialect.INT_MAX)
+MAX_COUNT = 2**31 - 1
 
 
 def as_int(val: Any) -> int | None:

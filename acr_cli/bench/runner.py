@@ -19,7 +19,7 @@ from acr_cli.config import Settings
 from acr_cli.domain import Arm
 from acr_cli.errors import AcrError
 from acr_cli.memory.store import Memory, new_id
-from acr_cli.paths import Paths, memory_exists
+from acr_cli.paths import Paths, is_url, memory_exists
 from acr_cli.profiles import Profile
 from acr_cli.routing import registry
 from acr_cli.routing.builders import Factory
@@ -86,7 +86,10 @@ def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
     source = resolve(req, on_notice or (lambda message: None))
     built = build_policies(req, source)
     store_path = req.memory if req.memory and req.benchmark != "memory" else None
-    mem = Memory.open(store_path or ":memory:")
+    # a team's shared memory: replayed in a throw-away memory, then copied in (Transfer.copy_into), so that
+    # the replay does not hold the team's write turn for its whole length, and a cut-off one leaves nothing
+    shared = store_path is not None and is_url(str(store_path))
+    mem = Memory.open(":memory:" if shared else store_path or ":memory:")
     try:
         group, order_seeds, results, curves = replay_all(req, source, built, mem, on_progress)
         if req.benchmark == "memory":
@@ -96,6 +99,12 @@ def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
         doc["curves"] = curves
         try:
             _store_summary(mem if store_path else None, _paths().memory_path(req.memory), doc)
+            if shared:
+                server = Memory.open(str(store_path))
+                try:
+                    mem.copy_into(server)
+                finally:
+                    server.close()
         except AcrError as e:  # a broken memory must not lose the replay's output: say so beside it
             doc["not_stored"] = e.message
     finally:
@@ -295,6 +304,8 @@ def list_groups(memory: Path | None) -> list[dict[str, Any]]:
     try:
         groups: dict[str, dict[str, Any]] = {}
         for r in mem.runs():
+            if not r.get("finished_at"):  # a replay cut off (Ctrl-C), or one still running: not a stored replay
+                continue
             g = (r.get("params") or {}).get("group") or r["id"]
             entry = groups.setdefault(g, {"group": g, "benchmark": r["benchmark"], "started_at": r["started_at"],
                                           "policies": [], "runs": []})

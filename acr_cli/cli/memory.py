@@ -263,6 +263,12 @@ def sync(
                    f"copied {result.downloaded} of the team's; {result.pending} pending")
     if result.error:
         raise AcrError(f"the sync stopped: {result.error}", hint="run `acr memory sync` again when the server is back")
+    if result.refused:  # the others went; these wait, and the exit status says that not everything did
+        from acr_cli.cli.render import refused_line
+
+        for r in result.refused:
+            typer.echo(f"acr: warning: {refused_line(r)}", err=True)
+        raise typer.Exit(1)
 
 
 def _unsynced(label: str, why: str):

@@ -202,10 +202,18 @@ def print_run_summary(report) -> None:
 def shared_line(s: dict) -> str:
     """One line on what a run did with the team's shared memory."""
     if s.get("error"):
-        return (f"shared memory {s['server']}: not reached ({s['error']}); {s['pending']} task(s) wait to be "
+        line = (f"shared memory {s['server']}: the sync stopped ({s['error']}); {s['pending']} task(s) wait to be "
                 "uploaded by the next run or `acr memory sync`")
-    return (f"shared memory {s['server']}: uploaded {s['uploaded']} task(s), copied {s['downloaded']} from the team"
-            + (f", {s['pending']} still pending" if s["pending"] else ""))
+    else:
+        line = (f"shared memory {s['server']}: uploaded {s['uploaded']} task(s), copied {s['downloaded']} from the "
+                "team" + (f", {s['pending']} still pending" if s["pending"] else ""))
+    return line + "".join(f"\n{refused_line(r)}" for r in s.get("refused") or [])
+
+
+def refused_line(r: dict) -> str:
+    """A task the team's server refused to store, and what to do (acr_cli.memory.team.upload)."""
+    return (f"the server refused task {r['task_id']}: {r['reason']}; it stays in the local memory and is sent "
+            f"again at every sync (`acr memory forget {r['task_id']}` drops it)")
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,

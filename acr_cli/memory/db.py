@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import similar
-from acr_cli.memory.dialect import PG_TEXT, PG_TEXT_006, SQLITE
+from acr_cli.memory.dialect import PG_TEXT, PG_TEXT_006, PG_TEXT_010, SQLITE
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -271,7 +272,8 @@ def _m009_project_identity(db: Any, dialect: Any) -> None:
         if not root.is_absolute():
             continue  # already an identity
         old = path_key(root)
-        new = identity(root) if root.is_dir() else old
+        # a shared memory's paths are its members' machines': this machine's disk cannot say what they were
+        new = identity(root) if dialect.name != "postgresql" and root.is_dir() else old
         rows = db.execute("SELECT g.task_id, g.level, g.key FROM task_groups g JOIN tasks t ON t.id = g.task_id"
                           " WHERE t.source = 'live' AND t.project = ?", (path,)).fetchall()
         for task_id, level, key in rows:
@@ -285,6 +287,18 @@ def _m010_text_index_in_any_locale(db: Any, dialect: Any) -> None:
     """PostgreSQL's request-text index split words with [^[:alnum:]], which follows the database's
     locale: under C it dropped every letter beyond ASCII. The words are kept again with an expression
     that does not depend on the locale (dialect.PG_TEXT). (SQLite's FTS5 index never did.)"""
+    if dialect.name != "postgresql":
+        return
+    db.execute("DROP INDEX IF EXISTS task_text")
+    db.execute("ALTER TABLE tasks DROP COLUMN IF EXISTS prompt_words")
+    db.execute(f"ALTER TABLE tasks ADD COLUMN prompt_words tsvector GENERATED ALWAYS AS"
+               f" ({PG_TEXT_010.format(col='prompt')}) STORED")
+    db.execute("CREATE INDEX task_text ON tasks USING gin (prompt_words)")
+
+
+def _m011_text_index_within_its_limit(db: Any, dialect: Any) -> None:
+    """A tsvector holds at most 1 MB: a request of 1 MB of distinct words (a pasted log) made PostgreSQL
+    refuse its task. The index now reads a request's first dialect.PG_TEXT_CHARS characters."""
     if dialect.name != "postgresql":
         return
     db.execute("DROP INDEX IF EXISTS task_text")
@@ -305,6 +319,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("008_shared_memory", _m008_shared_memory),
     ("009_project_identity", _m009_project_identity),
     ("010_text_index_in_any_locale", _m010_text_index_in_any_locale),
+    ("011_text_index_within_its_limit", _m011_text_index_within_its_limit),
 ]
 
 
@@ -443,12 +458,20 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
     if tables is not None and "migrations" in tables:
         if {r[0] for r in db.execute("SELECT name FROM migrations")} >= {name for name, _ in MIGRATIONS}:
             return []
-    if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
-        db.execute("BEGIN")
-        db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    if postgres:
-        db.execute("COMMIT")
+    if tables is None or "migrations" not in tables:  # (a member who may not create tables never needs to)
+        if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
+            db.execute("BEGIN")
+            db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            _as_owner(db)
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        except BaseException as e:
+            if postgres:
+                db.execute("ROLLBACK")
+                raise _not_owner(db, e, "001_initial") from None
+            raise
+        if postgres:
+            db.execute("COMMIT")
     done = {r[0] for r in db.execute("SELECT name FROM migrations")}
     applied = []
     for name, fn in MIGRATIONS:
@@ -458,16 +481,48 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
         try:
             if postgres:
                 db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                _as_owner(db)
             if name not in {r[0] for r in db.execute("SELECT name FROM migrations")}:  # another process raced us
                 fn(db, dialect)
                 db.execute("INSERT INTO migrations VALUES (?, ?)",
                            (name, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
                 applied.append(name)
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             db.execute("ROLLBACK")
+            if postgres:
+                raise _not_owner(db, e, name) from None
             raise
     return applied
+
+
+def _as_owner(db: Any) -> None:
+    """PostgreSQL: make and change the schema as the database's owner when this role is a member of it (the
+    transaction's ``SET LOCAL ROLE``), so the tables belong to the team's role and any member can upgrade them
+    later; changing a table takes its owner. A role that is not a member changes the schema as itself."""
+    db.execute("SELECT set_config('role', pg_get_userbyid(d.datdba), true) FROM pg_database d"
+               " WHERE d.datname = current_database() AND d.datdba <> (SELECT oid FROM pg_roles"
+               " WHERE rolname = current_user) AND pg_has_role(current_user, d.datdba, 'MEMBER')")
+
+
+def _not_owner(db: Any, e: BaseException, name: str) -> BaseException:
+    """A schema change the server refused for want of privilege, said as what to do; other errors as they are."""
+    text = getattr(e, "message", None) or str(e)
+    if not re.search(r"must be owner|permission denied", text):
+        return e
+    try:
+        owner, me = db.execute("SELECT pg_get_userbyid(datdba), current_user FROM pg_database"
+                               " WHERE datname = current_database()").fetchone()
+    except Exception:
+        owner, me = "the database's owner", "your role"
+    return MemoryFileError(
+        f"{db.label} needs a schema upgrade ({name}) that the role {me} may not make ({_first_line(text)})",
+        hint=f"have {owner} run any acr command on it once, or make {me} a member of the owner's role "
+             f"(GRANT {owner} TO {me}): acr then upgrades the schema as {owner}")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
 
 
 def connect_url(url: str) -> Any:

@@ -20,14 +20,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# An INTEGER column holds what PostgreSQL's INTEGER holds (4 bytes), on both: a token count, an exit code or
+# an attempt number beyond it is refused by import and recorded as unknown (writes._count), never left for the
+# server to refuse at upload.
+INT_MAX = 2**31 - 1
 ORDERED_TABLES = ("tasks", "task_groups", "runs")  # read in insertion order: PostgreSQL needs a rowid column
 # The request-text index on PostgreSQL: words as acr_cli.memory.similar splits them (runs of letters and
 # digits), so that its parser's file names and URLs do not hide the words in them. ASCII punctuation
 # becomes spaces; letters beyond ASCII are left to the text-search parser, which reads them as letters
 # whatever the database's locale (a class such as [:alnum:] follows the locale: under C it dropped every
 # letter beyond ASCII, so a Chinese or Arabic request never found its copy; migration 010).
-PG_TEXT = ("to_tsvector('simple', regexp_replace(COALESCE({col}, ''),"
-           " '[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]+', ' ', 'g'))")
+# Only a request's first PG_TEXT_CHARS characters are indexed: a tsvector holds at most 1 MB, which a pasted
+# log of 1 MB of distinct words passes, and the server then refused the task (migration 011). A longer request
+# is found as a similar task by the words of its first 100,000 characters (SQLite's FTS5 index has no limit).
+PG_TEXT_CHARS = 100_000
+PG_TEXT = ("to_tsvector('simple', regexp_replace(left(COALESCE({col}, ''), %d),"
+           " '[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]+', ' ', 'g'))" % PG_TEXT_CHARS)
+PG_TEXT_010 = ("to_tsvector('simple', regexp_replace(COALESCE({col}, ''),"
+               " '[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]+', ' ', 'g'))")  # until 011
 PG_TEXT_006 = "to_tsvector('simple', regexp_replace(COALESCE({col}, ''), '[^[:alnum:]]+', ' ', 'g'))"  # until 010
 
 

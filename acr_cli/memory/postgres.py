@@ -27,6 +27,12 @@ __all__ = ["Connection", "ServerUnreachable", "connect", "is_url", "masked"]
 
 IDLE_IN_TRANSACTION_S = 30  # acr's transactions take milliseconds between their statements
 CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise (connect_timeout=): how long a server that is away may cost a run
+# A network gone mid-query: TCP keepalives notice a silent peer in 30 + 3 x 10 s, and data the server does not
+# acknowledge within 60 s ends the connection (tcp_user_timeout), so a run waits at most about a minute and then
+# records locally. (A server whose host still answers TCP but whose process hangs is not noticed: libpq has no
+# client-side query timeout.)
+KEEPALIVE = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+             "tcp_user_timeout": 60_000}
 
 
 def masked(url: str) -> str:
@@ -84,6 +90,13 @@ def _translate(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+def _storable(params: Sequence[Any]) -> list[Any]:
+    """Parameters as PostgreSQL stores them: its text cannot hold NUL, which a verifier's output or an
+    agent's answer may (SQLite keeps it), so a NUL is written as U+FFFD, the character for one that
+    cannot be shown. Without it the server refuses the whole upload."""
+    return [p.replace("\0", "\ufffd") if isinstance(p, str) and "\0" in p else p for p in params]
+
+
 class Connection:
     dialect = POSTGRES
 
@@ -95,7 +108,7 @@ class Connection:
         import psycopg
 
         try:
-            return self._conn.execute(_translate(sql), list(params))
+            return self._conn.execute(_translate(sql), _storable(params))
         except psycopg.Error as e:
             raise error(e, self.label) from None
 
@@ -104,7 +117,7 @@ class Connection:
 
         try:
             cur = self._conn.cursor()
-            cur.executemany(_translate(sql), [list(r) for r in rows])
+            cur.executemany(_translate(sql), [_storable(r) for r in rows])
             return cur
         except psycopg.Error as e:
             raise error(e, self.label) from None
@@ -132,6 +145,9 @@ def connect(url: str) -> Connection:
     kwargs: dict[str, Any] = {"autocommit": True, "row_factory": _row_factory, "application_name": "acr"}
     if "connect_timeout" not in url:
         kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+    for key, value in KEEPALIVE.items():  # unless the URL says otherwise
+        if key not in url:
+            kwargs[key] = value
     try:
         conn = psycopg.connect(url, **kwargs)
         # a session of ours left inside a transaction this long (a laptop shut mid-upload, a network
@@ -166,7 +182,9 @@ def error(e: Exception, label: str) -> MemoryFileError:
         if "password" in text or "authentication" in text:
             hint = "check the user and password (~/.pgpass, PGPASSWORD or the URL)"
         found = ServerUnreachable(f"shared memory {label}: {text}", hint=hint)
+        # a database or role that does not exist, or one we may not use, is the URL's to fix, not a server away
         found.away = (state is not None and state[:2] in ("08", "57")) or (state is None and not re.search(
-            r"password|authenticat|invalid|sslmode|could not translate host|missing", text, re.I))
+            r"password|authenticat|invalid|sslmode|could not translate host|missing|does not exist|permission denied",
+            text, re.I))
         return found
     return MemoryFileError(f"shared memory {label}: {text}")

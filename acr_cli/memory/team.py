@@ -53,10 +53,11 @@ class SyncResult:
     downloaded: int = 0  # the server's tasks copied into the local file
     pending: int = 0  # left to upload
     error: str | None = None  # why the sync stopped early
+    refused: list[dict[str, str]] = field(default_factory=list)  # {"task_id", "reason"}: tasks the server refused
 
     def to_json(self) -> dict[str, Any]:
         return {"uploaded": self.uploaded, "already_there": self.already, "downloaded": self.downloaded,
-                "pending": self.pending, "error": self.error}
+                "pending": self.pending, "error": self.error, "refused": self.refused}
 
 
 @dataclass
@@ -115,9 +116,10 @@ class Team:
         result = SyncResult()
         if self.server is not None:
             try:
-                result.uploaded, result.already = upload(self.local, self.server, self.label)
+                result.uploaded, result.already, refused = upload(self.local, self.server, self.label)
+                result.refused = [{"task_id": t, "reason": why} for t, why in refused]
                 result.downloaded = download(self.server, self.local, self.label)
-            except ServerUnreachable as e:
+            except MemoryFileError as e:  # the server away, or a local file that cannot be written
                 result.error = e.message
         elif self.offline:
             result.error = self.offline
@@ -135,12 +137,13 @@ class Team:
 
 def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> Team:
     """The local memory and the server's. ``required``: a server that cannot be reached is an error
-    (``acr memory sync``); otherwise the team works offline (``acr run``, ``acr route``)."""
+    (``acr memory sync``); otherwise the team works offline (``acr run``, ``acr route``) while the server is
+    away, and a server that refuses the URL (no such database or role, a wrong password) is an error."""
     local = Memory.open(local_path)
     try:
         server = Memory.open(url)
     except ServerUnreachable as e:
-        if required:
+        if required or not e.away:  # a wrong URL, role or password is for the user to fix, not to work around
             local.close()
             raise
         return Team(url, local, None, share_prompts, offline=e.message)
@@ -174,12 +177,18 @@ def pending(local: Memory, target: str) -> int:
     return local.db.execute(f"SELECT COUNT(*) {_PENDING}", (target,)).fetchone()[0]
 
 
-def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
+def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[tuple[str, str]]]:
     """Send the pending finished tasks of ``target`` to the server, oldest first, each with or without its texts
-    as ``share_prompts`` was when it was recorded; returns (added, already there)."""
+    as ``share_prompts`` was when it was recorded; returns (added, already there, refused).
+
+    A task the server refuses (a value it cannot store) must not hold back everyone's others: its chunk is
+    sent again a task at a time, and the refused task is returned with the server's reason (task id,
+    reason). It stays pending in the local file, tried again at every sync, until it is forgotten
+    (``acr memory forget ID``) or a newer acr can send it. A server that goes away stops the upload."""
     rows = local.db.execute(f"SELECT u.task_id, u.with_text {_PENDING} ORDER BY t.rowid", (target,)).fetchall()
     ids, private = [r[0] for r in rows], {r[0] for r in rows if not r[1]}
     added = already = 0
+    refused: list[tuple[str, str]] = []
     for i in range(0, len(ids), BATCH):
         chunk = ids[i:i + BATCH]
         records = local.tasks(source=None, ids=chunk, oldest_first=True)
@@ -189,11 +198,29 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int]:
                 r["context"] = _unquoted(r.get("context"))
                 for a in r["attempts"]:
                     a["text"] = None
-        a, s = server.add_tasks(records)  # one server transaction: all of the chunk or none
+        try:
+            a, s = server.add_tasks(records)  # one server transaction: all of the chunk or none
+            sent = chunk
+        except ServerUnreachable:
+            raise
+        except MemoryFileError:  # a record the server refuses: find it, and send the others
+            a = s = 0
+            sent = []
+            for r in records:
+                try:
+                    one = server.add_tasks([r])
+                except ServerUnreachable:
+                    raise
+                except MemoryFileError as e:
+                    refused.append((r["id"], e.message))
+                    continue
+                a, s = a + one[0], s + one[1]
+                sent.append(r["id"])
         added, already = added + a, already + s
-        marks = ",".join("?" * len(chunk))
-        local._write(f"UPDATE uploads SET uploaded_at = ? WHERE task_id IN ({marks})", [now_iso(), *chunk])
-    return added, already
+        if sent:
+            marks = ",".join("?" * len(sent))
+            local._write(f"UPDATE uploads SET uploaded_at = ? WHERE task_id IN ({marks})", [now_iso(), *sent])
+    return added, already, refused
 
 
 def _unquoted(context: str | None) -> str | None:

@@ -10,6 +10,7 @@ from typing import IO, Any, Callable, Iterable
 from acr_cli.domain import VERDICTS
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import similar
+from acr_cli.memory.dialect import INT_MAX
 from acr_cli.memory.reads import Reads, redact_task
 from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, TASK_FIELDS
 
@@ -26,6 +27,19 @@ class Transfer(Reads):
                 out.write(json.dumps({"type": "task", **redact_task(t)}, sort_keys=True) + "\n")
                 n += 1
         return n
+
+    def copy_into(self, other: "Transfer", batch: int = 200) -> None:
+        """Every task of this memory, then every replay run, into ``other``: a replay computed in a throw-away
+        memory and kept in a team's shared one. ``batch`` tasks per transaction, so the writers who take turns
+        on the server never wait long; the runs come last, so a stored replay is never seen without its tasks."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY rowid")]
+        for i in range(0, len(ids), batch):
+            other.add_tasks(self.tasks(source=None, ids=ids[i:i + batch], oldest_first=True))
+        runs = [{k: r[k] for k in RUN_FIELDS}
+                for r in self.db.execute(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY rowid")]
+        with other.transaction():
+            for run in runs:
+                other._add("run", run)
 
     def import_(self, lines: Iterable[str]) -> tuple[int, int]:
         """Import an export; tasks and runs already present are skipped. Returns (added, skipped)."""
@@ -141,8 +155,8 @@ def _number(v: Any, low: float = -math.inf, high: float = math.inf) -> bool:
 
 
 def _whole(v: Any, low: int) -> bool:
-    """A whole number from ``low`` up to what an SQL integer holds (2^63 - 1)."""
-    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= 2**63 - 1
+    """A whole number from ``low`` up to what an INTEGER column holds on both databases (dialect.INT_MAX)."""
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= INT_MAX
 
 
 # What each field of an export record may hold (None is always allowed but for REQUIRED fields):

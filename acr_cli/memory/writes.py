@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 from acr_cli.domain import Decision, Feedback
 from acr_cli.memory import similar
 from acr_cli.memory.base import Base, new_id, now_iso
+from acr_cli.memory.dialect import INT_MAX
 from acr_cli.redact import redact
 
 TEXT_MAX = 100_000  # characters of an agent's answer kept in memory (the whole answer is in the attempt's log)
@@ -157,8 +158,9 @@ def _answer(text: str | None) -> str | None:
 
 
 def _count(v: int | None) -> int | None:
-    """A token count as memory keeps it: a whole number SQL can store, else unknown (what import accepts)."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 2**63 - 1 else None
+    """A token count as memory keeps it: a whole number both databases store, else unknown (what import
+    accepts). 2^31 - 1 tokens is 2,000 times the largest context window."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_MAX else None
 
 
 def _amount(v: float | None) -> float | None:

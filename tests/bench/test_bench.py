@@ -186,6 +186,34 @@ def test_replay_with_a_memory_file_recomputes_from_attempts(tmp_path):
     assert again["results"][0]["cost_usd"] == pytest.approx(doc["results"][0]["cost_usd"])
 
 
+def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path):
+    import signal
+    import sqlite3
+    import time
+
+    from conftest import SHARED_BENCH
+
+    d = write_ood(tmp_path / "data", OOD)
+    mem = tmp_path / "replay.sqlite"
+    kept = replay(d, "ood176", "oracle", extra=["--memory", str(mem)])
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "bench", "replay", "id2919", "-P", "learned",
+                             "--data-dir", str(SHARED_BENCH), "--memory", str(mem)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until its run is recorded (as a replay starts)
+        with sqlite3.connect(mem) as db:
+            if db.execute("SELECT COUNT(*) FROM runs WHERE benchmark = 'id2919'").fetchone()[0]:
+                break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    listed = acr("bench", "report", "--list", "--json", "--memory", str(mem))
+    assert listed.returncode == 0 and [g["group"] for g in json.loads(listed.stdout)] == [kept["group"]]
+    shown = acr("bench", "report", "--json", "--memory", str(mem))  # the newest stored replay, not the cut-off one
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["results"][0]["cum_regret"] == pytest.approx(kept["results"][0]["cum_regret"])
+
+
 def test_bad_input(tmp_path):
     d = write_ood(tmp_path / "data", OOD)
     for args, msg in ((["nosuch"], "unknown benchmark"), (["ood176", "--policy", "always:gpt-9"], "unknown model"),

@@ -246,7 +246,7 @@ def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(pro
 
 
 @pytest.mark.parametrize("report", [{"cost": -0.5}, {"cost": float("inf")}, {"tokens": [10**20, 100]},
-                                    {"tokens": [-1000, 100]}])
+                                    {"tokens": [-1000, 100]}, {"tokens": [2**31, 100]}])
 def test_an_absurd_cost_or_token_count_from_an_agent_is_recorded_as_unknown(project, fakes_on_path, scenario,
                                                                             tmp_path, report):
     """A CLI's bug must not crash the run (an int SQL cannot store), poison routing (inf: NaN rewards) or make
@@ -257,7 +257,7 @@ def test_an_absurd_cost_or_token_count_from_an_agent_is_recorded_as_unknown(proj
     attempt = json.loads(r.stdout)["attempts"][0]
     for field in ("tokens_in", "tokens_out", "cost_usd"):
         value = attempt[field]
-        assert value is None or (0 <= value < 2**63 and value != float("inf")), (field, value)
+        assert value is None or (0 <= value < 2**31 and value != float("inf")), (field, value)  # a team's server stores it
     dump = tmp_path / "dump.jsonl"
     assert acr("memory", "export", str(dump)).returncode == 0
     back = acr("memory", "import", str(dump), "--memory", str(tmp_path / "again.sqlite"))

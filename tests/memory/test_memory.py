@@ -245,6 +245,8 @@ def _task(**fields) -> str:
         {"seq": 1, "agent": "a", "model": "m", "started_at": "t", "verdict": "failed"}] * 2}), "two attempts numbered 1"),
     ("[" * 100_000, "not an acr memory export record"),
     (_task(attempt={"tokens_in": 2**63}), "tokens_in is 9223372036854775808, should be a whole number >= 0"),
+    # what PostgreSQL's INTEGER holds, so that an import into a local file can always be uploaded to a team's
+    (_task(attempt={"tokens_out": 2**31}), "tokens_out is 2147483648, should be a whole number >= 0"),
     (_task(cost_usd=2**70), "cost_usd is 1180591620717411303424, should be a number >= 0"),
     (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
                  "report": "{bad"}), "report is \"{bad\", should be a JSON object"),

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import acr, git, init_repo
+from conftest import SHARED_BENCH, acr, git, init_repo
 
 from acr_cli.memory.store import Memory
 
@@ -434,3 +434,169 @@ def test_the_routing_queries_read_a_large_shared_memory_through_its_indexes(pg_s
         plan = "\n".join(r[0] for r in mem.db.execute("EXPLAIN " + sql, params))
         assert "Index" in plan and "Seq Scan on attempts" not in plan, (sql, plan)
     mem.close()
+
+
+def _pending_again(local_file: Path, url: str, ids: list[str]) -> None:
+    """Make recorded tasks pending again: gone from the server, not marked uploaded here."""
+    shared = Memory.open(url)
+    shared.forget(ids)
+    shared.close()
+    import sqlite3
+
+    db = sqlite3.connect(local_file)
+    db.execute("UPDATE uploads SET uploaded_at = NULL")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.postgres
+def test_a_task_the_server_refuses_waits_alone_and_holds_back_nothing_else(pg_server, tmp_path, fakes_on_path, fixer):
+    url = pg_server.url(pg_server.new_database())
+    env = _env(tmp_path / "home", url)
+    project = _project(tmp_path / "proj")
+    ids = []
+    for _ in range(3):
+        ids.append(_run(project, env)["task_id"])
+        git(project, "checkout", "-q", "--", "calc.py")
+    local = tmp_path / "home" / "data" / "memory.sqlite"
+    _pending_again(local, url, ids)
+    import sqlite3
+
+    db = sqlite3.connect(local)  # a count an older acr kept, beyond what the server's INTEGER holds
+    db.execute("UPDATE attempts SET tokens_in = ? WHERE task_id = ?", (2**40, ids[1]))
+    db.commit()
+    db.close()
+    r = acr("memory", "sync", "--json", cwd=project, env=env)
+    assert r.returncode == 1, r.stderr  # not everything went: said in the exit status...
+    out = json.loads(r.stdout)
+    assert (out["uploaded"], out["pending"]) == (2, 1) and out["error"] is None
+    assert [x["task_id"] for x in out["refused"]] == [ids[1]] and "out of range" in out["refused"][0]["reason"]
+    assert f"acr memory forget {ids[1]}" in r.stderr  # ...and what to do about it
+    run = acr("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project, env=env)
+    assert run.returncode == 0, run.stderr  # a passing run passes, whatever the upload of an older task met
+    assert [x["task_id"] for x in json.loads(run.stdout)["shared_memory"]["refused"]] == [ids[1]]
+    git(project, "checkout", "-q", "--", "calc.py")
+    shared = Memory.open(url)
+    assert {r[0] for r in shared.db.execute("SELECT id FROM tasks")} == {ids[0], ids[2], json.loads(run.stdout)["task_id"]}
+    shared.close()
+    assert acr("memory", "forget", ids[1], cwd=project, env=env).returncode == 0
+    again = acr("memory", "sync", "--json", cwd=project, env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["pending"] == 0
+
+
+@pytest.mark.postgres
+def test_what_postgresql_cannot_hold_as_written_is_still_uploaded(pg_server, tmp_path, fakes_on_path, scenario):
+    """A NUL in a check's output, and a request of 1.2 MB of distinct words (more than a tsvector holds)."""
+    url = pg_server.url(pg_server.new_database())
+    env = _env(tmp_path / "home", url)
+    project = _project(tmp_path / "proj")
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": "def add(a, b):\n    return a - b\n"}})
+    check = "python3 -c \"import sys; sys.stdout.write('bad\\x00value\\n'); sys.exit(1)\""
+    request = tmp_path / "request.txt"
+    request.write_text("fix the add function\n" + " ".join(f"w{i:07x}" for i in range(140_000)))
+    r = acr("run", "--prompt-file", str(request), "--verify", check, "--arms", "codex:gpt-5.4", "--json",
+            cwd=project, env=env)
+    assert r.returncode == 1, r.stderr  # the attempt failed; the run is recorded and uploaded all the same
+    out = json.loads(r.stdout)
+    assert (out["shared_memory"]["uploaded"], out["shared_memory"]["pending"]) == (1, 0), out["shared_memory"]
+    shared = Memory.open(url)
+    tail = shared.db.execute("SELECT verifier_tail FROM attempts").fetchone()[0]
+    assert "bad\ufffdvalue" in tail
+    found = shared.db.execute("SELECT COUNT(*) FROM tasks WHERE prompt_words @@ to_tsquery('simple', 'w0000007')")
+    assert found.fetchone()[0] == 1  # the words of its first 100,000 characters are found
+    shared.close()
+
+
+@pytest.mark.postgres
+def test_a_run_killed_mid_way_is_uploaded_once_recovered(pg_server, tmp_path, fakes_on_path, scenario):
+    url = pg_server.url(pg_server.new_database())
+    env = {**os.environ, **_env(tmp_path / "home", url)}
+    project = _project(tmp_path / "proj")
+    scenario({"hang": True})
+    pidfile = tmp_path / "agent.pids"
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", REQUEST, "--verify", VERIFY, "--arms",
+                             "codex:gpt-5.4"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env={**env, "FAKE_AGENT_PIDFILE": str(pidfile)})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pidfile.exists():
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait(timeout=10)
+    recovered = acr("recover", "--kill", cwd=project, env=env)  # (the hanging agent left a process behind)
+    assert recovered.returncode == 0, recovered.stderr
+    synced = acr("memory", "sync", "--json", cwd=project, env=env)
+    assert synced.returncode == 0, synced.stderr
+    assert (json.loads(synced.stdout)["uploaded"], json.loads(synced.stdout)["pending"]) == (1, 0)
+    shared = Memory.open(url)
+    assert shared.db.execute("SELECT finished_at IS NOT NULL FROM tasks").fetchone()[0]
+    shared.close()
+
+
+@pytest.mark.postgres
+def test_a_database_or_role_that_does_not_exist_is_an_error_not_a_server_away(pg_server, tmp_path, fakes_on_path,
+                                                                             fixer):
+    project = _project(tmp_path / "proj")
+    for url in (pg_server.url("no_such_db"), pg_server.url(pg_server.new_database(), user="no_such_role")):
+        env = _env(tmp_path / "home", url)
+        shown = acr("memory", "show", cwd=project, env=env)
+        assert shown.returncode == 2 and "does not exist" in shown.stderr and "local copy" not in shown.stderr
+        run = acr("run", REQUEST, "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project, env=env)
+        assert run.returncode == 2 and "does not exist" in run.stderr  # not a run queued for a URL with a typo
+        assert (project / "calc.py").read_text() != FIXED  # nothing ran
+
+
+@pytest.mark.postgres
+def test_members_of_the_team_role_create_and_upgrade_the_schema_and_others_are_told_who_can(pg_server, tmp_path,
+                                                                                         fakes_on_path, fixer):
+    pg_server.sql("postgres", "CREATE ROLE team NOLOGIN")
+    for name in ("bob", "carol", "dave"):
+        pg_server.sql("postgres", f"CREATE ROLE {name} LOGIN" + (" IN ROLE team" if name != "dave" else ""))
+    db = pg_server.new_database(owner="team")
+    project = _project(tmp_path / "proj")
+    _run(project, _env(tmp_path / "bob", pg_server.url(db, user="bob")))  # the first member makes the tables
+    owners = pg_server.sql(db, "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'").split()
+    assert owners == ["team"]
+    pg_server.sql(db, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO dave")
+    pg_server.sql(db, "DELETE FROM migrations WHERE name = '011_text_index_within_its_limit'")  # an upgrade due
+    git(project, "checkout", "-q", "--", "calc.py")
+    dave = acr("memory", "show", cwd=project, env=_env(tmp_path / "dave", pg_server.url(db, user="dave")))
+    assert dave.returncode == 2 and "needs a schema upgrade (011_text_index_within_its_limit)" in dave.stderr
+    assert "have team run any acr command" in dave.stderr and "GRANT team TO dave" in dave.stderr
+    _run(project, _env(tmp_path / "carol", pg_server.url(db, user="carol")))  # another member upgrades it
+    assert "011_text_index_within_its_limit" in pg_server.sql(db, "SELECT name FROM migrations")
+    git(project, "checkout", "-q", "--", "calc.py")
+    assert acr("memory", "show", cwd=project, env=_env(tmp_path / "dave", pg_server.url(db, user="dave"))
+               ).returncode == 0  # and dave, granted the tables, works again
+
+
+@pytest.mark.postgres
+def test_upgrading_a_shared_memory_never_renames_projects_from_this_machines_disk(pg_server, tmp_path):
+    from acr_cli.memory import db as dbmod
+    from acr_cli.project import path_key
+
+    url = pg_server.url(pg_server.new_database())
+    here = _project(tmp_path / "somebodys" / "proj")  # on this machine, a repository at a path a member used
+    shared = Memory.open(url)
+    task = shared.begin_task(source="live", kind="bug_fix", groups=["all", "kind=bug_fix",
+                                                                    f"kind=bug_fix/project={here}"],
+                             prompt="x", project=str(here))
+    shared.db.execute("DELETE FROM migrations WHERE name = '009_project_identity'")
+    assert dbmod.migrate(shared.db, shared.dialect) == ["009_project_identity"]
+    assert shared.db.execute("SELECT project FROM tasks WHERE id = ?", (task,)).fetchone()[0] == path_key(here)
+    shared.close()
+
+
+@pytest.mark.postgres
+def test_a_replay_kept_in_a_shared_memory_is_reported_from_it(pg_server, tmp_path):
+    url = pg_server.url(pg_server.new_database())
+    env = {"ACR_HOME": str(tmp_path / "home")}
+    data = str(SHARED_BENCH)
+    r = acr("bench", "replay", "ood176", "-P", "learned", "--data-dir", data, "--memory", url, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    replayed = json.loads(r.stdout)["results"][0]
+    shown = acr("bench", "report", "--memory", url, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["results"][0]["cum_regret"] == pytest.approx(replayed["cum_regret"])
+    shared = Memory.open(url)
+    assert shared.db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 176
+    shared.close()
