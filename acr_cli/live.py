@@ -155,12 +155,14 @@ class LiveEnvironment:
                 try:
                     fb = self._run(adapter, arm, prompt, log, fb, started, marker)
                     if guard is not None:
-                        if fb.accepted:  # kept: what a person will review
-                            fb.diffstat = guard.diffstat()
-                            fb.apply_ok = bool(fb.diffstat)
-                        else:
-                            fb.apply_ok = bool(guard.changes())
+                        # first: a signal from here on keeps a passing attempt's work, as its verdict says
                         guard.passed = fb.accepted
+                        with interrupts.deferred():
+                            if fb.accepted:  # kept: what a person will review
+                                fb.diffstat = guard.diffstat()
+                                fb.apply_ok = bool(fb.diffstat)
+                            else:
+                                fb.apply_ok = bool(guard.changes())
                 except (process.Cancelled, KeyboardInterrupt) as e:
                     # The attempt's own verdict stands if it had one (the signal came during its rollback).
                     if fb.verdict == ERROR and not fb.reason:
@@ -174,8 +176,12 @@ class LiveEnvironment:
                     if guard is not None:
                         guard.abandon()
                 if guard is not None:
-                    guard.finish()
-                    self._log_guard(guard, fb, log)
+                    try:  # a signal now waits for the rollback (or the kept work's survey) and its log line
+                        with interrupts.deferred():
+                            guard.finish()
+                            self._log_guard(guard, fb, log)
+                    except KeyboardInterrupt:  # the attempt is recorded all the same; the loop then stops on
+                        pass  # interrupts.received
             fb.duration_s = time.monotonic() - started
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
         if log.problem:  # said in the attempt itself: memory and the run's output
