@@ -94,6 +94,8 @@ class Feedback:
     # info/; put back by a rollback, kept with a passing attempt), lock files it left, files outside the
     # project changed through a symlink (never restored)
     side_effects: list[str] = field(default_factory=list)
+    # a kept attempt changed the user's uncommitted work: where the work tree before it is kept (a ref), and how
+    kept_before: str | None = None
     # an error's kind (acr_cli.health.errors.Problem: set-up or transient), and what acr now does about
     # the arm ("set aside...", "cooling down until..."): arm health, never evidence of skill
     problem: Any = None

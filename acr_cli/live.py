@@ -232,7 +232,10 @@ class LiveEnvironment:
             for line in r.lines():
                 log.write(f"--- {line}\n")
             fb.side_effects = r.side_effects()
-        elif guard.side_effects:
+        if guard.kept_before:
+            fb.kept_before = guard.kept_before
+            log.write(f"--- {guard.kept_before}\n")
+        if guard.report is None and guard.side_effects:
             fb.side_effects = list(guard.side_effects)
             log.write("--- besides the work tree the attempt changed (kept with its work): "
                       f"{', '.join(guard.side_effects)}\n")

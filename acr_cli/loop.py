@@ -243,6 +243,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "detail": redact(fb.reason),
                 "log": fb.log_path,
                 "side_effects": fb.side_effects,
+                "kept_before": fb.kept_before,
                 "problem": fb.problem.kind if fb.problem else None,
                 "health": fb.health,
             }

@@ -179,6 +179,8 @@ def print_run_summary(report) -> None:
                 con.print(Text(line))
         elif report.rollback:
             con.print("No file changed.")
+        if fb.kept_before:
+            con.print("[yellow]" + escape(fb.kept_before) + "[/]")
         if fb.side_effects:  # not in the diff a person reviews: say it
             con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
                       + " [dim](review these: .git's files can run code on your next git command)[/]")

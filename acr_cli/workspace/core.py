@@ -237,6 +237,30 @@ class Workspace:
                 if not Path(p).name.startswith("acr-")]
         return out + cp.outside_changes()
 
+    def keep_overwritten(self, cp: Checkpoint, changed: list[str]) -> str | None:
+        """A kept attempt that changed or deleted files holding the user's uncommitted work (edits not in
+        HEAD, untracked files): the work tree as it was before the attempt is kept as a commit under
+        ``refs/acr/before/<checkpoint>``, so nothing of the user's is lost with the attempt kept; returns a
+        line that says so (None when the attempt touched none of it)."""
+        if not changed:
+            return None
+        head_tree = self.git("rev-parse", "-q", "--verify", f"{cp.head}^{{tree}}", check=False).decode().strip() \
+            if cp.head else ""
+        # no commit yet (or HEAD's gone): every file of the checkpoint counts as the user's
+        uncommitted = {path for _, path in self.snap.diff(head_tree, cp.tree)} if head_tree else set(changed)
+        hit = sorted(uncommitted.intersection(changed))
+        if not hit:
+            return None
+        ref = f"{refs.BEFORE_REFS}{cp.name}"
+        self.publish()
+        parents = ["-p", cp.head] if cp.head and refs.exists(self.git, cp.head) else []
+        commit = self.git("commit-tree", cp.tree, *parents, "-m", f"acr: the work tree before attempt {cp.name}",
+                          env=ident(), repo_objects=True).decode().strip()
+        self.git("update-ref", ref, commit, repo_objects=True)
+        shown = ", ".join(hit[:5]) + (f" and {len(hit) - 5} more" if len(hit) > 5 else "")
+        return (f"the attempt changed uncommitted work of yours ({shown}); the work tree before it is kept as "
+                f"{ref} (`git checkout {ref} -- {hit[0]}` brings a file back)")
+
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
         """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
         under ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
@@ -304,6 +328,7 @@ class Guard:
     passed: bool = False
     report: RestoreReport | None = None  # set when the attempt was rolled back
     side_effects: list[str] = field(default_factory=list)  # a kept attempt's changes besides the work tree
+    kept_before: str | None = None  # Workspace.keep_overwritten's line: the user's uncommitted work it changed
     error: WorkspaceError | None = None  # the rollback failed: the checkpoint stays for `acr recover`
     done: bool = False
 
@@ -338,6 +363,7 @@ class Guard:
             self.done = True
             with interrupts.deferred():
                 self.side_effects = self.ws.side_effects(self.cp)
+                self.kept_before = self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()])
                 self.ws.drop(self.cp)
             return
         self.rollback()

@@ -22,6 +22,7 @@ from acr_cli.workspace.git import Git, ident
 KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")
 KEEP_REFS = "refs/acr/keep/"
 ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
+BEFORE_REFS = "refs/acr/before/"  # the work tree before a kept attempt that changed the user's uncommitted work
 RECOVERED_REFS = "refs/acr/recovered/"
 PUT_ASIDE_REFS = "refs/acr/put-aside/"
 ATTEMPTS_KEPT = 50

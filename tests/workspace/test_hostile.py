@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -282,6 +283,25 @@ def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path,
     out = " ".join(r.stdout.split())
     assert "besides the work tree, the attempt changed: changed .git/config" in out and "review these" in out
     assert git(root, "config", "core.hooksPath").strip() == "/tmp/elsewhere"  # kept with the passing work
+
+
+def test_a_passing_attempt_that_throws_away_uncommitted_work_leaves_it_recoverable(user_project, fakes_on_path,
+                                                                                    scenario):
+    """`git checkout -- .` and `git clean -fd`, then a fix that passes: the attempt is kept, and so is the user's
+    uncommitted edit and untracked file, under a ref the run names."""
+    root = user_project
+    mine = {p: (root / p).read_bytes() for p in ("calc.py", "notes.md", ".gitignore")}
+    scenario({"commands": [["git", "checkout", "--", "."], ["git", "clean", "-fdq"]],
+              "write": {"other.py": "x = 1\n"}})
+    r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert not (root / "notes.md").exists()  # the passing attempt is kept as it left the tree...
+    out = " ".join(r.stdout.split())
+    assert ("the attempt changed uncommitted work of yours (.gitignore, calc.py, notes.md); the work tree before it "
+            "is kept as refs/acr/before/") in out
+    ref = out.split("kept as ", 1)[1].split()[0]
+    for path, data in mine.items():  # ...and the user's work is one command away
+        assert subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True).stdout == data
 
 
 def test_a_file_outside_changed_through_a_symlink_is_reported(project, tmp_path):
