@@ -102,6 +102,8 @@ def _is_terminal(stream) -> bool:
 
 def print_json(obj: Any) -> None:
     """JSON that strict parsers (jq, JSON.parse) accept: a non-finite number is written as null."""
+    if sys.stdout is None:  # stdout closed (`>&-`): nobody to read it; the command's work is done
+        return
     sys.stdout.write(json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, default=str,
                                 allow_nan=False) + "\n")
 

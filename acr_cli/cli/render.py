@@ -34,8 +34,11 @@ class LiveView:
     def start(self, ctx, policy, verify: str | None, rollback: bool) -> None:
         if self.quiet:
             return
-        self.con.print(f"[bold]acr[/] {ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · "
-                       f"policy {policy.name} · verify: {verify or '[yellow]none[/]'}"
+        from rich.markup import escape  # a verifier such as `grep -qE '^[/a-z]+$'` is not markup
+
+        self.con.print(f"[bold]acr[/] {escape(str(ctx.kind))} · {escape(ctx.language or 'unknown language')} · "
+                       f"{escape(str(ctx.size))} · policy {escape(policy.name)} · verify: "
+                       + (escape(verify) if verify else "[yellow]none[/]")
                        + ("" if rollback else " · [yellow]no rollback[/]"))
 
     def event(self, what: str, **data: Any) -> None:
@@ -48,10 +51,15 @@ class LiveView:
 
             self.con.print(f"  [yellow]note[/]: {escape(data['message'])}")
         elif what == "skipped":
-            self.con.print(f"  [yellow]skip[/] {data['arm'].id}: {data['reason']}")
+            from rich.markup import escape  # an agent's error text: `401 Unauthorized [/v1/responses]`
+
+            self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
         elif what == "attempt":
+            from rich.markup import escape
+
             d = data["decision"]
-            self.con.print(f"[bold cyan]▶ attempt {data['seq']}[/]: [bold]{d.arm.id}[/] [dim]({d.reason})[/]")
+            self.con.print(f"[bold cyan]▶ attempt {data['seq']}[/]: [bold]{escape(d.arm.id)}[/] "
+                           f"[dim]({escape(d.reason)})[/]")
         elif what == "feedback":
             fb = data["feedback"]
             style = VERDICT_STYLE.get(fb.verdict, "white")

@@ -65,6 +65,14 @@ def _prompt(prompt: Optional[str], prompt_file: Optional[Path], command: str = "
     return text
 
 
+def _is_terminal(stream) -> bool:
+    """``stream`` is open and a terminal (a closed stdin or stdout is None, or raises)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
 def _stdin_is_piped() -> bool:
     """stdin is open and not a terminal (a pipe, a file, /dev/null): the request may come from it."""
     try:
@@ -164,7 +172,7 @@ def run(
     text = _prompt(prompt, prompt_file)
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
-    if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if interactive and not (_is_terminal(sys.stdin) and _is_terminal(sys.stdout)):
         raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
                        "agents' non-interactive mode")
     if interactive and not prompt_fits_argv(text):  # its stdin is the terminal: the request must be an argument
@@ -210,7 +218,7 @@ def run(
 
 def _confirm_passing_baseline() -> bool:
     """Ask on a terminal whether to run although the verifier already passes; without one (CI, a pipe): no."""
-    if not sys.stdin.isatty():
+    if not _is_terminal(sys.stdin):  # (None: stdin closed)
         return False
     return typer.confirm("acr: the verifier already passes before any change, so it cannot tell whether the "
                          "work gets done. Run the agents anyway?", default=False, err=True)

@@ -264,3 +264,24 @@ def test_an_absurd_cost_or_token_count_from_an_agent_is_recorded_as_unknown(proj
     assert back.returncode == 0, back.stderr
     explained = acr("route", "fix add", "--explain", cwd=project).stdout
     assert "nan" not in explained.lower()
+
+
+def test_brackets_in_a_verifier_or_a_model_name_are_shown_as_written(project, fakes_on_path, scenario):
+    """The live view is rich markup: `[/v1]` in a user's text was read as a closing tag and crashed the run."""
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    check = f"{VERIFY} && grep -qE '^[/a-z ]+' calc.py"
+    r = acr("run", "fix add", "--verify", check, "--arms", "codex:gpt-5.4[/v1]", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "grep -qE '^[/a-z ]+' calc.py" in " ".join(r.stderr.split()) and "codex:gpt-5.4[/v1]" in r.stderr
+
+
+def test_a_closed_stdin_or_stdout_is_no_crash(project, fakes_on_path, scenario):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    closed_stdin = subprocess.run([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", "true", "--arms",
+                                   "codex:gpt-5.4"], cwd=project, capture_output=True, text=True,
+                                  preexec_fn=lambda: __import__("os").close(0))
+    assert closed_stdin.returncode == 2 and "already passes" in closed_stdin.stderr  # asked nobody: refused
+    closed_stdout = subprocess.run([sys.executable, "-m", "acr_cli", "route", "fix add", "--json"], cwd=project,
+                                   stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=lambda: __import__("os").close(1))
+    assert closed_stdout.returncode == 0 and "Traceback" not in closed_stdout.stderr
