@@ -68,6 +68,17 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_ve
     return "\n".join(lines).replace("\0", "\ufffd")
 
 
+def _utf8(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate becomes U+FFFD."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 class AttemptLog:
     """An attempt's log file that never stops the attempt: a write that fails (a full disk, an I/O
     error) ends logging for the attempt and is remembered in ``problem``, the agent's output keeps
@@ -298,7 +309,16 @@ class LiveEnvironment:
 
     def _fill_from_output(self, adapter: Adapter, arm: Arm, fb: Feedback, stdout: str, stderr: str,
                           exit_code: int | None) -> AgentResult:
-        parsed = adapter.parse(stdout, stderr, exit_code)
+        try:
+            parsed = adapter.parse(stdout, stderr, exit_code)
+        except Exception as e:  # output in a shape its parser does not know (a field of another type...)
+            parsed = AgentResult(error=f"acr could not read {adapter.executable}'s output ({type(e).__name__}: "
+                                       f"{short(str(e), 120)}); the attempt's log has it")
+        if not isinstance(parsed.session_id, (str, type(None))):
+            parsed.session_id = str(parsed.session_id) if isinstance(parsed.session_id, int) else None
+        # half an emoji (a lone surrogate: JSON allows "\ud83d", UTF-8 does not) shown and stored as U+FFFD
+        parsed.text, parsed.error, parsed.session_id = (_utf8(parsed.text), _utf8(parsed.error),
+                                                        _utf8(parsed.session_id))
         self._apply_usage(arm, fb, parsed)
         return parsed
 

@@ -59,7 +59,9 @@ class CodexAdapter(Adapter):
                 if as_int(usage.get("output_tokens")) is not None:
                     tout = (tout or 0) + as_int(usage.get("output_tokens"))
             elif kind == "turn.failed":
-                failure = ((ev.get("error") or {}).get("message")) or "turn failed"
+                err = ev.get("error")
+                failure = (err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+                           ) or "turn failed"
             elif kind == "error":
                 notice = ev.get("message") or notice
             elif kind == "item.completed":

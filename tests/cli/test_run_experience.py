@@ -285,3 +285,31 @@ def test_a_closed_stdin_or_stdout_is_no_crash(project, fakes_on_path, scenario):
                                    stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                    preexec_fn=lambda: __import__("os").close(1))
     assert closed_stdout.returncode == 0 and "Traceback" not in closed_stdout.stderr
+
+
+@pytest.mark.parametrize("events, verdict", [
+    # a field of another type than the CLI documents: the attempt is an error, recorded like any other
+    ([{"type": "turn.failed", "error": "boom"}], "error"),
+    ([{"type": "turn.completed", "usage": [1, 2]}], "error"),
+    # a session id that is not a string, and half an emoji (a lone surrogate) in the answer
+    ([{"type": "thread.started", "thread_id": ["x"]},
+      {"type": "item.completed", "item": {"type": "agent_message", "text": "half an emoji: \ud83d"}},
+      {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 5}}], "failed"),
+])
+def test_agent_output_of_an_odd_shape_is_recorded_never_lost(project, tmp_path, acr_home, events, verdict):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"
+    lines = "".join(json.dumps(e) + "\n" for e in events)
+    codex.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\nsys.stdout.write({lines!r})\n"
+                     f"sys.exit({1 if verdict == 'error' else 0})\n")
+    codex.chmod(0o755)
+    import os
+
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project, env=env)
+    assert r.returncode == 1, r.stderr  # not passed; no crash (70), no "damaged memory" (2)
+    assert [a["verdict"] for a in json.loads(r.stdout)["attempts"]] == [verdict]
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT verdict FROM attempts").fetchall() == [(verdict,)]
+    assert db.execute("SELECT finished_at IS NOT NULL FROM tasks").fetchone() == (1,)  # not left "running"
