@@ -147,6 +147,12 @@ class LiveEnvironment:
         if why is None and self.health is not None:
             h = self.health.of([arm]).get(arm.id)
             why = h.describe() if h else None
+        if why is None:  # `acr doctor` found it not logged in, and nothing changed since: not worth an attempt
+            from acr_cli.health import readiness
+            from acr_cli.paths import Paths
+
+            why = readiness.known_not_ready(arm.agent, arm.model, self.adapter(arm).executable,
+                                            Paths.from_env().cache_dir)
         return why
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:

@@ -136,6 +136,10 @@ def find(spec: str, user_dir: Path) -> Path:
         candidate = d / f"{spec}.yaml"
         if candidate.is_file():
             return candidate
+        if d == user_dir and (candidate.is_symlink() or candidate.exists()):  # yours, broken: never the built-in
+            what = "a directory" if candidate.is_dir() else "a symlink to nothing readable"
+            raise ConfigError(f"your profile {candidate} is {what}",
+                              hint=f"fix or remove it (the built-in {spec!r} is used only when you have none)")
     names = ", ".join(n for n, _, _ in available(user_dir)) or "none"
     raise ConfigError(f"no profile named {spec!r}", hint=f"available profiles: {names}")
 

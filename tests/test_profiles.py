@@ -165,3 +165,17 @@ def test_a_relative_profile_path_in_a_settings_file_means_the_same_file_from_any
 def test_an_empty_profile_name_is_refused(tmp_path, acr_home):
     r = acr("profiles", "show", "")
     assert r.returncode == 2 and "empty profile name" in r.stderr and "available profiles" in r.stderr
+
+
+@pytest.mark.parametrize("broken", ["dangling", "directory"])
+def test_a_broken_user_profile_is_an_error_never_the_built_in_it_shadows(tmp_path, broken):
+    user = tmp_path / "profiles"
+    user.mkdir()
+    mine = user / "balanced.yaml"
+    if broken == "dangling":
+        mine.symlink_to(tmp_path / "dotfiles" / "balanced.yaml")  # dotfiles moved away
+    else:
+        mine.mkdir()
+    with pytest.raises(ConfigError) as e:
+        profiles.load("balanced", user)
+    assert f"your profile {mine} is" in e.value.message

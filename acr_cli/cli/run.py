@@ -16,6 +16,7 @@ from acr_cli.cli.common import (
     finite,
     load_profile,
     open_memory,
+    paths,
     print_json,
     project_dir,
 )
@@ -301,8 +302,14 @@ def _cannot_run(profile, memory, arms) -> dict[str, str]:
     out = {}
     missing = {a.agent: unavailable(a.agent, profile.agents) for a in arms}
     health = HealthBook(memory).of([a for a in arms if not missing[a.agent]])
+    from acr_cli.agents import get
+    from acr_cli.health.readiness import known_not_ready
+
+    cache = paths().cache_dir
     for a in arms:
         why = missing[a.agent] or (health[a.id].describe() if a.id in health else None)
+        if not why:  # `acr doctor` found it not ready, and nothing it depends on changed since
+            why = known_not_ready(a.agent, a.model, get(a.agent, profile.agents).executable, cache)
         if why:
             out[a.id] = why
     return out

@@ -180,7 +180,9 @@ def fingerprint(agent: str, model: str, *, executable: str | None = None) -> str
     parts: dict = {"format": CACHE_FORMAT, "scope": scope(agent, model), "exe": _stat_of(exe) if exe else None}
     if exe:
         parts["exe_real"] = _stat_of(os.path.realpath(exe))
-    parts["files"] = {str(p): _stat_of(p) for p in credential_files(agent, model)}
+    # only the files there are: opencode's project files are looked for from the working directory up, and a
+    # file that is absent from one directory and another must not read as a login that changed
+    parts["files"] = {str(p): st for p in credential_files(agent, model) if (st := _stat_of(p)) is not None}
     parts["env"] = _env_digest(_env_names(agent, model))
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -307,6 +309,18 @@ def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, t
     return result
 
 
+def known_not_ready(agent: str, model: str, adapter_executable: str, cache_dir: Path) -> str | None:
+    """Why arm ``agent:model`` cannot run, if ``acr doctor`` (or ``acr init``) found it not ready and nothing it
+    depends on has changed since (the cached answer, its fingerprint unchanged); else None. Runs no command:
+    what ``acr run`` and ``acr route`` ask before they plan."""
+    if shutil.which(adapter_executable) is None:
+        return None  # (the caller says "not installed" itself)
+    hit = _Cache(Path(cache_dir)).get(scope(agent, model), fingerprint(agent, model, executable=adapter_executable))
+    if hit is None or hit.state != NOT_READY:
+        return None
+    return f"not ready ({hit.reason})" + (f"; {hit.fix}" if hit.fix else "")
+
+
 def installed_version(executable: str, *, cache_dir: Path | None = None, version_argv: Sequence[str] | None = None,
                       refresh: bool = False, timeout: float = VERSION_TIMEOUT_S) -> str | None:
     """The first line ``EXE --version`` (or ``version_argv``) prints; None if not installed or it
@@ -325,6 +339,7 @@ def installed_version(executable: str, *, cache_dir: Path | None = None, version
             return hit
     res = _run(argv, Path(cache_dir) if cache_dir is not None else Path.home(), timeout)
     if res is None or res.timed_out or res.not_started:
+        _VERSIONS[key] = None  # asked once per process: a CLI that hangs costs its timeout once, not per arm
         return None
     lines = _strip_ansi(res.stdout or res.stderr).strip().splitlines()
     version = _redact(lines[0].strip()) if lines else None
@@ -456,10 +471,11 @@ def _codex(res) -> tuple[str, str, str | None, bool]:
         name = "a model_provider" if provider == "?" else f"model_provider {provider!r}"
         return (UNKNOWN, f"codex: {_codex_home() / 'config.toml'} selects {name}: its credentials are in that "
                          "provider's settings, where no status command looks", None, False)
-    if res.exit_code == 0:
+    logged_out = re.search(r"not logged in", text, re.I)
+    if res.exit_code == 0 and not logged_out and re.search(r"logged in", text, re.I):
         how = "an API key" if re.search(r"api key", text, re.I) else "ChatGPT" if "chatgpt" in text.lower() else None
         return READY, f"codex: logged in ({'using ' + how if how else cmd})", None, False
-    if re.search(r"not logged in", text, re.I):
+    if logged_out:
         if os.environ.get("CODEX_API_KEY", "").strip():
             return READY, "codex: CODEX_API_KEY is set (codex exec sends it)", None, False
         if os.environ.get("OPENAI_API_KEY", "").strip():

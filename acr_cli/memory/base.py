@@ -25,21 +25,6 @@ def new_id(prefix: str = "") -> str:
     return f"{prefix}-{stamp}" if prefix else stamp
 
 
-def _encodable(params: Sequence[Any]) -> Sequence[Any]:
-    """Text as UTF-8 can store it: a lone surrogate (half an emoji, which a JavaScript CLI's JSON may
-    carry as ``\\ud83d``) becomes U+FFFD instead of failing the write of a whole attempt."""
-    if not any(isinstance(p, str) for p in params):
-        return params
-    out = list(params)
-    for i, p in enumerate(out):
-        if isinstance(p, str):
-            try:
-                p.encode("utf-8")
-            except UnicodeEncodeError:
-                out[i] = p.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return out
-
-
 WRITE_LOCK = 0x61637277  # "acrw": the advisory lock a shared memory's write transactions take in turn
 LOCK_WAIT_S = 10  # how long a write to a shared memory waits for its turn (a write takes milliseconds)
 
@@ -58,13 +43,13 @@ class Base:
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
-            return self.db.execute(sql, _encodable(params))
+            return self.db.execute(sql, params)
         except sqlite3.OperationalError as e:
             raise dbmod._explain(e, self.path) from None
 
     def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
         try:
-            return self.db.executemany(sql, [_encodable(r) for r in rows])
+            return self.db.executemany(sql, rows)
         except sqlite3.OperationalError as e:
             raise dbmod._explain(e, self.path) from None
 

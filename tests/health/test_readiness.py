@@ -415,3 +415,45 @@ def test_the_fakes_error_modes_speak_each_cli_format(tmp_path, monkeypatch, mode
         res = adapters[agent].parse(p.stdout, p.stderr, p.returncode)
         assert res.error and want in res.error, (agent, res.error)
         assert not re.search(r"API error (\d+): API Error: \1", res.error), res.error  # the status said once
+
+
+def test_codex_saying_not_logged_in_is_not_ready_whatever_its_exit_status(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"  # a version whose `login status` exits 0 either way
+    codex.write_text("#!/bin/sh\n[ \"$1\" = login ] && { echo 'Not logged in' >&2; exit 0; }\necho codex-cli 9.9\n")
+    codex.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert check("codex", "gpt-5.4", tmp_path).state == "not_ready"
+    codex.write_text("#!/bin/sh\n[ \"$1\" = login ] && { printf '\\x00\\x01garbage'; exit 0; }\necho codex-cli 9.9\n")
+    assert check("codex", "gpt-5.4", tmp_path, refresh=True).state == "unknown"  # not "ready" on exit 0 alone
+
+
+def test_opencode_readiness_is_the_same_seen_from_any_folder_of_the_project(tmp_path, isolated):
+    """Its project config is looked for from the working directory up: files that are absent everywhere must
+    not make a set-aside arm, or a cached answer, look new from a sub-folder."""
+    here = readiness.fingerprint("opencode", "moonshotai/kimi-k2.5")
+    sub = Path.cwd() / "src" / "deep"
+    sub.mkdir(parents=True)
+    os.chdir(sub)
+    assert readiness.fingerprint("opencode", "moonshotai/kimi-k2.5") == here
+    (Path.cwd().parent / "opencode.json").write_text("{}")  # a config that appears on the way up does count
+    assert readiness.fingerprint("opencode", "moonshotai/kimi-k2.5") != here
+
+
+def test_an_arm_doctor_found_not_logged_in_is_skipped_by_run_and_route(tmp_path, isolated, scenario):
+    from conftest import GOOD, init_repo
+
+    project = init_repo(Path.cwd() / "proj", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}})
+    logged_out = {"FAKE_AGENT_LOGGED_OUT": "opencode"}
+    assert doctor(env=logged_out).returncode == 0  # finds opencode not logged in (and caches it)
+    arms = "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4"
+    route = acr("route", "fix add", "--arms", arms, "--json", cwd=project, env=logged_out)
+    assert route.returncode == 0, route.stderr
+    assert "not ready (opencode" in json.dumps(json.loads(route.stdout))  # listed as what cannot run, and why
+    r = acr("run", "fix add", "--verify", "grep -q 'a + b' calc.py", "--arms", arms, "--json", cwd=project,
+            env=logged_out)
+    assert r.returncode == 0, r.stderr
+    assert [a["agent"] for a in json.loads(r.stdout)["attempts"]] == ["codex"]  # no attempt spent on opencode
+    assert "skip opencode:moonshotai/kimi-k2.5: not ready (opencode" in " ".join(r.stderr.split())
