@@ -116,8 +116,7 @@ class Team:
         result = SyncResult()
         if self.server is not None:
             try:
-                result.uploaded, result.already, refused = upload(self.local, self.server, self.label)
-                result.refused = [{"task_id": t, "reason": why} for t, why in refused]
+                result.uploaded, result.already, result.refused = upload(self.local, self.server, self.label)
                 result.downloaded = download(self.server, self.local, self.label)
             except MemoryFileError as e:  # the server away, or a local file that cannot be written
                 result.error = e.message
@@ -177,18 +176,18 @@ def pending(local: Memory, target: str) -> int:
     return local.db.execute(f"SELECT COUNT(*) {_PENDING}", (target,)).fetchone()[0]
 
 
-def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[tuple[str, str]]]:
+def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[dict[str, str]]]:
     """Send the pending finished tasks of ``target`` to the server, oldest first, each with or without its texts
     as ``share_prompts`` was when it was recorded; returns (added, already there, refused).
 
     A task the server refuses (a value it cannot store) must not hold back everyone's others: its chunk is
-    sent again a task at a time, and the refused task is returned with the server's reason (task id,
-    reason). It stays pending in the local file, tried again at every sync, until it is forgotten
+    sent again a task at a time, and the refused task is returned with the server's reason
+    (``{"task_id", "reason"}``). It stays pending in the local file, tried again at every sync, until it is forgotten
     (``acr memory forget ID``) or a newer acr can send it. A server that goes away stops the upload."""
     rows = local.db.execute(f"SELECT u.task_id, u.with_text {_PENDING} ORDER BY t.rowid", (target,)).fetchall()
     ids, private = [r[0] for r in rows], {r[0] for r in rows if not r[1]}
     added = already = 0
-    refused: list[tuple[str, str]] = []
+    refused: list[dict[str, str]] = []
     for i in range(0, len(ids), BATCH):
         chunk = ids[i:i + BATCH]
         records = local.tasks(source=None, ids=chunk, oldest_first=True)
@@ -212,7 +211,7 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[t
                 except ServerUnreachable:
                     raise
                 except MemoryFileError as e:
-                    refused.append((r["id"], e.message))
+                    refused.append({"task_id": r["id"], "reason": e.message})
                     continue
                 a, s = a + one[0], s + one[1]
                 sent.append(r["id"])
