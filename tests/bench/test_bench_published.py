@@ -103,8 +103,11 @@ def test_a_prompt_context_replay_routes_on_what_acr_run_would_see(tmp_path):
     keys = [k for (k,) in sqlite3.connect(stored).execute("SELECT DISTINCT key FROM task_groups")]
     assert "all" in keys and "kind=bug_fix/project=repo=django/django" in keys
     assert not any("dimension=" in k or "bench=" in k or "old112" in k for k in keys)  # no label reaches it
-    labels = run("ood176", "-P", "learned")["learned"]  # the default stays the paper's setting
-    assert labels["cum_regret"] < doc["results"][0]["cum_regret"]
+    default = acr("bench", "replay", "ood176", "--data-dir", str(DATA), "-P", "learned", "--json")
+    assert default.returncode == 0, default.stderr
+    labels = json.loads(default.stdout)
+    assert labels["context"] == "labels"  # the default stays the paper's setting
+    assert labels["results"][0]["cum_regret"] != doc["results"][0]["cum_regret"]  # and the context is used
     refused = acr("bench", "replay", "id2919", "--data-dir", str(DATA), "-P", "learned", "--context", "prompt")
     assert refused.returncode == 2 and "no prompt" in refused.stderr
 
