@@ -8,9 +8,8 @@ For one group (all tasks of a scope that belong to it), ``GroupStats`` holds:
   (sum of ln(tokens), sum of USD per token) of attempts with tokens and cost;
 * verdict patterns: how many tasks had each (tried set, passed set), the data
   the latent-ease model is fitted on;
-* cost pairs: per ordered pair of attempts on the same task (self-join), by their arms, the
-  sums that give the correlation of their ln(costs), and of the first one's ln(cost) with the
-  second one's verdict (how a task's cost level goes with its ease).
+* cost pairs: per ordered pair of arms tried on the same task (self-join), the
+  sums that give the correlation of their ln(costs).
 
 ``Chains`` holds, for all tasks under one (coarsest) group, the number of tasks
 and the judged attempts and score sums per arm in every finer group below it: the
@@ -65,18 +64,12 @@ class ArmAgg:
             setattr(self, k, getattr(self, k) + sign * getattr(o, k))
 
 
-PAIR_SUMS = 9
-
-
 @dataclass
 class GroupStats:
     n_tasks: int = 0
     arms: dict[str, ArmAgg] = field(default_factory=dict)
     patterns: dict[tuple[frozenset, frozenset], int] = field(default_factory=dict)
-    # (arm a, arm b) -> PAIR_SUMS: ln costs of a and b both positive: [n, s, ss, sx] (s, ss: a's ln cost,
-    # sx: a's times b's); a's cost positive and b judged: [n, s, ss, sp, sxp] (sp: b passed, sxp: a's ln
-    # cost where b passed)
-    pairs: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    pairs: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # [n, s, ss, sx]
 
     def arm(self, arm_id: str) -> ArmAgg:
         return self.arms.get(arm_id) or ArmAgg()
@@ -93,8 +86,8 @@ class GroupStats:
             else:
                 self.patterns.pop(p, None)
         for k, v in o.pairs.items():
-            mine = self.pairs.setdefault(k, [0.0] * PAIR_SUMS)
-            for i in range(PAIR_SUMS):
+            mine = self.pairs.setdefault(k, [0.0, 0.0, 0.0, 0.0])
+            for i in range(4):
                 mine[i] += sign * v[i]
 
     def minus(self, o: "GroupStats") -> "GroupStats":
@@ -239,21 +232,12 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
         st = stats(group)
         st.patterns[k] = st.patterns.get(k, 0) + count
         st.n_tasks += count
-    both = "b.cost_usd > 0"
-    judged = f"a.seq < b.seq AND b.verdict IN {JUDGED_SQL}"
-    passed = f"{judged} AND b.verdict = 'passed'"
-    lc = "ln(a.cost_usd)"
     for r in [] if not with_pairs else db.execute(
-            f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model,"
-            f" {count_if(both)}, {total(f'CASE WHEN {both} THEN {lc} END')},"
-            f" {total(f'CASE WHEN {both} THEN {lc} * {lc} END')},"
-            f" {total(f'CASE WHEN {both} THEN {lc} * ln(b.cost_usd) END')},"
-            f" {count_if(judged)}, {total(f'CASE WHEN {judged} THEN {lc} END')},"
-            f" {total(f'CASE WHEN {judged} THEN {lc} * {lc} END')},"
-            f" {count_if(passed)}, {total(f'CASE WHEN {passed} THEN {lc} END')}"
-            f" {two} WHERE {where} AND a.cost_usd > 0 AND ({both} OR {judged})"
+            f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), {total('ln(a.cost_usd)')},"
+            f" {total('ln(a.cost_usd) * ln(a.cost_usd)')}, {total('ln(a.cost_usd) * ln(b.cost_usd)')}"
+            f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
             f" GROUP BY {key}, a.agent, a.model, b.agent, b.model", params):
-        stats(r[0]).pairs[(r[1], r[2])] = [float(x or 0) for x in r[3:3 + PAIR_SUMS]]
+        stats(r[0]).pairs[(r[1], r[2])] = [r[3], r[4], r[5], r[6]]
     return out
 
 

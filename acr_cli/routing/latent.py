@@ -171,28 +171,6 @@ class Latent:
         total = sum(w) or 1.0
         return [x / total for x in w]
 
-    def given_cost_level(self, w: list[float], mean_resid: float, k: int, beta: float, r: float) -> list[float]:
-        """Weights over the nodes after ``k`` attempts on the task cost ``mean_resid`` standard
-        deviations above their arms' typical ln(cost) on average.
-
-        Cost model: an attempt's standardized ln-cost residual is sqrt(r) u + sqrt(1 - r) e, u the
-        task's cost level (r: the correlation of two arms' ln costs on one task), e its own; u
-        correlates with the ease z by gamma, so a residual correlates with z by beta = sqrt(r) gamma.
-        Given z the mean of k residuals is normal with mean beta z and variance
-        r - beta^2 + (1 - r) / k (the attempts' own parts averaged, the task's not), and the
-        within-task differences say nothing of z."""
-        cap = 0.95 * r
-        if beta * beta > cap:  # |gamma| < 1 whatever the two estimates say
-            beta = math.copysign(math.sqrt(cap), beta)
-        var = r - beta * beta + (1.0 - r) / k
-        if not beta or var <= 0:
-            return w
-        lw = [math.log(max(x, 1e-300)) - (mean_resid - beta * zk) ** 2 / (2 * var) for x, zk in zip(w, self.z)]
-        top = max(lw)
-        out = [math.exp(x - top) for x in lw]
-        total = sum(out)
-        return [x / total for x in out]
-
     def plan(self, w0: list[float], qs: list[list[float]], cost: list[float], fail_score: list[float],
              best0: float, cost_weight: float, force: bool, max_steps: int | None = None,
              budget: float | None = None) -> list[int]:

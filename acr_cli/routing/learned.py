@@ -17,11 +17,8 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
 2. **Success.** Latent task ease (see :mod:`acr_cli.routing.latent`): per level, the
    arms' marginal pass rates are fitted by EM on the verdict patterns. On this task,
    every failure shifts the posterior of the task's ease and lowers every untried
-   arm's chance, and so does what the task has cost so far: where memory shows that tasks whose
-   attempts cost more than their arms usually do are harder ones (the correlation is estimated
-   from pairs of attempts on one task, prior 0), an attempt that failed dearly lowers the next
-   arm's chance more than one that failed cheaply. Single-action tasks (one attempt, no
-   verdict to escalate on) use the mean score instead, from the group-effects model of :mod:`acr_cli.routing.effects`:
+   arm's chance. Single-action tasks (one attempt, no verdict to escalate on) use the
+   mean score instead, from the group-effects model of :mod:`acr_cli.routing.effects`:
    every sub-group of the kind has a difficulty shared by all arms and an effect per
    arm, so an arm is judged against the difficulty of the tasks it was tried on.
 3. **Cost.** ln(cost) per arm and level (a hurdle for zero-cost attempts), shrunk the
@@ -36,8 +33,7 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
 
 Settings (fixed from first principles, bench/README.md "The learned router" explains each):
 ``N_HIER`` 20 (and ``spread.PRIOR_DOF`` 4), ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
-cost correlation prior 0 worth 2 pairs, the correlation of a task's cost level with its ease uniform on
-[-1, 1], partial credit of a failure prior 0 worth 1;
+cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
 single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score.
 """
 
@@ -53,7 +49,7 @@ from acr_cli.memory import similar
 from acr_cli.memory.aggregates import GroupStats, Near
 from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
-from acr_cli.routing.latent import Latent, Phi_inv, phi, tau2_of
+from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
 
 N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
 # (the default of a parent's worth: spread.worths replaces it as memory's groups show their spread)
@@ -62,7 +58,6 @@ UNKNOWN_PRIOR = 0.5  # no prior mean for this kind: maximal uncertainty
 COST_PSEUDO = 1.0  # the price-based cost guess ignores how verbose a model is: worth one attempt
 COST_SPREAD = 1.0  # prior variance of ln(cost) around that guess: one e-fold
 COST_CORR_PRIOR, COST_CORR_PSEUDO = 0.0, 2.0  # do not carry a task's cost level across arms until seen
-COST_EASE_PRIOR_VAR = 1.0 / 3.0  # a task's cost level and its ease: any correlation in [-1, 1] alike
 FAIL_SCORE_PRIOR, FAIL_SCORE_PSEUDO = 0.0, 1.0  # no partial credit for a failure until observed
 # The similar earlier tasks' level is worth at most what its group says: as many observations as
 # there can be neighbours, so that NEIGHBOURS copies of this very request weigh as much as the group
@@ -84,7 +79,6 @@ class Fit:
     ppos: list[float]  # P(cost > 0)
     attempts: list[int]  # attempts behind the estimate in the finest group with data
     corr: float = COST_CORR_PRIOR  # correlation of ln(cost) across arms on one task
-    cost_ease: float = 0.0  # correlation of a task's ln-cost residual with its ease (_cost_ease)
     qs: list[list[float]] | None = None  # P(pass | task ease) per arm, on the quadrature nodes
     score: list[float] = field(default_factory=list)  # single-action decisions: mean score (group effects)
     n_score: list[float] = field(default_factory=list)  # ... and its Beta-equivalent pseudo-count
@@ -137,7 +131,6 @@ class LearnedPolicy(Policy):
         else:
             base, prior = self._fit(ctx, levels, verified)
             base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
-            base.cost_ease = self._cost_ease(levels[0], base.corr) if levels and verified else 0.0
             if verified:
                 base.qs = [self.latent.q(mu) for mu in base.mu]
             else:
@@ -155,7 +148,7 @@ class LearnedPolicy(Policy):
             own.add(t.stats, t.task.similarity)
         prior = replace(prior, n=[min(x, NEAR_WORTH) for x in prior.n])
         fit, _ = self._level(prior, own, verified, (ctx.groups[-1] if ctx.groups else None, "similar"))
-        fit.corr, fit.cost_ease, fit.attempts = base.corr, base.cost_ease, base.attempts
+        fit.corr, fit.attempts = base.corr, base.attempts
         if verified:
             fit.qs = [self.latent.q(mu) for mu in fit.mu]
         else:
@@ -324,10 +317,9 @@ class LearnedPolicy(Policy):
     def _cost_correlation(self, stats: GroupStats) -> float:
         num = den = total = 0.0
         pairs = stats.pairs
-        for (a, b), sums in pairs.items():
-            n, s, ss, sx = sums[:4]
+        for (a, b), (n, s, ss, sx) in pairs.items():
             other = pairs.get((b, a))
-            if n < 2 or other is None or other[0] < 2:
+            if n < 2 or other is None:
                 continue
             ma, mb = s / n, other[1] / other[0]
             va, vb = ss / n - ma * ma, other[2] / other[0] - mb * mb
@@ -342,57 +334,16 @@ class LearnedPolicy(Policy):
         r = (num / den * total + COST_CORR_PSEUDO * COST_CORR_PRIOR) / (total + COST_CORR_PSEUDO)
         return min(max(r, 0.0), 0.95)
 
-    def _cost_ease(self, stats: GroupStats, corr: float) -> float:
-        """beta, the correlation of an attempt's ln-cost residual with its task's ease z (``Fit.cost_ease``;
-        see Latent.given_cost_level: beta = sqrt(corr) gamma, gamma the correlation of the task's cost
-        level with its ease).
-
-        Read from pairs of attempts on one task: an earlier one's ln(cost) against a later one's
-        verdict, the way they are used. With a's ln cost standardized to e and b passing where its
-        latent propensity sqrt(rho) z + ... clears a threshold, cov(e, pass_b) = beta sqrt(rho)
-        phi(Phi_inv(p_b)); each pair of arms gives beta with a sampling variance of p(1 - p) / (n c^2),
-        c = sqrt(rho) phi(Phi_inv(p_b)). The prior is gamma uniform on [-1, 1] (nothing assumed of a
-        correlation: variance 1/3), so beta's is corr / 3, and the estimate is the precision-weighted
-        mean of the pairs' shrunk toward 0 by 3 / corr units of precision. An attempt's own cost and
-        verdict are never paired (an agent that flails spends more on the very attempt it fails: that
-        says nothing about the task). Pairs on one task count as independent, as in the cost
-        correlation. (Estimated on tasks that reached a later attempt, i.e. whose earlier attempts
-        failed, the link reads weaker than it is: the estimate errs toward 0.)"""
-        if corr <= 0:
-            return 0.0
-        num = info = 0.0
-        for sums in stats.pairs.values():
-            n, s, ss, n_pass, s_pass = sums[4:9]
-            if n < 2 or n_pass <= 0 or n_pass >= n:
-                continue
-            mean, p = s / n, n_pass / n
-            var = ss / n - mean * mean
-            if var <= 1e-12:
-                continue
-            c = math.sqrt(self.latent.rho) * phi(Phi_inv(p))
-            beta = (s_pass / n - mean * p) / math.sqrt(var) / c
-            w = n * c * c / (p * (1 - p))
-            num += w * beta
-            info += w
-        return num / (info + 1.0 / (COST_EASE_PRIOR_VAR * corr))
-
-    def cost_residuals(self, fit: Fit, state: TaskState | None) -> list[float]:
-        """The standardized ln-cost residuals of the attempts already paid on this task."""
-        out = []
-        if fit.m is None:
-            return out
-        for f in (state.tried if state else []):
-            i = self.index.get(f.arm.id)
-            if i is not None and f.cost_usd and f.cost_usd > 0:
-                out.append((math.log(f.cost_usd) - fit.m[i]) / math.sqrt(max(fit.s2[i], 1e-6)))
-        return out
-
     def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float] | None:
         if fit.m is None:
             return None
         n = len(self.arms)
         sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
-        resid = self.cost_residuals(fit, state)
+        resid = []
+        for f in (state.tried if state else []):
+            i = self.index.get(f.arm.id)
+            if i is not None and f.cost_usd and f.cost_usd > 0:
+                resid.append((math.log(f.cost_usd) - fit.m[i]) / sd[i])
         out = []
         if resid:
             k = len(resid)
@@ -434,9 +385,6 @@ class LearnedPolicy(Policy):
         judged = [(qs_all[self.index[f.arm.id]], f.passed) for f in (state.tried if state else [])
                   if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
         w0 = self.latent.posterior(judged)
-        resid = self.cost_residuals(fit, state) if fit.cost_ease else []
-        if resid:  # what this task has cost so far says how hard it is
-            w0 = self.latent.given_cost_level(w0, sum(resid) / len(resid), len(resid), fit.cost_ease, fit.corr)
         best0 = state.best_score if state else 0.0
         steps = None
         budget = None

@@ -56,65 +56,6 @@ def test_failures_lower_every_other_arms_chance():
     assert chance(after_fail) < 0.45  # correlated: the task is probably hard
 
 
-def test_a_costly_task_looks_hard_only_where_costly_tasks_fail_more():
-    latent = Latent(0.5)
-    q = latent.q(0.0)
-    chance = lambda w: sum(a * b for a, b in zip(w, q))  # noqa: E731
-    w = latent.posterior([(q, False)])
-    assert latent.given_cost_level(w, 1.5, 1, 0.0, 0.6) == w  # no link between cost and ease: no change
-    dearer = latent.given_cost_level(w, 1.5, 1, -0.4, 0.6)
-    cheaper = latent.given_cost_level(w, -1.5, 1, -0.4, 0.6)
-    assert chance(dearer) < chance(w) - 0.05 < chance(cheaper) - 0.1
-    assert latent.given_cost_level(w, 1.5, 1, -0.4, 0.0) == w  # costs share no task level: nothing to read
-
-
-def _escalation_memory(path, link: bool):
-    """40 tasks: arm A fails each, at $0.50 on every other task and $0.02 on the rest; then arm B (its cost
-    following A's). With ``link``, B passes exactly the tasks where A was cheap; else every other pair of tasks."""
-    from acr_cli.context import classify
-    from acr_cli.domain import Arm, Decision, Feedback
-    from acr_cli.memory import Memory
-
-    a, b = Arm("codex", "m-a"), Arm("claude", "m-b")
-    ctx = classify("fix the crash in the parser", path.parent)
-    mem = Memory.open(path)
-    for i in range(40):
-        dear = i % 2 == 1
-        passed = not dear if link else i % 4 < 2
-        tid = mem.begin_task(source="live", kind=ctx.kind, groups=ctx.groups, prompt=f"task {i}")
-        mem.add_attempt(tid, 1, Decision(a, "t"), Feedback(a, "failed", score=0.0, cost_usd=0.5 if dear else 0.02))
-        mem.add_attempt(tid, 2, Decision(b, "t"), Feedback(b, "passed" if passed else "failed", score=float(passed),
-                                                        cost_usd=0.6 if dear else 0.03))
-        mem.finish_task(tid, passed=passed, score=float(passed), cost_usd=0.5, final_arm=b.id if passed else None)
-    return mem, ctx, a, b
-
-
-@pytest.mark.parametrize("link", [True, False])
-def test_what_a_failed_attempt_cost_moves_the_next_arms_chance_as_memory_shows(tmp_path, link):
-    """Where memory shows that tasks whose attempts cost much fail more, an attempt that failed at a high
-    cost makes the next arm's chance lower than one that failed cheaply; where memory shows no such link,
-    the two chances are the same."""
-    from acr_cli.domain import Feedback, TaskState
-    from acr_cli.memory.aggregates import GroupCache
-    from acr_cli.routing.learned import LearnedPolicy
-
-    mem, ctx, a, b = _escalation_memory(tmp_path / "memory.sqlite", link)
-    try:
-        policy = LearnedPolicy([a, b], GroupCache(mem, "live"))
-
-        def chance_of_b(cost):
-            state = TaskState(tried=[Feedback(a, "failed", score=0.0, cost_usd=cost)])
-            return {r.arm.id: r.mean for r in policy.rank(ctx, state)}[b.id]
-
-        dear, cheap = chance_of_b(0.5), chance_of_b(0.02)
-        if link:
-            assert dear < cheap - 0.2, (dear, cheap)
-        else:
-            assert dear == pytest.approx(cheap, abs=0.02)
-    finally:
-        mem.close()
-
-
 def test_planner_weighs_gain_against_cost_and_respects_limits():
     latent = Latent(0.5)
     w0 = latent.posterior([])
