@@ -283,6 +283,31 @@ def _unsynced(label: str, why: str):
             local.close()
 
 
+def _held_by_own_memory(task_ids: list[str], forgotten_from) -> set[str]:
+    """Those of ``task_ids`` still in this machine's own memory file(s) (the default one, and the local file
+    of a team), other than the memory they were forgotten from: the attempt logs in the data directory are
+    theirs. A server is not asked (its tasks' logs are on the machines that ran them)."""
+    if not task_ids:
+        return set()
+    own = {paths().local_memory}
+    default = paths().memory_choice(None)[0]
+    if not isinstance(default, str):
+        own.add(default)
+    chosen = None if forgotten_from.shared else Path(str(forgotten_from.path))
+    held: set[str] = set()
+    for path in own:
+        if not path.is_file() or (forgotten_from.shared and path == paths().local_memory):
+            continue  # a team's local copy was forgotten from above, on purpose
+        if chosen is not None and path.resolve() == chosen.resolve():
+            continue
+        other = open_memory(str(path), create=False, read_only=True)
+        try:
+            held |= set(other.live_task_ids(task_ids))
+        finally:
+            other.close()
+    return held
+
+
 @app.command()
 def forget(
     task_ids: Optional[List[str]] = typer.Argument(None, help="Task ids to forget (see `acr memory log`)."),
@@ -331,9 +356,13 @@ def forget(
             n += len(here - found)  # recorded here, never uploaded
         orphans = 0
         if not bench:  # their attempt logs go too, once memory has let the tasks go (never before: a locked
-            paths().remove_logs(sorted(found | here))  # or read-only memory keeps a task, and then its logs)
-            if not all_:  # logs of ids no longer in memory (a run that went on after its task was forgotten)
-                orphans = paths().remove_logs([t for t in task_ids if t not in found | here])
+            # or read-only memory keeps a task, and then its logs), unless this machine's own memory still
+            # holds the task (forgetting it from a copy or another file leaves the logs to the memory they serve)
+            candidates = sorted(found | here) + ([] if all_ else [t for t in task_ids if t not in found | here])
+            kept = _held_by_own_memory(candidates, mem)
+            paths().remove_logs([t for t in sorted(found | here) if t not in kept])
+            if not all_:  # logs of ids no longer in any memory (a run that went on after its task was forgotten)
+                orphans = paths().remove_logs([t for t in task_ids if t not in found | here and t not in kept])
     finally:
         mem.close()
         if local is not None:

@@ -183,6 +183,30 @@ def test_a_forget_memory_refuses_keeps_the_tasks_logs(acr_home, tmp_path):
     assert r.exit_code == 0 and not logs.exists()
 
 
+def test_forgetting_from_a_copy_keeps_the_logs_of_tasks_still_in_this_machines_memory(acr_home, tmp_path):
+    """The attempt logs serve this machine's own memory: forgetting a task from a copy (or from a memory
+    that never held it) must not delete the logs of a task the own memory still holds."""
+    tid = _seed(acr_home)
+    logs = acr_home / "data" / "logs" / tid
+    logs.mkdir(parents=True)
+    (logs / "1-codex.log").write_text("an attempt's output\n")
+    dump, copy, empty = tmp_path / "dump.jsonl", tmp_path / "copy.sqlite", tmp_path / "empty.sqlite"
+    assert invoke("memory", "export", str(dump)).exit_code == 0
+    assert invoke("memory", "import", str(dump), "--memory", str(copy)).exit_code == 0
+    r = runner.invoke(app, ["memory", "forget", tid, "--memory", str(copy)])
+    assert r.exit_code == 0 and r.output.strip() == "forgot 1 task(s)", r.output
+    assert (logs / "1-codex.log").exists()
+    Memory.open(empty).close()
+    r = runner.invoke(app, ["memory", "forget", tid, "--memory", str(empty)])
+    assert r.exit_code == 1 and "not in memory" in r.output and "removed the logs" not in r.output, r.output
+    assert (logs / "1-codex.log").exists()
+    assert invoke("memory", "import", str(dump), "--memory", str(copy)).exit_code == 0
+    assert invoke("memory", "forget", "--all", "--yes", "--memory", str(copy)).exit_code == 0
+    assert (logs / "1-codex.log").exists()
+    assert invoke("memory", "forget", tid).output.strip() == "forgot 1 task(s)"  # the own memory: its logs go
+    assert not logs.exists()
+
+
 def test_doctor_json(acr_home, fakes_on_path):
     out = json.loads(invoke("doctor", "--json").output)
     assert out["agents"]["codex"]["found"] and out["agents"]["codex"]["version"] == "codex-cli 0.169.0"
