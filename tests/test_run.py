@@ -345,6 +345,11 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     r = acr("recover", cwd=project)
     assert r.returncode == 2 and f"pid {child}" in r.stderr and "--kill" in r.stderr
     assert (project / "agent_new.py").exists()  # refused: nothing was touched
+    # a new run would checkpoint the half-done tree and have the old agent's child write into its attempts
+    recorded = attempts_in_memory(acr_home)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project)
+    assert r.returncode == 2 and f"pid {child}" in r.stderr and "acr recover --kill" in r.stderr, r.stderr
+    assert (project / "agent_new.py").exists() and attempts_in_memory(acr_home) == recorded  # no agent ran
     r = acr("recover", "--list", cwd=project)
     assert r.returncode == 0 and len(r.stdout.split()) == 1
     r = acr("recover", "--kill", "--json", cwd=project)
