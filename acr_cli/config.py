@@ -57,11 +57,16 @@ def read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         if path.exists():
             raise ConfigError(f"{path} is not a file", hint="move it aside; acr reads settings from a TOML file there")
+        if path.is_symlink():  # dangling, or a loop: the settings written for acr are out of its reach, not absent
+            raise ConfigError(f"{path} is a symbolic link to nothing acr can read",
+                              hint="point it at the settings file, or remove it")
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except OSError as e:  # unreadable (permissions): never read as "no settings"
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}", hint="check its permissions") from None
     for key, val in data.items():
         want = KEYS.get(key)
         if want is None:
@@ -100,7 +105,7 @@ def check_value(key: str, value: Any) -> str | None:
 def find_project_file(project: Path) -> Path | None:
     for d in (project, *project.parents):
         candidate = d / PROJECT_FILE
-        if candidate.is_file() or candidate.exists():  # not a file (a directory): read_toml says so
+        if candidate.is_file() or candidate.exists() or candidate.is_symlink():  # not a file: read_toml says so
             return candidate
         if (d / ".git").exists():
             break

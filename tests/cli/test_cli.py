@@ -220,6 +220,19 @@ def test_doctor_json(acr_home, fakes_on_path):
     assert "not a readable acr memory" in out["memory"]["problem"] and "mv " in out["memory"]["problem"]
 
 
+@pytest.mark.parametrize("broken", ["dangling", "loop"])
+def test_a_settings_file_acr_cannot_reach_is_an_error_not_no_settings(acr_home, tmp_path, monkeypatch, broken):
+    """A project's .acr.toml that is a broken link holds settings (verify, profile, memory) the user wrote:
+    routing without them, silently, would run unverified or record into the wrong memory."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    link = project / ".acr.toml"
+    link.symlink_to(tmp_path / "moved.toml" if broken == "dangling" else link)
+    monkeypatch.chdir(project)
+    r = runner.invoke(app, ["route", "fix the parser"])
+    assert r.exit_code == 2 and ".acr.toml is a symbolic link to nothing acr can read" in r.output, r.output
+
+
 def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch, fakes_on_path):
     assert invoke("config", "set", "profile", "cheap").exit_code == 0
     monkeypatch.chdir(tmp_path)
