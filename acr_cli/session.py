@@ -314,16 +314,13 @@ def prepare(req: RunRequest, *,
         if ws is not None:
             ws.ensure_no_operation_in_progress()
             interrupted = ws.interrupted_checkpoints()
-            if interrupted:  # a killed run's agent still writing here would write into this run's attempts
-                from acr_cli import process
-
-                alive = [p for marker in ws.markers(interrupted) for p in process.find_marked(marker)]
-                if alive:
-                    raise AcrError(
-                        "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
-                        "changing the work tree during this run: "
-                        + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
-                        hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
+            alive = ws.survivors(interrupted) if interrupted else []
+            if alive:  # a killed run's agent still writing here would write into this run's attempts
+                raise AcrError(
+                    "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
+                    "changing the work tree during this run: "
+                    + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
+                    hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
             for name in interrupted:
                 prepared.warnings.append(
                     f"an earlier `acr run` here was killed before it could roll back (checkpoint {name}); "

@@ -358,11 +358,12 @@ def forget(
         if not bench:  # their attempt logs go too, once memory has let the tasks go (never before: a locked
             # or read-only memory keeps a task, and then its logs), unless this machine's own memory still
             # holds the task (forgetting it from a copy or another file leaves the logs to the memory they serve)
-            candidates = sorted(found | here) + ([] if all_ else [t for t in task_ids if t not in found | here])
-            kept = _held_by_own_memory(candidates, mem)
-            paths().remove_logs([t for t in sorted(found | here) if t not in kept])
-            if not all_:  # logs of ids no longer in any memory (a run that went on after its task was forgotten)
-                orphans = paths().remove_logs([t for t in task_ids if t not in found | here and t not in kept])
+            gone = sorted(found | here)
+            # and, by id, logs of tasks no longer in any memory (a run that went on after its task was forgotten)
+            strays = [] if all_ else [t for t in task_ids if t not in found | here]
+            kept = _held_by_own_memory(gone + strays, mem)
+            paths().remove_logs([t for t in gone if t not in kept])
+            orphans = paths().remove_logs([t for t in strays if t not in kept])
     finally:
         mem.close()
         if local is not None:

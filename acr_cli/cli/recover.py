@@ -59,7 +59,7 @@ def recover(
         out: dict = {"root": str(ws.root), "checkpoints": found, "restored": None, "saved_as": None,
                      "discarded": [], "killed": [], "report": None}
         if found and not list_:
-            alive = [p for marker in ws.markers(found) for p in process.find_marked(marker)]
+            alive = ws.survivors(found)
             if alive and not kill:
                 raise AcrError(
                     "processes of the killed run are still alive and could undo the recovery: "

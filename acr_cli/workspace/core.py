@@ -191,6 +191,12 @@ class Workspace:
                                  hint=f"its files are in {self.store.dir}; `acr recover --discard {name}` "
                                       "removes it") from None
 
+    def survivors(self, names: list[str]) -> list[tuple[int, str]]:
+        """Processes of these (interrupted) checkpoints' attempts still alive: (pid, short command line)."""
+        from acr_cli import process
+
+        return [p for marker in self.markers(names) for p in process.find_marked(marker)]
+
     def markers(self, names: list[str]) -> list[str]:
         """The process markers (ACR_ATTEMPT) of these checkpoints' attempts, where they can be read."""
         out = []
