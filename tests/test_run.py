@@ -352,6 +352,9 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     assert (project / "agent_new.py").exists() and attempts_in_memory(acr_home) == recorded  # no agent ran
     r = acr("recover", "--list", cwd=project)
     assert r.returncode == 0 and len(r.stdout.split()) == 1
+    listed = r.stdout
+    r = acr("recover", "--list", "--discard", cwd=project)  # list, or delete? neither: refused
+    assert r.returncode == 2 and "--discard" in r.stderr and acr("recover", "--list", cwd=project).stdout == listed
     r = acr("recover", "--kill", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -36,6 +36,10 @@ def recover(
     from acr_cli import process
     from acr_cli.workspace import RECOVERED_REFS, Workspace
 
+    if list_ and (discard or kill):
+        raise AcrError(f"--list only lists the checkpoints; it does not combine with {'--discard' if discard else '--kill'}",
+                       hint="run `acr recover --list` first, then `acr recover [--discard|--kill] [NAME]`")
+
     try:
         ws = Workspace.open(project_dir(project))
     except WorkspaceError as e:  # not the run's hint (--no-rollback): nothing here to recover
