@@ -177,6 +177,18 @@ def run(
             _subreaper_exit()
 
 
+def program(name: str, env: Mapping[str, str]) -> str:
+    """The file ``name`` runs: the first on the child's PATH, as a shell (and ``acr doctor``) finds it.
+
+    exec itself would go on down PATH when that file cannot start (its ``#!`` interpreter missing), and
+    quietly run another copy than the one acr checked and reports; run exactly this one, and fail as it does."""
+    if os.sep in name:
+        return name
+    import shutil
+
+    return shutil.which(name, path=env.get("PATH", os.defpath)) or name
+
+
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
          log: IO[str] | None, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
     out_lines = _Capture()
@@ -252,6 +264,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
     try:
         proc = subprocess.Popen(
             argv,
+            executable=program(argv[0], env),
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
@@ -261,7 +274,16 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
             preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl),
         )
     except FileNotFoundError:
-        return ProcessResult(argv, None, "", f"{argv[0]}: command not found", 0.0, not_started=True)
+        exe = program(argv[0], env)
+        why = f"{argv[0]}: command not found"
+        if os.path.isfile(exe):  # it is there: what its first line names is not
+            try:
+                with open(exe, "rb") as f:
+                    first = f.readline(200).decode("utf-8", "replace").strip()
+            except OSError:
+                first = ""
+            why = f"{exe}: bad interpreter" + (f" ({first} not found)" if first.startswith("#!") else "")
+        return ProcessResult(argv, None, "", why, 0.0, not_started=True)
     except PermissionError as e:
         return ProcessResult(argv, None, "", f"{argv[0]}: {e.strerror}", 0.0, not_started=True)
     except (OSError, ValueError, subprocess.SubprocessError) as e:  # E2BIG, a NUL byte in an argument...
@@ -814,7 +836,8 @@ def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     try:
         prctl = _load_prctl()
         try:
-            child = pexpect.spawn(argv[0], list(argv[1:]), cwd=str(cwd), env=environment, encoding=None,
+            child = pexpect.spawn(program(argv[0], environment), list(argv[1:]), cwd=str(cwd), env=environment,
+                                  encoding=None,
                                   dimensions=(size.lines, size.columns),
                                   preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl))
         except pexpect.ExceptionPexpect as e:

@@ -18,7 +18,7 @@ def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[P
     import shutil
 
     from acr_cli import agents
-    from acr_cli.health.readiness import VERSION_TIMEOUT_S, installed_version
+    from acr_cli.health.readiness import START_PROBLEMS, VERSION_TIMEOUT_S, installed_version
 
     out = {}
     for name in names:
@@ -28,7 +28,9 @@ def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[P
         if path:
             info["version"] = installed_version(adapter.executable, cache_dir=cache_dir,
                                                 version_argv=adapter.version_argv(), refresh=refresh)
-            if info["version"] is None:
+            if info["version"] is None and path in START_PROBLEMS:
+                info["problem"] = f"cannot start: {START_PROBLEMS[path]}"
+            elif info["version"] is None:
                 info["problem"] = f"`--version` did not answer within {VERSION_TIMEOUT_S:.0f} s, or said nothing"
         out[name] = info
     return out
@@ -150,14 +152,17 @@ def doctor(
     con = console()
     if forgotten is not None:
         con.print(f"forgot the health of {forgotten} arm(s) or credential scope(s): every arm is tried again")
+    from rich.markup import escape
+
     con.print("[bold]agents[/]")
     for name, info in found.items():
-        if info["found"]:
+        if info["found"] and (info.get("problem") or "").startswith("cannot start"):
+            con.print(f"  [red]✗[/] {name:9} {escape(info['problem'])}  [dim]{info['path']}[/]")
+        elif info["found"]:
             con.print(f"  [green]✓[/] {name:9} {info['version'] or '?'}  [dim]{info['path']}[/]")
         else:
             con.print(f"  [red]✗[/] {name:9} not found on PATH")
     usable = sum(a["usable"] for a in arms)
-    from rich.markup import escape
 
     con.print("[bold]profile[/] " + escape(readiness_summary(prof.name, counts).removeprefix("profile ")))
     width = max((len(a["arm"]) for a in arms), default=0)

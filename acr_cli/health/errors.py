@@ -1,7 +1,8 @@
 """What kind of error ended an attempt: set-up, transient, or neither (read from the CLI's own words).
 
 * **set-up**: the arm cannot work here until a person does something: not logged in, 401/403,
-  an unknown model, a provider that is not configured, quota or credit exhausted. The arm is set
+  an unknown model, a provider that is not configured, quota or credit exhausted, a CLI that
+  cannot start (the interpreter its first line names is missing). The arm is set
   aside for later tasks (see :mod:`acr_cli.health.state`).
 * **transient**: it may work in a minute: 429 / rate limit, 5xx, overloaded, a connection reset,
   a network timeout. The arm cools down for a while that grows with repeated errors.
@@ -39,6 +40,10 @@ _FIX = {
 # (pattern, kind, what, fix key): first match wins, so the more specific come first
 _RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
     (re.compile(p, re.I), kind, what, fix) for p, kind, what, fix in [
+        # the CLI never ran: `#!/usr/bin/env node` without Node.js (env's words), a shebang naming a
+        # program that is gone, a binary for another machine
+        (r"\benv: [^\n]*: no such file or directory|bad interpreter|exec format error|cannot execute binary",
+         SETUP, "cannot start (the interpreter it needs is missing)", "start"),
         (r"insufficient[_ ]quota|exceeded your current quota|credit balance is too low|out of credits|"
          r"billing|payment required|\b402\b", SETUP, "quota or credit exhausted", "billing"),
         (r"not logged in|please run /login|please log ?in|login required|no credentials|missing bearer|"
@@ -79,6 +84,9 @@ def classify(agent: str, model: str, text: str | None) -> Problem | None:
 
 
 def _fix(agent: str, model: str, key: str | None) -> str:
+    if key == "start":
+        return (f"install the interpreter the first line of `{agent}` names (Node.js for the npm-installed "
+                f"CLIs) or reinstall {agent}, then `acr doctor --reset`")
     if key == "billing":
         return f"add credit or raise the quota of the account {agent} uses, then `acr doctor --reset`"
     if key == "model":

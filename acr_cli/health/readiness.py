@@ -42,8 +42,11 @@ Asked of the CLIs themselves, without spending anything (observed on claude 2.1.
   models): then *unknown*. Without credentials, ``opencode run`` ends with "Unexpected server error"
   (its log says ProviderModelNotFoundError: an unconfigured provider has no models).
 
-Any check that cannot tell (a version without the status command, output acr does not understand,
-a timeout, a CLI that cannot start) gives *unknown*: the arm is shown as such and still tried.
+A CLI that is on PATH but cannot start is *not ready*: the interpreter its first line names is
+missing (``#!/usr/bin/env node`` without Node.js: env exits 127) or the file may not be run (126), and
+no attempt could run it either (:func:`cannot_start`). Any check that cannot tell (a version without
+the status command, output acr does not understand, a timeout, a start that failed for another reason)
+gives *unknown*: the arm is shown as such and still tried.
 
 Each answer is cached in ``<cache>/readiness.json`` per credential scope (:func:`scope`) with the
 :func:`fingerprint` of what it depends on, and reused while the fingerprint is the same, for at most
@@ -338,6 +341,10 @@ def installed_version(executable: str, *, cache_dir: Path | None = None, version
         if hit is not None:
             return hit
     res = _run(argv, Path(cache_dir) if cache_dir is not None else Path.home(), timeout)
+    if res is not None and cannot_start(res) is not None:
+        _VERSIONS[key] = None
+        START_PROBLEMS[exe] = cannot_start(res) or ""
+        return None
     if res is None or res.timed_out or res.not_started:
         _VERSIONS[key] = None  # asked once per process: a CLI that hangs costs its timeout once, not per arm
         return None
@@ -350,6 +357,7 @@ def installed_version(executable: str, *, cache_dir: Path | None = None, version
 
 
 _VERSIONS: dict[str, str | None] = {}
+START_PROBLEMS: dict[str, str] = {}  # executable path -> why it cannot start (cannot_start), as this process saw
 
 
 def _install_fix(agent: str, executable: str) -> str:
@@ -403,8 +411,31 @@ def _run(argv: list[str], cwd: Path, timeout: float, env: dict | None = None):
         raise KeyboardInterrupt from None
 
 
+def cannot_start(res) -> str | None:
+    """Why a CLI that is on PATH cannot run at all, from what running it gave, else None: exec found no
+    interpreter or no permission, or ``env`` (the usual first line, ``#!/usr/bin/env node``) found no
+    program to run and exited 127 (126: not executable) before the CLI printed anything."""
+    if res.not_started:
+        line = _first_line(res.stderr)
+        return line if "bad interpreter" in line or line.endswith("Permission denied") else None
+    if res.exit_code in (126, 127) and not (res.stdout or "").strip():
+        return _first_line(res.stderr) or f"exit {res.exit_code}"
+    return None
+
+
+def _start_fix(agent: str, executable: str) -> str:
+    how = f"reinstall it ({INSTALL[agent]})" if agent in INSTALL else "reinstall it"
+    return (f"install the interpreter the first line of `{shutil.which(executable) or executable}` names "
+            f"(Node.js for the npm-installed CLIs), or {how}")
+
+
 def _cannot_tell(agent: str, command: str, res) -> tuple[str, str, str | None, bool] | None:
-    """The 'unknown' answer for a status command that timed out or did not start, else None."""
+    """The answer for a status command whose CLI cannot start (not ready), timed out or did not start
+    (unknown), else None."""
+    why = cannot_start(res)
+    if why is not None:
+        exe = command.split()[0]
+        return NOT_READY, f"{agent}: `{exe}` cannot start: {why}", _start_fix(agent, exe), True
     if res.not_started:
         return UNKNOWN, f"{agent}: `{command}` could not start ({_first_line(res.stderr)})", None, True
     if res.timed_out:

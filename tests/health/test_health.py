@@ -35,6 +35,8 @@ def attempts_per_task(home: Path) -> list[int]:
     ("claude", "API Error: 529 Overloaded", TRANSIENT),
     ("opencode", "Request failed with status 503", TRANSIENT),
     ("claude", "read ECONNRESET", TRANSIENT),
+    ("codex", "/usr/bin/env: ‘node’: No such file or directory", SETUP),  # npm's CLIs without Node.js
+    ("claude", "/home/u/.local/bin/claude: bad interpreter (#!/opt/node18/bin/node not found)", SETUP),
 ])
 def test_errors_are_classified_from_the_clis_own_words(agent, text, kind):
     assert classify(agent, "m", text).kind == kind

@@ -457,3 +457,38 @@ def test_an_arm_doctor_found_not_logged_in_is_skipped_by_run_and_route(tmp_path,
     assert r.returncode == 0, r.stderr
     assert [a["agent"] for a in json.loads(r.stdout)["attempts"]] == ["codex"]  # no attempt spent on opencode
     assert "skip opencode:moonshotai/kimi-k2.5: not ready (opencode" in " ".join(r.stderr.split())
+
+
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/env acr-test-no-such-interpreter", "#!/nonexistent/acr-test/node"])
+def test_a_cli_whose_interpreter_is_missing_is_not_ready_and_run_does_not_retry_it(tmp_path, monkeypatch, scenario,
+                                                                                   shebang):
+    """`codex` is on PATH but the interpreter its first line names is not (an npm CLI without Node.js): it cannot
+    start, so it is not ready, doctor shows why, and a run that tried it sets it aside until `doctor --reset`."""
+    from conftest import GOOD, calls, init_repo
+
+    broken = tmp_path / "broken-bin"
+    broken.mkdir()
+    (broken / "codex").write_text(f"{shebang}\nconsole.log('hi')\n")
+    (broken / "codex").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")  # shadows the fake codex
+    r = check("codex", "gpt-5.4", tmp_path)
+    assert r.state == "not_ready" and not r.runnable and "cannot start" in r.reason, r
+    assert "interpreter" in r.fix and "npm install -g @openai/codex" in r.fix
+    line = next(x for x in doctor().stdout.splitlines() if " codex " in x)
+    assert "✗" in line and "cannot start" in line and str(broken / "codex") in line  # not ✓ with the error as version
+    arms = json.loads(doctor("--json").stdout)["profile"]["arms"]
+    assert [a["state"] for a in arms if a["agent"] == "codex"] == ["not_ready"]
+
+    project = init_repo(Path.cwd() / "proj", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    log = scenario({"write": {"calc.py": GOOD}})
+    home = {"ACR_HOME": str(tmp_path / "fresh-home")}  # no answer of doctor's cached: the run finds out itself
+    run = ("run", "fix add", "--verify", "grep -q 'a + b' calc.py", "--arms", "codex:gpt-5.4,claude:claude-sonnet-4-6",
+           "--json")
+    out = json.loads(acr(*run, cwd=project, env=home).stdout)
+    assert [(a["agent"], a["verdict"]) for a in out["attempts"]] == [("codex", "error"), ("claude", "passed")]
+    assert out["attempts"][0]["problem"] == "setup" and "interpreter" in out["attempts"][0]["health"]
+    (project / "calc.py").write_text("def add(a, b):\n    return a * b\n")
+    out = json.loads(acr(*run, cwd=project, env=home).stdout)
+    assert [a["agent"] for a in out["attempts"]] == ["claude"]  # set aside: no second attempt that cannot start
+    assert "cannot start" in " ".join(s["reason"] for s in out["skipped"])
+    assert [c["agent"] for c in calls(log)] == ["claude", "claude"]
