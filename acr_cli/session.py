@@ -16,7 +16,6 @@ memory, the work tree's lock, and warnings about earlier runs. Nothing is record
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -333,13 +332,3 @@ def prepare(req: RunRequest, *,
         prepared.close()
         raise
     return prepared
-
-
-def load_json(text: str | None) -> Any:
-    """A JSON column of memory (context, baseline, changes), or None."""
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None

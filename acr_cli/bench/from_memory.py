@@ -7,12 +7,12 @@ Only attempts with a verdict about the arm count (passed, failed, timeout).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from acr_cli.bench.matrix import Cell, Matrix, Task
 from acr_cli.context import kind_sure
 from acr_cli.domain import JUDGED
+from acr_cli.memory import shapes
 from acr_cli.memory.store import Memory
 from acr_cli.profiles import Profile
 
@@ -74,12 +74,7 @@ def actual(matrix: Matrix, tasks: list[dict[str, Any]], cost_weight: float) -> d
 
 def _kind_sure(kind: str, context: str | None) -> float:
     """How sure the recorded kind was when the task ran (records older than the figure: from its reasons)."""
-    try:
-        recorded = json.loads(context) if context else {}
-    except ValueError:
-        recorded = {}
-    if not isinstance(recorded, dict):
-        recorded = {}
+    recorded = shapes.load("context", context) or {}
     sure = recorded.get("kind_sure")
     if isinstance(sure, (int, float)) and 0 <= sure <= 1:
         return float(sure)

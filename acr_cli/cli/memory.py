@@ -191,6 +191,10 @@ def import_(
 ) -> None:
     """Add the records of an export; tasks already in memory are skipped.
 
+    Every record is checked first, down to the JSON acr keeps inside some fields (how a request
+    was read, the baseline, an attempt's changes, a stored replay's report): a file with one record
+    of another shape is refused whole, naming the line and the field, and nothing is imported.
+
     Examples: acr memory import backup.jsonl; acr memory export | acr memory import - --memory postgresql://...
     """
     stdin = str(source) == "-"

@@ -91,12 +91,13 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
 def task_json(t: dict[str, Any]) -> dict[str, Any]:
     """A task as ``acr show --json`` prints it: memory's fields, JSON columns decoded, and for each
     attempt the command that shows a rolled-back attempt's work."""
-    from acr_cli.session import diff_command, load_json
+    from acr_cli.memory.shapes import SHAPES, load
+    from acr_cli.session import diff_command
 
     attempts = []
     for a in t["attempts"]:
         item = dict(a)
-        item["changes"] = load_json(a.get("changes")) or []
+        item["changes"] = load("changes", a.get("changes")) or []  # (anything else than acr wrote: not kept)
         item["verifier_unchanged"] = None if a.get("verifier_unchanged") is None else bool(a["verifier_unchanged"])
         item["apply_ok"] = None if a.get("apply_ok") is None else bool(a["apply_ok"])
         item["diff_command"] = diff_command(a.get("base_tree"), a.get("attempt_ref"))
@@ -107,9 +108,10 @@ def task_json(t: dict[str, Any]) -> dict[str, Any]:
         "id": t["id"], "created_at": t["created_at"], "finished_at": t["finished_at"], "state": task_state(t),
         "passed": None if t["passed"] is None else bool(t["passed"]), "cost_usd": t["cost_usd"],
         "project": t["project"], "prompt": t["prompt"], "policy": t["policy"],
-        "context": {"kind": t["kind"], "language": t["language"], "size": t["size"], "groups": t["groups"],
-                    **(load_json(t.get("context")) or {})},
-        "baseline": load_json(t.get("baseline")),
+        # how the request was read, as kept; the task's own columns over it
+        "context": {**{k: v for k, v in (load("context", t.get("context")) or {}).items() if k in SHAPES["context"]},
+                    **{k: t[k] for k in ("kind", "language", "size", "groups") if t.get(k) is not None}},
+        "baseline": load("baseline", t.get("baseline")),
         "answer": final["text"] if final else None,
         "changes": [{"path": p, "added": a, "deleted": d} for p, a, d in kept],
         "attempts": attempts,
@@ -151,7 +153,8 @@ def render(d: dict[str, Any]) -> None:
     b = d["baseline"]
     verifier = next((a["verifier"] for a in d["attempts"] if a.get("verifier")), None) or (b or {}).get("command")
     if b is not None:
-        how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed (exit {b['exit_code']})")
+        exit_code = f" (exit {b['exit_code']})" if b.get("exit_code") is not None else ""
+        how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed{exit_code}")
         out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
     elif verifier:
         out(f"baseline: not run (verifier `{verifier}`)")

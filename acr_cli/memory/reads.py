@@ -4,11 +4,11 @@ each task's result folded from its attempts, replay runs. (What routing reads is
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from acr_cli.memory import shapes
 from acr_cli.memory.base import Base
 from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, SCORE, STATS_COLUMNS, TASK_FIELDS, flag, total
 from acr_cli.redact import redact
@@ -205,10 +205,7 @@ def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
     acr: import checks them) reads as empty, and the run is marked ``damaged``."""
     for k in ("params", "report"):
         if r.get(k):
-            try:
-                r[k] = json.loads(r[k])
-            except ValueError:
-                r[k] = None
+            r[k] = shapes.load(k, r[k])
             if not isinstance(r[k], dict):
                 r[k], r["damaged"] = {}, True
     return r

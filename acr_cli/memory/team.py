@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from acr_cli.errors import MemoryFileError
+from acr_cli.memory import shapes
 from acr_cli.memory.aggregates import WINDOW, max_task_rowid
 from acr_cli.memory.base import now_iso
 from acr_cli.memory.postgres import ServerUnreachable, masked
@@ -227,10 +228,7 @@ def _unquoted(context: str | None) -> str | None:
     crashes'"), which ``share_prompts = false`` keeps on this machine."""
     if not context:
         return context
-    try:
-        read = json.loads(context)
-    except ValueError:
-        return None
+    read = shapes.load("context", context)
     if isinstance(read, dict):
         read.pop("reasons", None)
         return json.dumps(read)

@@ -9,7 +9,7 @@ from typing import IO, Any, Callable, Iterable
 
 from acr_cli.domain import VERDICTS
 from acr_cli.errors import MemoryFileError
-from acr_cli.memory import similar
+from acr_cli.memory import shapes, similar
 from acr_cli.memory.dialect import INT_MAX
 from acr_cli.memory.reads import Reads, redact_task
 from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, TASK_FIELDS
@@ -169,36 +169,19 @@ _COUNT = (lambda v: _whole(v, 0), "a whole number >= 0")
 _FLAG = (lambda v: v in (True, False, 0, 1) and not isinstance(v, float), "true, false, 0 or 1")
 
 
-def _json_object(v: Any) -> dict | None:
-    """``v`` (a string) read as a JSON object, else None."""
-    if not isinstance(v, str):
-        return None
-    try:
-        obj = json.loads(v)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+def _shaped(column: str) -> tuple[Callable[[Any], bool], str]:
+    """A field holding JSON as acr writes it in memory's ``column`` (see acr_cli.memory.shapes)."""
+    return (lambda v: shapes.problem(column, v) is None, f"JSON as acr writes it ({column})")
 
 
-def _replay_report(v: Any) -> bool:
-    """A stored replay's report: a JSON object whose ``result`` (if any) names its policy and task count."""
-    obj = _json_object(v)
-    if obj is None:
-        return False
-    res = obj.get("result")
-    return res is None or (isinstance(res, dict) and isinstance(res.get("policy"), str) and _whole(res.get("n"), 0))
-
-
-_PARAMS = (lambda v: _json_object(v) is not None, "a JSON object, as a string")
-_REPORT = (_replay_report, "a JSON object, as a string, whose result has a policy and n")
 FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _PARAMS, "started_at": _TEXT,
-            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _REPORT},
+    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _shaped("params"), "started_at": _TEXT,
+            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _shaped("report")},
     "task": {"id": _NAME, "created_at": _TEXT, "source": _TEXT, "project": _TEXT, "prompt": _TEXT,
              "prompt_sha256": _TEXT, "kind": _TEXT, "language": _TEXT, "size": _TEXT, "ref": _TEXT,
              "policy": _TEXT, "passed": _FLAG, "score": _SCORE, "cost_usd": _MONEY, "final_arm": _TEXT,
              "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT,
-             "context": _TEXT, "baseline": _TEXT},
+             "context": _shaped("context"), "baseline": _shaped("baseline")},
     "attempt": {"seq": (lambda v: _whole(v, 1), "a whole number >= 1"), "agent": _NAME, "model": _NAME,
                 "policy": _TEXT, "reason": _TEXT, "started_at": _TEXT, "duration_s": _MONEY,
                 "exit_code": (lambda v: _whole(v, -2**31), "a whole number"), "tokens_in": _COUNT,
@@ -206,13 +189,17 @@ FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
                 "verdict": (lambda v: v in VERDICTS, " or ".join(VERDICTS)), "score": _SCORE, "apply_ok": _FLAG,
                 "detail": _TEXT, "verifier": _TEXT, "verifier_tail": _TEXT, "session_id": _TEXT, "log_path": _TEXT,
                 "text": _TEXT, "attempt_ref": _TEXT, "base_tree": _TEXT, "verifier_unchanged": _FLAG,
-                "changes": _TEXT},
+                "changes": _shaped("changes")},
 }
 
 
 def _wrong_field(record: dict[str, Any], kind: str) -> str | None:
     for name, (ok, what) in FIELD_TYPES[kind].items():
         value = record.get(name)
-        if value is not None and not ok(value):
+        if value is not None and name in shapes.TOP:
+            why = shapes.problem(name, value)
+            if why:
+                return why if why.startswith(name) else f"{name} {why}"
+        elif value is not None and not ok(value):
             return f"{name} is {json.dumps(value)[:40]}, should be {what}"
     return None

@@ -99,6 +99,25 @@ def _seed(acr_home):
     return tid
 
 
+def test_show_reads_json_columns_of_another_shape_as_not_kept(acr_home):
+    """A memory written by something else than acr (import refuses these shapes): `acr show` still shows the
+    task, with what it cannot read left out, and the task's own columns over what its context says."""
+    import sqlite3
+
+    tid = _seed(acr_home)
+    with sqlite3.connect(acr_home / "data" / "memory.sqlite") as db:
+        db.execute("UPDATE tasks SET context = ?, baseline = ?", ('{"kind": "docs", "reasons": 5, "id": "x"}',
+                                                                  '{"passed": "no"}'))
+        db.execute("UPDATE attempts SET changes = ?", ('[["calc.py", 1]]',))
+    r = invoke("show", tid, "--json")
+    assert r.exit_code == 0, r.output
+    shown = json.loads(r.output)
+    assert shown["context"]["kind"] == "bug_fix" and "reasons" not in shown["context"] and "id" not in shown["context"]
+    assert shown["baseline"] is None and shown["changes"] == [] and shown["attempts"][0]["changes"] == []
+    r = invoke("show", tid)
+    assert r.exit_code == 0 and "read as: bug_fix" in r.output, r.output
+
+
 def test_memory_log_and_show_json_shapes(acr_home):
     tid = _seed(acr_home)
     out = json.loads(invoke("memory", "log", "--json").output)

@@ -233,6 +233,11 @@ def _task(**fields) -> str:
     return json.dumps({"type": "task", "id": "t1", "created_at": "t", "attempts": [attempt], **fields})
 
 
+def _run(**fields) -> str:
+    return json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
+                       **fields})
+
+
 @pytest.mark.parametrize("line, problem", [
     (_task(attempt={"cost_usd": "cheap"}), "cost_usd is \"cheap\", should be a number >= 0"),
     (_task(attempt={"verdict": "weird"}), "verdict is \"weird\", should be passed or unverified or failed"),
@@ -248,14 +253,27 @@ def _task(**fields) -> str:
     # what PostgreSQL's INTEGER holds, so that an import into a local file can always be uploaded to a team's
     (_task(attempt={"tokens_out": 2**31}), "tokens_out is 2147483648, should be a whole number >= 0"),
     (_task(cost_usd=2**70), "cost_usd is 1180591620717411303424, should be a number >= 0"),
-    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
-                 "report": "{bad"}), "report is \"{bad\", should be a JSON object"),
-    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
-                 "report": "[]"}), "should be a JSON object, as a string, whose result has a policy and n"),
-    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
-                 "report": '{"result": {"policy": "oracle"}}'}), "whose result has a policy and n"),
-    (json.dumps({"type": "run", "id": "r1", "benchmark": "ood176", "policy": "oracle", "started_at": "t",
-                 "params": "{bad"}), "params is \"{bad\", should be a JSON object"),
+    (_run(report="{bad"), "report is not JSON"),
+    (_run(report="[]"), "report should be a JSON object"),
+    (_run(report='{"result": {"policy": "oracle"}}'), "report.result has no n"),
+    (_run(params="{bad"), "params is not JSON"),
+    # JSON inside a field, in another shape than acr writes: `acr show` and `acr bench report` would choke later
+    (_task(context="[1]"), "context should be a JSON object"),
+    (_task(context='{"reasons": 5}'), "context.reasons should be a list"),
+    (_task(context='{"groups": ["all", null]}'), "context.groups[1] is null"),
+    (_task(context='{"kind_sure": "high"}'), "context.kind_sure is \"high\""),
+    (_task(context="[" * 100_000 + "]" * 100_000), "context is nested too deep"),
+    (_task(baseline="{}"), "baseline has no passed"),
+    (_task(baseline='{"passed": false, "duration_s": "fast"}'), "baseline.duration_s is \"fast\""),
+    (_task(attempt={"changes": '[["calc.py", 1]]'}), "changes[0] should be a list of 3"),
+    (_task(attempt={"changes": '[["calc.py", "x", 1]]'}), "changes[0][1] is \"x\""),
+    (_task(attempt={"changes": '"calc.py"'}), "changes should be a JSON list"),
+    (_run(params='{"group": [1]}'), "params.group is [1]"),
+    (_run(params="[" * 100_000 + "]" * 100_000), "params is nested too deep"),
+    (_run(report='{"result": {"policy": "p", "n": 1, "sd": {"avg_perf": "x"}}}'), "report.result.sd.avg_perf is \"x\""),
+    (_run(report='{"cost_weight": null}'), "report.cost_weight is null"),
+    (_run(report='{"warnings": 5}'), "report.warnings should be a list"),
+    (_run(report='{"curve": [0.1, null]}'), "report.curve[1] is null"),
 ])
 def test_import_refuses_records_the_commands_reading_memory_would_choke_on(new_memory, tmp_path, line, problem):
     mem = new_memory()
