@@ -209,7 +209,9 @@ class LiveEnvironment:
     def _note_health(self, arm: Arm, fb: Feedback) -> None:
         """What an error says about the arm (not about the model's skill), kept in memory for later runs."""
         if fb.verdict == ERROR:
-            fb.problem = classify_error(arm.agent, arm.model, fb.reason)
+            ran = fb.exit_code not in (None, 126, 127) or bool(fb.tokens_in or fb.tokens_out or fb.final_text
+                                                                or fb.session_id)
+            fb.problem = classify_error(arm.agent, arm.model, fb.reason, ran=ran)
         if self.health is None:
             return
         with interrupts.deferred():

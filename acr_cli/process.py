@@ -177,8 +177,9 @@ def run(
             _subreaper_exit()
 
 
-def program(name: str, env: Mapping[str, str]) -> str:
-    """The file ``name`` runs: the first on the child's PATH, as a shell (and ``acr doctor``) finds it.
+def program(name: str, env: Mapping[str, str], cwd: Path | str | None = None) -> str:
+    """The file ``name`` runs: the first on the child's PATH, as a shell (and ``acr doctor``) finds it,
+    relative PATH entries (``node_modules/.bin``, an empty one) taken from the child's directory ``cwd``.
 
     exec itself would go on down PATH when that file cannot start (its ``#!`` interpreter missing), and
     quietly run another copy than the one acr checked and reports; run exactly this one, and fail as it does."""
@@ -186,7 +187,10 @@ def program(name: str, env: Mapping[str, str]) -> str:
         return name
     import shutil
 
-    return shutil.which(name, path=env.get("PATH", os.defpath)) or name
+    base = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+    path = os.pathsep.join(d if os.path.isabs(d) else os.path.join(base, d)
+                           for d in env.get("PATH", os.defpath).split(os.pathsep))
+    return shutil.which(name, path=path) or name
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
@@ -264,7 +268,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
     try:
         proc = subprocess.Popen(
             argv,
-            executable=program(argv[0], env),
+            executable=program(argv[0], env, cwd),
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
@@ -274,9 +278,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
             preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl),
         )
     except FileNotFoundError:
-        exe = program(argv[0], env)
+        exe = program(argv[0], env, cwd)
         why = f"{argv[0]}: command not found"
-        if os.path.isfile(exe):  # it is there: what its first line names is not
+        if os.path.isabs(exe) and os.path.isfile(exe):  # it is there: what its first line names is not
             try:
                 with open(exe, "rb") as f:
                     first = f.readline(200).decode("utf-8", "replace").strip()
@@ -836,7 +840,7 @@ def run_interactive(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     try:
         prctl = _load_prctl()
         try:
-            child = pexpect.spawn(program(argv[0], environment), list(argv[1:]), cwd=str(cwd), env=environment,
+            child = pexpect.spawn(program(argv[0], environment, cwd), list(argv[1:]), cwd=str(cwd), env=environment,
                                   encoding=None,
                                   dimensions=(size.lines, size.columns),
                                   preexec_fn=None if prctl is None else _die_with(os.getpid(), prctl))

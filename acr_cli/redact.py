@@ -59,6 +59,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 MASK = "[REDACTED]"
 MIN_ENV_VALUE = 8  # shorter values of secret variables are not masked (see above)
@@ -308,3 +309,15 @@ class LineRedactor:
         if "PRIVATE KEY" in text and _PEM_OPENS_LINE.search(text):
             self._open = 1
         return out
+
+
+def redact_values(value: Any) -> Any:
+    """Every string inside a JSON value redacted, its structure kept: redacting JSON as text could cut it
+    (a key block runs to the end of its text) and leave JSON nobody can read back."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_values(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_values(v) for k, v in value.items()}
+    return value

@@ -15,6 +15,7 @@ def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[P
                    refresh: bool = False) -> dict[str, dict]:
     """Each agent's executable, where it is and its version (cached in ``cache_dir`` until the
     executable changes: see :func:`acr_cli.health.readiness.installed_version`)."""
+    import os
     import shutil
 
     from acr_cli import agents
@@ -24,6 +25,7 @@ def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[P
     for name in names:
         adapter = agents.get(name, profile_agents)
         path = shutil.which(adapter.executable)
+        path = path and os.path.abspath(path)
         info = {"executable": adapter.executable, "path": path, "version": None, "found": path is not None}
         if path:
             info["version"] = installed_version(adapter.executable, cache_dir=cache_dir,

@@ -67,8 +67,10 @@ _RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
 ]
 
 
-def classify(agent: str, model: str, text: str | None) -> Problem | None:
-    """The problem an error attempt's message shows, or None when it is neither kind."""
+def classify(agent: str, model: str, text: str | None, ran: bool = False) -> Problem | None:
+    """The problem an error attempt's message shows, or None when it is neither kind. ``ran``: the CLI
+    showed it had started (an exit status of its own, tokens, an answer): then a line about a missing
+    interpreter came from something it ran (a plugin, a tool, the project's scripts), not from its start."""
     if not text:
         return None
     if agent == "opencode" and re.search(r"unexpected server error", text, re.I):
@@ -77,6 +79,8 @@ def classify(agent: str, model: str, text: str | None) -> Problem | None:
         return Problem(SETUP, "provider refused the request (no credentials for it, or an unknown model)",
                        _fix(agent, model, "login") + f"; check the model name {model!r} too")
     for pattern, kind, what, fix in _RULES:
+        if fix == "start" and ran:
+            continue
         if pattern.search(text):
             return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None,
                            model_only=fix in ("model", "access"))

@@ -183,6 +183,9 @@ def fingerprint(agent: str, model: str, *, executable: str | None = None) -> str
     parts: dict = {"format": CACHE_FORMAT, "scope": scope(agent, model), "exe": _stat_of(exe) if exe else None}
     if exe:
         parts["exe_real"] = _stat_of(os.path.realpath(exe))
+        interpreter = _interpreter(os.path.realpath(exe))
+        if interpreter is not None:  # Node.js installed, removed or upgraded under an npm CLI: check again
+            parts["interpreter"] = [interpreter, _stat_of(shutil.which(interpreter) or interpreter)]
     # only the files there are: opencode's project files are looked for from the working directory up, and a
     # file that is absent from one directory and another must not read as a login that changed
     parts["files"] = {str(p): st for p in credential_files(agent, model) if (st := _stat_of(p)) is not None}
@@ -244,6 +247,21 @@ def opencode_config_files(start: Path | None = None) -> list[Path]:
     return out
 
 
+def _interpreter(path: str) -> str | None:
+    """The program a script's ``#!`` line runs (``node`` for ``#!/usr/bin/env node``), or None."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]  # env -S node ...: the first word not an option
+    return words[0] if words else None
+
+
 def _stat_of(path) -> list | None:
     try:
         st = os.stat(path)
@@ -292,6 +310,8 @@ def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, t
     :func:`fingerprint` is the same (``refresh`` ignores the cache); otherwise runs the status
     command (at most ``timeout`` seconds) and ``version_argv`` (default ``EXE --version``)."""
     exe = shutil.which(adapter_executable)
+    if exe is not None:  # (found through a relative PATH entry: the status command runs from elsewhere)
+        exe = os.path.abspath(exe)
     if exe is None:
         return Readiness(NOT_READY, f"{agent}: `{adapter_executable}` is not installed (not found on PATH)",
                          _install_fix(agent, adapter_executable), None)
@@ -331,7 +351,10 @@ def installed_version(executable: str, *, cache_dir: Path | None = None, version
     exe = shutil.which(executable)
     if exe is None:
         return None
+    exe = os.path.abspath(exe)  # (found through a relative PATH entry: the command runs from elsewhere)
     argv = [str(a) for a in (version_argv or [exe, "--version"])]
+    if argv[0] == executable:
+        argv[0] = exe
     key = hashlib.sha256(json.dumps([_stat_of(exe), _stat_of(os.path.realpath(exe)), argv]).encode()).hexdigest()
     cache = _Cache(Path(cache_dir)) if cache_dir is not None else None
     if key in _VERSIONS:  # asked already by this process (`refresh` too: one call per executable)

@@ -4,6 +4,7 @@ each task's result folded from its attempts, replay runs. (What routing reads is
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -11,7 +12,7 @@ from typing import Any, Iterable, Sequence
 from acr_cli.memory import shapes
 from acr_cli.memory.base import Base
 from acr_cli.memory.sql import ATTEMPT_FIELDS, RUN_FIELDS, SCORE, STATS_COLUMNS, TASK_FIELDS, flag, total
-from acr_cli.redact import redact
+from acr_cli.redact import redact, redact_values
 
 
 @dataclass
@@ -185,7 +186,8 @@ class Reads(Base):
 RUN_COLUMNS = ", ".join(RUN_FIELDS)
 # The free text of a task that may carry a secret: redacted when written, and again on export and import,
 # so rows written by an older acr (older rules) leave clean.
-TASK_TEXT = ("prompt", "context", "baseline")
+TASK_TEXT = ("prompt",)
+TASK_JSON = ("context", "baseline")  # redacted value by value: as text, a cut could leave JSON nobody can read
 ATTEMPT_TEXT = ("reason", "detail", "verifier", "verifier_tail", "text")
 
 
@@ -193,6 +195,12 @@ def redact_task(task: dict[str, Any]) -> dict[str, Any]:
     for k in TASK_TEXT:
         if isinstance(task.get(k), str):
             task[k] = redact(task[k])
+    for k in TASK_JSON:
+        if isinstance(task.get(k), str):
+            try:
+                task[k] = json.dumps(redact_values(json.loads(task[k])))
+            except (ValueError, RecursionError):  # unreadable (an older acr redacted it as text): not kept
+                task[k] = None
     for a in task.get("attempts") or ():
         for k in ATTEMPT_TEXT:
             if isinstance(a.get(k), str):

@@ -23,14 +23,33 @@ from typing import Any, Callable
 Check = Callable[[Any], bool]
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+class Is:
+    """A check on a JSON value, with what it expects said for people."""
+
+    def __init__(self, ok: Check, what: str):
+        self.ok, self.what = ok, what
+
+    def __call__(self, v: Any) -> bool:
+        return self.ok(v)
 
 
-NUMBER: Check = _number
-COUNT: Check = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0  # noqa: E731
-SHARE: Check = lambda v: _number(v) and 0 <= v <= 1  # noqa: E731
-WHOLE: Check = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+NUMBER = Is(lambda v: _real(v) and math.isfinite(v), "a number")
+REAL = Is(_real, "a number")  # a figure, where a replay may write Infinity (a huge --cost-weight)
+COUNT = Is(lambda v: _whole(v) and v >= 0, "a whole number >= 0")
+SHARE = Is(lambda v: _real(v) and 0 <= v <= 1, "a number from 0 to 1")
+WHOLE = Is(_whole, "a whole number")
+SECONDS = Is(lambda v: _real(v) and math.isfinite(v) and v >= 0, "a number >= 0")
+LINES = Is(lambda v: v is None or COUNT(v), "a whole number >= 0 or null")  # a diffstat's count (null: binary)
+_WHAT = {str: "a string", bool: "true or false"}
+
 
 class Row(tuple):
     """The shape of a list of exactly these shapes, in order."""
@@ -45,19 +64,19 @@ class Given:
 
 METRIC_KEYS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps",
                "escalations", "tokens_in", "tokens_out")
-_METRICS = {m: NUMBER for m in METRIC_KEYS}
-_RESULT = {"policy": str, "n": COUNT, **_METRICS, "sd": {m: NUMBER for m in METRIC_KEYS},
-           "published": {m: NUMBER for m in METRIC_KEYS}, "orders": COUNT, "unscorable": COUNT,
-           "missing_decisions": COUNT, "run_ids": [str], "curve": [NUMBER]}
+_METRICS = {m: REAL for m in METRIC_KEYS}
+_RESULT = {"policy": str, "n": COUNT, **_METRICS, "sd": {m: REAL for m in METRIC_KEYS},
+           "published": {m: REAL for m in METRIC_KEYS}, "orders": COUNT, "unscorable": COUNT,
+           "missing_decisions": COUNT, "run_ids": [str], "curve": [REAL]}
 
 SHAPES: dict[str, Any] = {
     "context": {"kind": str, "language": str, "size": str, "project": str, "groups": [str], "reasons": [str],
                 "kind_sure": SHARE},
     "baseline": {"command": str, "passed": bool, "exit_code": WHOLE, "score": SHARE, "timed_out": bool,
-                 "duration_s": lambda v: _number(v) and v >= 0, "tail": str},
-    "changes": [Row((str, lambda v: v is None or COUNT(v), lambda v: v is None or COUNT(v)))],  # path, +, -
+                 "duration_s": SECONDS, "tail": str},
+    "changes": [Row((str, LINES, LINES))],  # path, lines added, lines deleted
     "params": {"group": str, "cost_weight": Given(NUMBER), "seed": WHOLE, "k": COUNT},
-    "report": {**_METRICS, "policy": str, "n": COUNT, "n_tasks": COUNT, "curve": [NUMBER], "unscorable": COUNT,
+    "report": {**_METRICS, "policy": str, "n": COUNT, "n_tasks": COUNT, "curve": [REAL], "unscorable": COUNT,
                "benchmark": str, "title": str, "context": str, "cost_weight": Given(NUMBER), "group": str,
                "warnings": [str], "published_note": str, "result": _RESULT},
 }
@@ -105,7 +124,8 @@ def _why(value: Any, shape: Any, where: str, required: tuple[str, ...] = (), nul
         ok = isinstance(value, shape) and not (isinstance(value, bool) and shape is not bool)
     else:
         ok = shape(value)
-    return None if ok else f"{where} is {json.dumps(value)[:30]}"
+    what = shape.what if isinstance(shape, Is) else _WHAT.get(shape, getattr(shape, "__name__", "?"))
+    return None if ok else f"{where} is {json.dumps(value)[:30]}, should be {what}"
 
 
 def _parse(text: Any) -> tuple[Any, str | None]:

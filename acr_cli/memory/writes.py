@@ -16,7 +16,7 @@ from acr_cli.domain import Decision, Feedback
 from acr_cli.memory import similar
 from acr_cli.memory.base import Base, new_id, now_iso
 from acr_cli.memory.dialect import INT_MAX
-from acr_cli.redact import redact
+from acr_cli.redact import redact, redact_values
 
 TEXT_MAX = 100_000  # characters of an agent's answer kept in memory (the whole answer is in the attempt's log)
 
@@ -79,8 +79,8 @@ class Writes(Base):
                       baseline: dict[str, Any] | None = None) -> None:
         """Keep how the request was read and what the verifier said on the untouched tree (``acr show``)."""
         self._write("UPDATE tasks SET context=?, baseline=? WHERE id=?",
-                    (None if context is None else redact(json.dumps(context)),
-                     None if baseline is None else redact(json.dumps(baseline)), task_id))
+                    (None if context is None else json.dumps(redact_values(context)),
+                     None if baseline is None else json.dumps(redact_values(baseline)), task_id))
 
     def finish_task(self, task_id: str, *, passed: bool | None, score: float | None, cost_usd: float,
                     final_arm: str | None) -> None:

@@ -23,6 +23,7 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
          "deny": false,        # claude: every tool call denied (exit 0, permission_denials)
          "hang": false,        # sleep forever after the first event (and start a sleeping child)
          "sleep": 0,           # seconds before finishing
+         "stderr": null,       # a line written to stderr after the run
          "exit": 0}]}
 
 Without a scenario every call succeeds without touching any file.
@@ -445,7 +446,10 @@ def main() -> None:
                                 "argv": sys.argv[1:], "cwd": os.getcwd(), "pwd": os.environ.get("PWD"),
                                 "stdin_tty": os.isatty(0)}) + "\n")
     run = {"claude": claude, "codex": codex, "opencode": opencode}[agent]
-    sys.exit(run(rule, args["model"] or "default", args["prompt"], root))
+    code = run(rule, args["model"] or "default", args["prompt"], root)
+    if rule.get("stderr"):  # a last line on stderr, as a plugin or tool the CLI ran may leave there
+        sys.stderr.write(rule["stderr"] + "\n")
+    sys.exit(code)
 
 
 if __name__ == "__main__":

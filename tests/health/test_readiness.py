@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -492,3 +493,45 @@ def test_a_cli_whose_interpreter_is_missing_is_not_ready_and_run_does_not_retry_
     assert [a["agent"] for a in out["attempts"]] == ["claude"]  # set aside: no second attempt that cannot start
     assert "cannot start" in " ".join(s["reason"] for s in out["skipped"])
     assert [c["agent"] for c in calls(log)] == ["claude", "claude"]
+
+
+def test_a_cli_found_through_a_relative_path_entry_is_checked_not_taken_for_one_that_cannot_start(tmp_path,
+                                                                                                   monkeypatch):
+    (Path.cwd() / "node_modules" / ".bin").mkdir(parents=True)
+    (Path.cwd() / "node_modules" / ".bin" / "codex").write_text(
+        f"#!/bin/sh\nFAKE_AGENT_NAME=codex exec {sys.executable} {FAKES / 'fakeagent.py'} \"$@\"\n")
+    (Path.cwd() / "node_modules" / ".bin" / "codex").chmod(0o755)
+    monkeypatch.setenv("PATH", f"node_modules/.bin{os.pathsep}{os.environ['PATH']}")
+    r = check("codex", "gpt-5.4", tmp_path)
+    assert r.state == "ready" and r.version == "codex-cli 0.169.0", r  # its status command ran, from elsewhere
+
+
+def test_an_agent_that_ran_and_failed_is_not_taken_for_one_that_cannot_start(tmp_path, scenario):
+    """A line about a missing interpreter after the CLI ran (a plugin, a tool it started) is not its own start."""
+    from conftest import init_repo
+
+    project = init_repo(Path.cwd() / "proj", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    scenario({"match": {"agent": "opencode"}, "exit": 1, "stderr": "/usr/bin/env: 'python': No such file or directory"})
+    r = acr("run", "fix add", "--verify", "grep -q 'a + b' calc.py", "--arms", "opencode:zhipuai/glm-5", "--json",
+            cwd=project)
+    out = json.loads(r.stdout)
+    assert out["attempts"][0]["verdict"] == "error" and out["attempts"][0]["problem"] is None, out["attempts"][0]
+    r = acr("run", "fix add", "--verify", "grep -q 'a + b' calc.py", "--arms", "opencode:zhipuai/glm-5", "--json",
+            cwd=project)
+    assert len(json.loads(r.stdout)["attempts"]) == 1  # tried again: not set aside
+
+
+def test_removing_the_interpreter_of_a_cli_makes_doctor_check_it_again(tmp_path, monkeypatch):
+    interp_dir = tmp_path / "interp"
+    interp_dir.mkdir()
+    (interp_dir / "acr-test-node").symlink_to(os.path.realpath(sys.executable))  # stands in for node
+    bin_dir = tmp_path / "npmbin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").write_text(f"#!/usr/bin/env acr-test-node\nimport os, runpy\nos.environ['FAKE_AGENT_NAME'] = 'codex'\n"
+                                   f"runpy.run_path({str(FAKES / 'fakeagent.py')!r}, run_name='__main__')\n")
+    (bin_dir / "codex").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{interp_dir}{os.pathsep}{os.environ['PATH']}")
+    assert check("codex", "gpt-5.4", tmp_path).state == "ready"
+    (interp_dir / "acr-test-node").unlink()  # Node.js uninstalled: the cached "ready" no longer holds
+    r = check("codex", "gpt-5.4", tmp_path)
+    assert r.state == "not_ready" and "cannot start" in r.reason, r
