@@ -15,17 +15,13 @@ def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[P
                    refresh: bool = False) -> dict[str, dict]:
     """Each agent's executable, where it is and its version (cached in ``cache_dir`` until the
     executable changes: see :func:`acr_cli.health.readiness.installed_version`)."""
-    import os
-    import shutil
-
     from acr_cli import agents
-    from acr_cli.health.readiness import START_PROBLEMS, VERSION_TIMEOUT_S, installed_version
+    from acr_cli.health.readiness import START_PROBLEMS, VERSION_TIMEOUT_S, installed_version, located
 
     out = {}
     for name in names:
         adapter = agents.get(name, profile_agents)
-        path = shutil.which(adapter.executable)
-        path = path and os.path.abspath(path)
+        path = located(adapter.executable)
         info = {"executable": adapter.executable, "path": path, "version": None, "found": path is not None}
         if path:
             info["version"] = installed_version(adapter.executable, cache_dir=cache_dir,

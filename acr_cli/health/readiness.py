@@ -309,9 +309,7 @@ def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, t
     Reuses the answer cached in ``cache_dir/readiness.json`` for the arm's scope while its
     :func:`fingerprint` is the same (``refresh`` ignores the cache); otherwise runs the status
     command (at most ``timeout`` seconds) and ``version_argv`` (default ``EXE --version``)."""
-    exe = shutil.which(adapter_executable)
-    if exe is not None:  # (found through a relative PATH entry: the status command runs from elsewhere)
-        exe = os.path.abspath(exe)
+    exe = located(adapter_executable)
     if exe is None:
         return Readiness(NOT_READY, f"{agent}: `{adapter_executable}` is not installed (not found on PATH)",
                          _install_fix(agent, adapter_executable), None)
@@ -344,14 +342,20 @@ def known_not_ready(agent: str, model: str, adapter_executable: str, cache_dir: 
     return f"not ready ({hit.reason})" + (f"; {hit.fix}" if hit.fix else "")
 
 
+def located(executable: str) -> str | None:
+    """The absolute path of the file ``executable`` names on PATH (None: not found). Absolute, because a
+    relative PATH entry (``node_modules/.bin``) means nothing to a command run from another directory."""
+    exe = shutil.which(executable)
+    return os.path.abspath(exe) if exe else None
+
+
 def installed_version(executable: str, *, cache_dir: Path | None = None, version_argv: Sequence[str] | None = None,
                       refresh: bool = False, timeout: float = VERSION_TIMEOUT_S) -> str | None:
     """The first line ``EXE --version`` (or ``version_argv``) prints; None if not installed or it
     said nothing. Cached (with ``cache_dir``) until the executable's file changes."""
-    exe = shutil.which(executable)
+    exe = located(executable)
     if exe is None:
         return None
-    exe = os.path.abspath(exe)  # (found through a relative PATH entry: the command runs from elsewhere)
     argv = [str(a) for a in (version_argv or [exe, "--version"])]
     if argv[0] == executable:
         argv[0] = exe
@@ -364,9 +368,10 @@ def installed_version(executable: str, *, cache_dir: Path | None = None, version
         if hit is not None:
             return hit
     res = _run(argv, Path(cache_dir) if cache_dir is not None else Path.home(), timeout)
-    if res is not None and cannot_start(res) is not None:
+    why = cannot_start(res) if res is not None else None
+    if why is not None:
         _VERSIONS[key] = None
-        START_PROBLEMS[exe] = cannot_start(res) or ""
+        START_PROBLEMS[exe] = why
         return None
     if res is None or res.timed_out or res.not_started:
         _VERSIONS[key] = None  # asked once per process: a CLI that hangs costs its timeout once, not per arm
