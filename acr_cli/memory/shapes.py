@@ -139,20 +139,25 @@ def _parse(text: Any) -> tuple[Any, str | None]:
         return None, "is nested too deep"
 
 
-def problem(column: str, text: Any) -> str | None:
-    """Why ``text`` is not JSON of the shape acr writes in memory's ``column`` (None: it is, or it is empty)."""
+def _read(column: str, text: Any) -> tuple[Any, str | None]:
+    """(the JSON of ``text``, None) if it has the shape acr writes in memory's ``column``, else (None, why);
+    (None, None) for no text."""
     if text is None or text == "":
-        return None
+        return None, None
     value, why = _parse(text)
     if why:
-        return why
+        return None, why
     if not isinstance(value, TOP[column]):
-        return f"should be a JSON {'object' if TOP[column] is dict else 'list'}"
-    return _why(value, SHAPES[column], column, REQUIRED.get(column, ()))
+        return None, f"should be a JSON {'object' if TOP[column] is dict else 'list'}"
+    why = _why(value, SHAPES[column], column, REQUIRED.get(column, ()))
+    return (None, why) if why else (value, None)
+
+
+def problem(column: str, text: Any) -> str | None:
+    """Why ``text`` is not JSON of the shape acr writes in memory's ``column`` (None: it is, or it is empty)."""
+    return _read(column, text)[1]
 
 
 def load(column: str, text: Any) -> Any:
     """Memory's ``column`` read back: its JSON if it has the shape acr writes, else None (as if not kept)."""
-    if text is None or text == "" or problem(column, text) is not None:
-        return None
-    return json.loads(text)
+    return _read(column, text)[0]

@@ -169,39 +169,36 @@ _COUNT = (lambda v: _whole(v, 0), "a whole number >= 0")
 _FLAG = (lambda v: v in (True, False, 0, 1) and not isinstance(v, float), "true, false, 0 or 1")
 
 
-def _shaped(column: str) -> tuple[Callable[[Any], bool], str]:
-    """A field holding JSON as acr writes it in memory's ``column`` (see acr_cli.memory.shapes)."""
-    return (lambda v: shapes.problem(column, v) is None, f"JSON as acr writes it ({column})")
-
-
 FIELD_TYPES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "params": _shaped("params"), "started_at": _TEXT,
-            "finished_at": _TEXT, "n_tasks": _COUNT, "report": _shaped("report")},
+    "run": {"id": _NAME, "benchmark": _NAME, "policy": _TEXT, "started_at": _TEXT,
+            "finished_at": _TEXT, "n_tasks": _COUNT},
     "task": {"id": _NAME, "created_at": _TEXT, "source": _TEXT, "project": _TEXT, "prompt": _TEXT,
              "prompt_sha256": _TEXT, "kind": _TEXT, "language": _TEXT, "size": _TEXT, "ref": _TEXT,
              "policy": _TEXT, "passed": _FLAG, "score": _SCORE, "cost_usd": _MONEY, "final_arm": _TEXT,
-             "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT,
-             "context": _shaped("context"), "baseline": _shaped("baseline")},
+             "oracle_reward": (_number, "a number"), "oracle_arm": _TEXT, "finished_at": _TEXT},
     "attempt": {"seq": (lambda v: _whole(v, 1), "a whole number >= 1"), "agent": _NAME, "model": _NAME,
                 "policy": _TEXT, "reason": _TEXT, "started_at": _TEXT, "duration_s": _MONEY,
                 "exit_code": (lambda v: _whole(v, -2**31), "a whole number"), "tokens_in": _COUNT,
                 "tokens_out": _COUNT, "cost_usd": _MONEY, "cost_source": _TEXT,
                 "verdict": (lambda v: v in VERDICTS, " or ".join(VERDICTS)), "score": _SCORE, "apply_ok": _FLAG,
                 "detail": _TEXT, "verifier": _TEXT, "verifier_tail": _TEXT, "session_id": _TEXT, "log_path": _TEXT,
-                "text": _TEXT, "attempt_ref": _TEXT, "base_tree": _TEXT, "verifier_unchanged": _FLAG,
-                "changes": _shaped("changes")},
+                "text": _TEXT, "attempt_ref": _TEXT, "base_tree": _TEXT, "verifier_unchanged": _FLAG},
 }
+
+
+# Fields that hold JSON (as a string), checked against the shapes acr writes (acr_cli.memory.shapes)
+JSON_FIELDS = {"run": ("params", "report"), "task": ("context", "baseline"), "attempt": ("changes",)}
 
 
 def _wrong_field(record: dict[str, Any], kind: str) -> str | None:
     for name, (ok, what) in FIELD_TYPES[kind].items():
         value = record.get(name)
-        if value is not None and name in shapes.TOP:
-            why = shapes.problem(name, value)
-            if why == "is not JSON" and kind == "task":
-                continue  # an older acr redacted these as text and could cut them: imported as not kept (redact_task)
-            if why:
-                return why if why.startswith(name) else f"{name} {why}"
-        elif value is not None and not ok(value):
+        if value is not None and not ok(value):
             return f"{name} is {json.dumps(value)[:40]}, should be {what}"
+    for name in JSON_FIELDS[kind]:
+        why = shapes.problem(name, record.get(name))
+        if why == "is not JSON" and kind == "task":
+            continue  # an older acr redacted these as text and could cut them: imported as not kept (redact_task)
+        if why:
+            return why if why.startswith(name) else f"{name} {why}"
     return None
