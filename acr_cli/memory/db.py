@@ -106,6 +106,27 @@ def _m001_initial(db: Any, dialect: Any) -> None:
     )
 
 
+def _m001b_first_builds(db: Any, dialect: Any) -> None:
+    """acr's first builds wrote ``001_initial`` as it was on its first day, and 001 was then changed in place
+    instead of by a new migration: their memories have ``task_groups`` without ``source`` (which routing and
+    migration 005 read, so such a memory could not be opened at all) and narrower indexes. This brings
+    such a file to what ``001_initial`` makes now, comparing with a scratch database it makes; on any other
+    memory it changes nothing. (SQLite only: a PostgreSQL memory was always made by today's 001.)"""
+    if "source" not in {r[1] for r in db.execute("PRAGMA table_info(task_groups)")}:
+        db.execute("ALTER TABLE task_groups ADD COLUMN source TEXT NOT NULL DEFAULT 'live'")
+        db.execute("UPDATE task_groups SET source = (SELECT t.source FROM tasks t WHERE t.id = task_groups.task_id)")
+    now = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _m001_initial(now, dialect)
+        for name, sql in now.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"):
+            want = [r[2] for r in now.execute(f"PRAGMA index_info({name})")]
+            if [r[2] for r in db.execute(f"PRAGMA index_info({name})")] != want:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+                db.execute(sql)
+    finally:
+        now.close()
+
+
 def _m002_arm_health(db: Any, dialect: Any) -> None:
     """Arm health beside skill: arms set aside after a set-up error and arms cooling down after
     transient ones (see acr_cli/health/). Never read as evidence about a model's skill."""
@@ -310,6 +331,7 @@ def _m011_text_index_within_its_limit(db: Any, dialect: Any) -> None:
 
 MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("001_initial", _m001_initial),
+    ("001b_first_builds", _m001b_first_builds),
     ("002_arm_health", _m002_arm_health),
     ("003_unverified", _m003_unverified),
     ("004_run_record", _m004_run_record),
@@ -321,6 +343,14 @@ MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("010_text_index_in_any_locale", _m010_text_index_in_any_locale),
     ("011_text_index_within_its_limit", _m011_text_index_within_its_limit),
 ]
+# steps for files SQLite wrote only: a server's memory is never asked for them (a member who may not change its
+# schema would otherwise be told of an upgrade due that has nothing to do there)
+SQLITE_ONLY = {"001b_first_builds"}
+
+
+def migrations(dialect: Any = SQLITE) -> list[tuple[str, Callable[[Any, Any], None]]]:
+    """The migrations a memory of this dialect goes through, in order."""
+    return [m for m in MIGRATIONS if dialect.name == "sqlite" or m[0] not in SQLITE_ONLY]
 
 
 def connect(path: Path | str, create: bool = True, read_only: bool = False) -> sqlite3.Connection:
@@ -434,6 +464,13 @@ def _explain(e: sqlite3.DatabaseError, path: Path | str) -> MemoryFileError:
     if "readonly" in text or "unable to open" in text or "disk I/O" in text:
         return MemoryFileError(f"cannot write the memory {path} ({text})",
                                hint="check the file's and directory's permissions, or pass --memory PATH")
+    step = getattr(e, "acr_step", None)
+    if step:  # an upgrade this acr cannot make: the step was rolled back, the records are all there
+        return MemoryFileError(
+            f"cannot bring the memory {path} up to date for this version of acr: step {step} failed ({text})",
+            hint="nothing of that step was written and every record is still in the file. This is a bug in acr: "
+                 "please report it with this error. Meanwhile the acr version that wrote the memory can "
+                 "`acr memory export` it, and `acr memory import EXPORT --memory NEW` brings its records into a new memory")
     return MemoryFileError(f"memory {path}: {text}")
 
 
@@ -455,8 +492,9 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
     import time
 
     postgres = dialect.name == "postgresql"
+    steps = migrations(dialect)
     if tables is not None and "migrations" in tables:
-        if {r[0] for r in db.execute("SELECT name FROM migrations")} >= {name for name, _ in MIGRATIONS}:
+        if {r[0] for r in db.execute("SELECT name FROM migrations")} >= {name for name, _ in steps}:
             return []
     if tables is None or "migrations" not in tables:  # (a member who may not create tables never needs to)
         if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
@@ -474,7 +512,7 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
             db.execute("COMMIT")
     done = {r[0] for r in db.execute("SELECT name FROM migrations")}
     applied = []
-    for name, fn in MIGRATIONS:
+    for name, fn in steps:
         if name in done:
             continue
         db.execute(dialect.begin)
@@ -492,6 +530,8 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
             db.execute("ROLLBACK")
             if postgres:
                 raise _not_owner(db, e, name) from None
+            if isinstance(e, sqlite3.DatabaseError):
+                e.acr_step = name  # type: ignore[attr-defined]  # (_explain names it)
             raise
     return applied
 

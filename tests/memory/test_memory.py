@@ -58,6 +58,63 @@ def test_oldest_schema_is_brought_up_to_date(tmp_path):
     assert [r[0] for r in mem.db.execute("SELECT name FROM migrations")] == [n for n, _ in dbmod.MIGRATIONS]
 
 
+def test_a_memory_from_acrs_first_builds_opens_and_keeps_every_record(tmp_path):
+    # 001_initial was changed in place on acr's first day: files written before lacked task_groups.source,
+    # and every command stopped at "no such column: g.source"
+    from conftest import DATA, acr
+
+    path = tmp_path / "first.sqlite"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(DATA.joinpath("memory_first_builds.sql").read_text())
+    raw.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    raw.execute("INSERT INTO migrations VALUES ('001_initial', 'then')")
+    raw.execute("INSERT INTO tasks (id, created_at, source, kind, prompt, passed, finished_at)"
+                " VALUES ('t1', '2026-11-21T09:40:00Z', 'live', 'bug_fix', 'fix the parser', 1, '2026-11-21T09:41:00Z')")
+    raw.execute("INSERT INTO tasks (id, created_at, source, kind, passed, finished_at)"
+                " VALUES ('b1', '2026-11-21T09:42:00Z', 'bench:ood176:r1', 'bug_fixing', 0, '2026-11-21T09:42:00Z')")
+    raw.executemany("INSERT INTO task_groups VALUES (?, ?, ?)", [
+        ("t1", 0, "kind=bug_fix"), ("t1", 1, "kind=bug_fix/lang=python"),
+        ("t1", 2, "kind=bug_fix/lang=python/project=app@123abc"), ("b1", 0, "dimension=bug_fixing")])
+    raw.executemany("INSERT INTO attempts (task_id, seq, agent, model, started_at, verdict, score, cost_usd)"
+                    " VALUES (?, 1, 'codex', 'gpt-5.4', 't', ?, ?, 0.25)", [("t1", "passed", 1.0), ("b1", "failed", 0.0)])
+    raw.close()
+
+    mem = Memory.open(path)
+    rows = mem.db.execute("SELECT task_id, key, source FROM task_groups ORDER BY rowid").fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("t1", "all", "live"), ("t1", "kind=bug_fix", "live"), ("t1", "kind=bug_fix/project=app@123abc", "live"),
+        ("b1", "dimension=bug_fixing", "bench:ood176:r1")]
+    assert group_stats(mem, "live", ["kind=bug_fix"])["kind=bug_fix"].arm(A.id).n == 1
+    fresh = Memory.open(tmp_path / "new.sqlite")
+    for (name,) in fresh.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"):
+        assert ([r[2] for r in mem.db.execute(f"PRAGMA index_info({name})")]
+                == [r[2] for r in fresh.db.execute(f"PRAGMA index_info({name})")]), name
+    mem.close()
+    out = acr("memory", "export", "--memory", str(path))
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["id"] for r in records if r["type"] == "task"] == ["t1", "b1"]
+    shown = acr("memory", "show", "--memory", str(path))
+    assert shown.returncode == 0 and "codex:gpt-5.4" in shown.stdout, shown.stderr
+
+
+def test_a_memory_this_acr_cannot_upgrade_says_so_and_what_to_do(tmp_path):
+    from conftest import acr
+
+    path = tmp_path / "odd.sqlite"
+    raw = old_schema(path, "005_context_root")
+    raw.execute("INSERT INTO tasks (id, created_at, source, kind) VALUES ('t1', 't', 'live', 'bug_fix')")
+    raw.execute("ALTER TABLE task_groups RENAME COLUMN key TO label")  # a shape no acr wrote
+    raw.close()
+    out = acr("memory", "show", "--memory", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "cannot bring the memory" in out.stderr and "step 005_context_root failed" in out.stderr
+    assert "acr memory export" in out.stderr and "report" in out.stderr
+    raw = sqlite3.connect(path)
+    assert "005_context_root" not in [r[0] for r in raw.execute("SELECT name FROM migrations")]
+    assert raw.execute("SELECT id, kind FROM tasks").fetchall() == [("t1", "bug_fix")]
+
+
 def test_attempts_accepted_without_a_verifier_become_unverified_when_an_old_memory_is_opened(tmp_path):
     path = tmp_path / "old.sqlite"
     raw = old_schema(path, "003_unverified")
