@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from acr_cli import interrupts
 from acr_cli.bench import metrics
 from acr_cli.bench.matrix import Matrix
 from acr_cli.context import Context
@@ -106,6 +107,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     env = MatrixEnvironment(matrix)
     unscorable = 0
     started = now_iso()
+    signalled = interrupts.received  # (None unless an earlier run in this process was interrupted)
     with memory.transaction():
         for done, i in enumerate(order, 1):
             task = matrix.tasks[i]
@@ -118,6 +120,8 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             except MissingCell:
                 memory.forget([f"{run_id}/{i}"])
                 unscorable += 1
+            if interrupts.received != signalled:  # a signal Python swallowed (raised inside a finalizer): stop
+                raise KeyboardInterrupt
             if progress:
                 progress(done)
     figures = metrics.compute(memory, source, cost_weight, premium)

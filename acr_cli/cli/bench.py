@@ -74,8 +74,16 @@ def replay(
         from acr_cli.bench.report import check_plot
 
         check_plot(plot)
-    with _progress_bar() as on_progress:
-        doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: typer.echo(f"acr: {m}", err=True))
+    from acr_cli import interrupts
+
+    # Ctrl-C, SIGTERM and SIGHUP are noted as well as raised: one that lands where Python cannot raise it (a
+    # finalizer) still stops the replay at its next task (replay.replay), and exits 128 + its number
+    interrupts.install()
+    try:
+        with _progress_bar() as on_progress:
+            doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: typer.echo(f"acr: {m}", err=True))
+    finally:
+        interrupts.uninstall()
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot,
            stored_in=str(memory) if memory else None)
 

@@ -6,6 +6,7 @@ import hashlib
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -186,8 +187,9 @@ def test_replay_with_a_memory_file_recomputes_from_attempts(tmp_path):
     assert again["results"][0]["cost_usd"] == pytest.approx(doc["results"][0]["cost_usd"])
 
 
-def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path):
-    import signal
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path, signum, code):
+    # (SIGTERM, from `timeout` or `kill`, is cancelled like Ctrl-C: rolled back, exit 128 + 15)
     import sqlite3
     import time
 
@@ -205,8 +207,8 @@ def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path):
             if db.execute("SELECT COUNT(*) FROM runs WHERE benchmark = 'id2919'").fetchone()[0]:
                 break
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == code
     listed = acr("bench", "report", "--list", "--json", "--memory", str(mem))
     assert listed.returncode == 0 and [g["group"] for g in json.loads(listed.stdout)] == [kept["group"]]
     shown = acr("bench", "report", "--json", "--memory", str(mem))  # the newest stored replay, not the cut-off one
