@@ -49,6 +49,10 @@ class ProfileError(ConfigError):
     """A profile file is invalid; names the file, the line and the field."""
 
     def __init__(self, path: str, line: int | None, field: str, problem: str):
+        from acr_cli.redact import redact
+
+        # a profile path may name the wrong file (a .env): what the message quotes of it is masked
+        field, problem = redact(field) or field, redact(problem) or problem
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {field}: {problem}")
         self.path = path

@@ -244,7 +244,7 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
             out[name] = None if val is None else v.string(val, k)
         elif name == "tell_verifier":
             if not isinstance(val, bool):
-                raise v.error(k, f"expected true or false, got {val!r}")
+                raise v.error(k, f"expected true or false, got {_quoted(val)}")
             out[name] = val
     return replace(s, **out)
 
@@ -261,7 +261,7 @@ def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:
         v.mapping(item, k, {"agent", "model", "price", "args", "prior", "prior_weight"})
         agent = v.string(item.get("agent"), k + ("agent",))
         if agent not in known_agents:
-            raise v.error(k + ("agent",), f"unknown agent {agent!r}; known: {', '.join(sorted(known_agents))}")
+            raise v.error(k + ("agent",), f"unknown agent {_quoted(agent)}; known: {', '.join(sorted(known_agents))}")
         model = v.string(item.get("model"), k + ("model",))
         if not model.strip():
             raise v.error(k + ("model",), "empty model name")
@@ -294,7 +294,7 @@ def _order(v: "_Validator", raw: Any, ids: set[str]) -> dict[str, tuple[str, ...
         items = v.string_list(lst, k)
         for j, arm_id in enumerate(items):
             if arm_id not in ids:
-                raise v.error(k + (j,), f"{arm_id!r} is not one of the profile's arms ({', '.join(sorted(ids))})")
+                raise v.error(k + (j,), f"{_quoted(arm_id)} is not one of the profile's arms ({', '.join(sorted(ids))})")
         out[str(kind)] = tuple(items)
     return out
 
@@ -360,14 +360,21 @@ class _Validator:
 
     def choice(self, val: Any, key: tuple, options: tuple[str, ...]) -> str:
         if val not in options:
-            raise self.error(key, f"expected one of {', '.join(options)}, got {val!r}")
+            raise self.error(key, f"expected one of {', '.join(options)}, got {_quoted(val)}")
         return str(val)
 
 
 def _kind(val: Any) -> str:
     if val is None:
         return "nothing"
-    return {dict: "a mapping", list: "a list", str: f"the string {val!r}", bool: f"{val}"}.get(type(val), repr(val))
+    return {dict: "a mapping", list: "a list", str: f"the string {_quoted(val)}", bool: f"{val}"}.get(
+        type(val), repr(val))
+
+
+def _quoted(val: Any) -> str:
+    """A value from the file as an error quotes it: at most 80 characters (ProfileError masks secrets)."""
+    text = repr(val)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def parse_arms(text: str | None, profile: Profile) -> list[str] | None:

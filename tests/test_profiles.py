@@ -89,6 +89,18 @@ def test_cli_validate_exits_2_with_the_location(tmp_path):
     assert r.returncode == 2 and "arms[0].price.output" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("text", ["OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234567890\n",
+                                  "sk-proj-abcdefghijklmnop1234567890: 1\n",
+                                  "arms:\n  - {agent: codex, model: m, price: {input: 1, output: 1}}\n"
+                                  "order: {default: [sk-proj-abcdefghijklmnop1234567890]}\n"])
+def test_a_profile_path_naming_a_file_of_secrets_never_prints_them(tmp_path, text):
+    path = tmp_path / "project.env"  # --profile (or .acr.toml's profile) given the wrong file
+    path.write_text(text)
+    r = acr("profiles", "validate", str(path))
+    assert r.returncode == 2 and "project.env:" in r.stderr, r.stderr
+    assert "abcdefghijklmnop" not in r.stderr + r.stdout and "[REDACTED]" in r.stderr
+
+
 def test_validate_warns_about_a_kind_that_never_applies(tmp_path):
     path = tmp_path / "typo.yaml"
     path.write_text("extends: balanced\norder:\n  bugfix: [codex:gpt-5.4]\n  test_generation: [codex:gpt-5.4]\n")
