@@ -1,4 +1,4 @@
-"""Ctrl-C, SIGTERM and SIGHUP end an ``acr run`` the same way.
+"""Ctrl-C, SIGTERM and SIGHUP end an ``acr run`` (and an ``acr bench replay``) the same way.
 
 A closed terminal (SIGHUP), ``kill`` or ``timeout`` (SIGTERM) and Ctrl-C
 (SIGINT) all become a :class:`KeyboardInterrupt`: the agent's process group
@@ -13,6 +13,7 @@ when the step is done.
 from __future__ import annotations
 
 import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -22,6 +23,7 @@ NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIG
 received: int | None = None  # the first signal that ended the run
 _pending: int | None = None  # a signal noted inside deferred()
 _depth = 0
+_previous: dict[int, object] = {}  # the handlers install() replaced, put back by uninstall()
 
 
 def _on_signal(signum, frame) -> None:
@@ -34,17 +36,29 @@ def _on_signal(signum, frame) -> None:
 
 
 def install() -> None:
-    """Route SIGINT, SIGTERM and SIGHUP to :func:`_on_signal` (main thread only)."""
+    """Route SIGINT, SIGTERM and SIGHUP to :func:`_on_signal`, noting the first that arrives (:func:`requested`).
+    Only the main thread receives signals: elsewhere (acr used as a library) nothing is changed."""
     global received, _pending
+    if threading.current_thread() is not threading.main_thread():
+        return
     received = _pending = None
     for s in SIGNALS:
+        _previous.setdefault(s, signal.getsignal(s))
         signal.signal(s, _on_signal)
 
 
 def uninstall() -> None:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, signal.SIG_DFL)
+    """Put back the handlers :func:`install` replaced (``received`` stays, for the exit code)."""
+    for s, handler in list(_previous.items()):
+        signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+    _previous.clear()
+
+
+def requested() -> bool:
+    """Whether a signal arrived while acr's handlers are installed: also one whose KeyboardInterrupt Python
+    swallowed (raised inside a finalizer, say a generator the garbage collector closed). Long loops ask
+    between steps, so such a signal still stops them."""
+    return received is not None and bool(_previous)
 
 
 @contextmanager

@@ -168,7 +168,7 @@ def run_task(
             result.passed, result.accepted = fb.passed, True
             result.stop_reason = "passed" if fb.passed else "accepted without a verifier (unverified)"
             break
-        if fb.verdict == CANCELLED or interrupts.received is not None:
+        if fb.verdict == CANCELLED or interrupts.requested():
             result.cancelled = True
             result.stop_reason = f"cancelled ({interrupts.describe()})"
             break

@@ -107,9 +107,10 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     env = MatrixEnvironment(matrix)
     unscorable = 0
     started = now_iso()
-    signalled = interrupts.received  # (None unless an earlier run in this process was interrupted)
     with memory.transaction():
         for done, i in enumerate(order, 1):
+            if interrupts.requested():  # a signal Python swallowed (raised inside a finalizer): stop here
+                raise KeyboardInterrupt
             task = matrix.tasks[i]
             ctx = Context(prompt=task.prompt, kind=task.kind or task.dimension, groups=task.groups, ref=task.ref,
                           project=task.project, kind_sure=task.kind_sure)
@@ -120,10 +121,10 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             except MissingCell:
                 memory.forget([f"{run_id}/{i}"])
                 unscorable += 1
-            if interrupts.received != signalled:  # a signal Python swallowed (raised inside a finalizer): stop
-                raise KeyboardInterrupt
             if progress:
                 progress(done)
+        if interrupts.requested():
+            raise KeyboardInterrupt
     figures = metrics.compute(memory, source, cost_weight, premium)
     extra = {}
     missing = getattr(policy, "missing", None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import profiles
+from acr_cli import interrupts, profiles
 from acr_cli.bench import contexts, data, from_memory, metrics, policies
 from acr_cli.bench import matrix as matrix_mod
 from acr_cli.bench import replay as replay_mod
@@ -97,8 +97,11 @@ def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
             curves = {"actual": results[0].pop("curve"), **curves}
         doc = _document(source, req, order_seeds, results, group)
         doc["curves"] = curves
+        if interrupts.requested():  # (a signal Python swallowed): a replay cut off is not stored
+            raise KeyboardInterrupt
         try:
-            _store_summary(mem if store_path else None, _paths().memory_path(req.memory), doc)
+            with interrupts.deferred():  # stored whole: a signal now takes effect once it is
+                _store_summary(mem if store_path else None, _paths().memory_path(req.memory), doc)
             if shared:
                 server = Memory.open(str(store_path))
                 try:
@@ -275,23 +278,28 @@ def _store_summary(replay_memory: Memory | None, user_memory: Path, doc: dict[st
     """Keep the rendered figures as runs in memory so `acr bench report` can show them again."""
     mem = replay_memory or Memory.open(user_memory)
     try:
-        for r in doc["results"]:
-            stored = {k: v for k, v in doc.items() if k not in ("results", "curves")}
-            stored["result"] = r
-            stored["curve"] = doc["curves"].get(r["policy"], [])
-            if r["policy"] == "actual" or not r.get("run_ids"):
-                run_id = f"{doc['group']}-actual"
-                mem.add_run(run_id, doc["benchmark"], r["policy"], {"group": doc["group"]})
-                mem.finish_run(run_id, r["n"], stored)
-                continue
-            for run_id in r["run_ids"]:
-                if replay_memory is None:
-                    mem.add_run(run_id, doc["benchmark"], r["policy"], {"group": doc["group"]})
-                previous = (mem.run(run_id) or {}).get("report") or {}
-                mem.finish_run(run_id, r["n"], {**previous, **stored})
+        with mem.transaction():  # a group's summary is there whole or not at all (list_groups reads it)
+            _store_results(mem, doc, own=replay_memory is None)
     finally:
         if replay_memory is None:
             mem.close()
+
+
+def _store_results(mem: Memory, doc: dict[str, Any], own: bool) -> None:
+    for r in doc["results"]:
+        stored = {k: v for k, v in doc.items() if k not in ("results", "curves")}
+        stored["result"] = r
+        stored["curve"] = doc["curves"].get(r["policy"], [])
+        if r["policy"] == "actual" or not r.get("run_ids"):
+            run_id = f"{doc['group']}-actual"
+            mem.add_run(run_id, doc["benchmark"], r["policy"], {"group": doc["group"]})
+            mem.finish_run(run_id, r["n"], stored)
+            continue
+        for run_id in r["run_ids"]:
+            if own:
+                mem.add_run(run_id, doc["benchmark"], r["policy"], {"group": doc["group"]})
+            previous = (mem.run(run_id) or {}).get("report") or {}
+            mem.finish_run(run_id, r["n"], {**previous, **stored})
 
 
 def list_groups(memory: Path | None) -> list[dict[str, Any]]:
@@ -304,7 +312,9 @@ def list_groups(memory: Path | None) -> list[dict[str, Any]]:
     try:
         groups: dict[str, dict[str, Any]] = {}
         for r in mem.runs():
-            if not r.get("finished_at"):  # a replay cut off (Ctrl-C), or one still running: not a stored replay
+            # a replay cut off (Ctrl-C), or one still running, is not a stored replay: its group's summary
+            # (each run's "result", written in one transaction when every policy is done) is what says so
+            if not r.get("finished_at") or not (r.get("damaged") or "result" in (r.get("report") or {})):
                 continue
             g = (r.get("params") or {}).get("group") or r["id"]
             entry = groups.setdefault(g, {"group": g, "benchmark": r["benchmark"], "started_at": r["started_at"],

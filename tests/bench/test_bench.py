@@ -187,9 +187,31 @@ def test_replay_with_a_memory_file_recomputes_from_attempts(tmp_path):
     assert again["results"][0]["cost_usd"] == pytest.approx(doc["results"][0]["cost_usd"])
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
-def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path, signum, code):
-    # (SIGTERM, from `timeout` or `kill`, is cancelled like Ctrl-C: rolled back, exit 128 + 15)
+# a signal whose KeyboardInterrupt Python swallows: raised inside a garbage-collector callback (as inside a
+# finalizer, e.g. a generator the collector closes), half a second into the command; prints "fired" when it is
+SWALLOWED_SIGNAL = """
+import gc, signal, sys, time
+start, fired = time.monotonic(), []
+def swallow(phase, info):
+    if not fired and phase == "start" and time.monotonic() - start > 0.5:
+        fired.append(1)
+        print("fired", file=sys.stderr)
+        signal.raise_signal(signal.SIGINT)
+        sum(range(10))
+gc.callbacks.append(swallow)
+sys.argv = ["acr", *sys.argv[1:]]
+from acr_cli.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum, code, policies, when", [
+    (signal.SIGINT, 130, ["learned"], "started"),
+    (signal.SIGTERM, 143, ["learned"], "started"),  # `timeout` or `kill`: cancelled like Ctrl-C
+    (signal.SIGTERM, 143, ["oracle", "learned"], "first policy done"),  # one policy's run is finished, not the replay
+    (None, 130, ["learned", "oracle"], "swallowed"),
+], ids=["ctrl-c", "sigterm", "after-one-policy", "swallowed-by-python"])
+def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path, signum, code, policies, when):
     import sqlite3
     import time
 
@@ -198,17 +220,25 @@ def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path, si
     d = write_ood(tmp_path / "data", OOD)
     mem = tmp_path / "replay.sqlite"
     kept = replay(d, "ood176", "oracle", extra=["--memory", str(mem)])
-    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "bench", "replay", "id2919", "-P", "learned",
-                             "--data-dir", str(SHARED_BENCH), "--memory", str(mem)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until its run is recorded (as a replay starts)
-        with sqlite3.connect(mem) as db:
-            if db.execute("SELECT COUNT(*) FROM runs WHERE benchmark = 'id2919'").fetchone()[0]:
-                break
-        time.sleep(0.1)
-    proc.send_signal(signum)
-    assert proc.wait(timeout=60) == code
+    args = ["bench", "replay", "id2919", *[a for p in policies for a in ("-P", p)], "--data-dir", str(SHARED_BENCH),
+            "--memory", str(mem)]
+    head = [sys.executable, "-c", SWALLOWED_SIGNAL] if when == "swallowed" else [sys.executable, "-m", "acr_cli"]
+    proc = subprocess.Popen([*head, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+    seen = {"started": "SELECT COUNT(*) FROM runs WHERE benchmark = 'id2919'",
+            "first policy done": "SELECT COUNT(*) FROM runs WHERE benchmark = 'id2919' AND finished_at IS NOT NULL"}
+    if signum is not None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the replay got that far
+            with sqlite3.connect(mem) as db:
+                if db.execute(seen[when]).fetchone()[0]:
+                    break
+            time.sleep(0.05)
+        proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    if when == "swallowed":
+        assert err.startswith("fired")
     listed = acr("bench", "report", "--list", "--json", "--memory", str(mem))
     assert listed.returncode == 0 and [g["group"] for g in json.loads(listed.stdout)] == [kept["group"]]
     shown = acr("bench", "report", "--json", "--memory", str(mem))  # the newest stored replay, not the cut-off one
