@@ -372,8 +372,11 @@ def _kind(val: Any) -> str:
 
 
 def _quoted(val: Any) -> str:
-    """A value from the file as an error quotes it: at most 80 characters (ProfileError masks secrets)."""
-    text = repr(val)
+    """A value from the file as an error quotes it: secrets masked before it is cut to 80 characters (a key cut
+    in half would no longer be recognised as one)."""
+    from acr_cli.redact import redact
+
+    text = repr(redact(val) if isinstance(val, str) else val)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

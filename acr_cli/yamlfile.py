@@ -39,19 +39,25 @@ def load(path: Path, text: str | None = None, cache_dir: Path | None = None) -> 
     try:
         node = yaml.compose(text, Loader=loader_cls)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
-        raise ProfileError(str(path), line, "yaml", f"invalid YAML: {problem}") from None
+        raise _invalid(path, e) from None
     lines: dict[Key, int] = {}
     if node is None:
         return None, lines
     try:
         return _convert(node, (), lines, yaml.constructor.SafeConstructor(), _Budget()), lines
+    except yaml.YAMLError as e:  # a tag plain YAML does not define (!Ref, !!python/name:...): not a profile
+        raise _invalid(path, e) from None
     except _DuplicateKey as e:
         raise ProfileError(str(path), e.line, e.field, "duplicate key") from None
-    except _AliasProblem as e:
+    except _Problem as e:
         raise ProfileError(str(path), e.line, "yaml", e.problem) from None
+
+
+def _invalid(path: Path, e: Any) -> ProfileError:
+    mark = getattr(e, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(e, "problem", None) or str(e)
+    return ProfileError(str(path), line, "yaml", f"invalid YAML: {problem}")
 
 
 def text_line(raw: bytes, offset: int) -> int:
@@ -111,7 +117,7 @@ class _DuplicateKey(Exception):
         self.field, self.line = field, line
 
 
-class _AliasProblem(Exception):
+class _Problem(Exception):
     def __init__(self, problem: str, line: int):
         self.problem, self.line = problem, line
 
@@ -133,11 +139,11 @@ def _convert(node: Any, key: Key, lines: dict[Key, int], ctor: Any, budget: _Bud
     lines[key] = line
     budget.values += 1
     if budget.values > budget.MAX_VALUES:
-        raise _AliasProblem(f"aliases expand to over {budget.MAX_VALUES:,} values (a profile holds a few hundred)",
+        raise _Problem(f"aliases expand to over {budget.MAX_VALUES:,} values (a profile holds a few hundred)",
                             line)
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
         if id(node) in budget.open:
-            raise _AliasProblem("an alias refers to the collection that contains it", line)
+            raise _Problem("an alias refers to the collection that contains it", line)
         budget.open.add(id(node))
         try:
             if isinstance(node, yaml.SequenceNode):
@@ -145,6 +151,11 @@ def _convert(node: Any, key: Key, lines: dict[Key, int], ctor: Any, budget: _Bud
             out: dict[Any, Any] = {}
             for k_node, v_node in node.value:
                 k = ctor.construct_object(k_node, deep=True)
+                try:
+                    hash(k)
+                except TypeError:  # `? [a, b]`: YAML allows a list or a mapping as a key, no profile field is one
+                    raise _Problem("a key must be a name or a number, not a list or a mapping",
+                                   k_node.start_mark.line + 1) from None
                 if k in out:
                     raise _DuplicateKey(dotted(key + (k,)), k_node.start_mark.line + 1)
                 out[k] = _convert(v_node, key + (k,), lines, ctor, budget)

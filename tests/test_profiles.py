@@ -66,6 +66,9 @@ def test_valid_profile_parses(tmp_path):
     (GOOD + "x: &x [*x]\n", 12, "yaml"),  # an alias inside what it names: no end to it
     (GOOD + "".join(f"b{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10) if i else 'x'}]\n" for i in range(8)),
      None, "yaml"),  # each line ten times the last: 10^7 values
+    ("site_name: docs\ntheme:\n  icon: !!python/name:material.icons\n", 3, "yaml"),  # a mkdocs.yml, say
+    ("Resources:\n  Bucket: !Ref Name\n", 2, "yaml"),  # a CloudFormation template
+    ("arms:\n  ? [codex, gpt-5.4]\n  : 1\n", 2, "yaml"),  # YAML allows a list as a key
 ])
 def test_errors_name_file_line_and_field(tmp_path, bad, line, field):
     path = write(tmp_path, bad)
@@ -92,7 +95,10 @@ def test_cli_validate_exits_2_with_the_location(tmp_path):
 @pytest.mark.parametrize("text", ["OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234567890\n",
                                   "sk-proj-abcdefghijklmnop1234567890: 1\n",
                                   "arms:\n  - {agent: codex, model: m, price: {input: 1, output: 1}}\n"
-                                  "order: {default: [sk-proj-abcdefghijklmnop1234567890]}\n"])
+                                  "order: {default: [sk-proj-abcdefghijklmnop1234567890]}\n",
+                                  # a key that the 80-character cut of a quoted value would split
+                                  "OPENAI_BASE_URL=https://api.openai.com/v1/chat\n"
+                                  "GITHUB=ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6abcdefghijklmnop\n"])
 def test_a_profile_path_naming_a_file_of_secrets_never_prints_them(tmp_path, text):
     path = tmp_path / "project.env"  # --profile (or .acr.toml's profile) given the wrong file
     path.write_text(text)

@@ -114,7 +114,9 @@ def _m001b_first_builds(db: Any, dialect: Any) -> None:
     memory it changes nothing. (SQLite only: a PostgreSQL memory was always made by today's 001.)"""
     if "source" not in {r[1] for r in db.execute("PRAGMA table_info(task_groups)")}:
         db.execute("ALTER TABLE task_groups ADD COLUMN source TEXT NOT NULL DEFAULT 'live'")
-        db.execute("UPDATE task_groups SET source = (SELECT t.source FROM tasks t WHERE t.id = task_groups.task_id)")
+        # (a row whose task was deleted by hand, foreign keys off, keeps 'live': no query reaches it)
+        db.execute("UPDATE task_groups SET source = COALESCE((SELECT t.source FROM tasks t"
+                   " WHERE t.id = task_groups.task_id), 'live')")
     now = sqlite3.connect(":memory:", isolation_level=None)
     try:
         _m001_initial(now, dialect)
@@ -348,6 +350,20 @@ MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
 SQLITE_ONLY = {"001b_first_builds"}
 
 
+def _first_builds_schema(db: Any) -> bool:
+    """Whether this file has a first build's schema (what 001b mends): checked with three PRAGMAs. A step with
+    such a check is applied, and recorded, only where it has something to do; elsewhere opening writes nothing
+    (a memory acr may only read stays readable)."""
+    if "source" not in {r[1] for r in db.execute("PRAGMA table_info(task_groups)")}:
+        return True
+    if not db.execute("PRAGMA index_info(tasks_source)").fetchall():
+        return True
+    return [r[2] for r in db.execute("PRAGMA index_info(task_groups_key)")] != ["source", "key"]
+
+
+NEEDED: dict[str, Callable[[Any], bool]] = {"001b_first_builds": _first_builds_schema}
+
+
 def migrations(dialect: Any = SQLITE) -> list[tuple[str, Callable[[Any, Any], None]]]:
     """The migrations a memory of this dialect goes through, in order."""
     return [m for m in MIGRATIONS if dialect.name == "sqlite" or m[0] not in SQLITE_ONLY]
@@ -513,7 +529,7 @@ def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> l
     done = {r[0] for r in db.execute("SELECT name FROM migrations")}
     applied = []
     for name, fn in steps:
-        if name in done:
+        if name in done or (name in NEEDED and not NEEDED[name](db)):
             continue
         db.execute(dialect.begin)
         try:
