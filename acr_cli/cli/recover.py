@@ -93,7 +93,7 @@ def recover(
             out["restored"] = chosen[0]
             out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
                              "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
-                             "refs_put_aside": report.refs_put_aside, "nested": report.nested,
+                             "refs_put_aside": report.refs_put_aside, "refs_taken": report.refs_taken, "nested": report.nested,
                              "ignored_put_aside": report.removed_ignored, "ignored_left": report.ignored_left,
                              "put_aside_in": str(report.put_aside) if report.put_aside else None}
     finally:

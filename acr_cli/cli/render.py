@@ -74,6 +74,9 @@ class LiveView:
                     self.con.print(line, highlight=False)
             if not fb.accepted and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
+                if fb.side_effects:  # .git's files, refs, new ignored files: not in any diff, so say what it did
+                    self.con.print("  [dim]besides the work tree, the rollback undid:[/] "
+                                   + escape(redact("; ".join(fb.side_effects)) or ""), highlight=False)
             if fb.health:
                 self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
 

@@ -38,6 +38,9 @@ class Checkpoint:
     dir_modes: dict[str, int] = field(default_factory=dict, repr=False)
     # submodules declared in .gitmodules whose work tree was not checked out (no .git in it)
     unpopulated: tuple[str, ...] = ()
+    # the repository's other work trees: admin name -> the branch checked out there (refs.worktree_branches);
+    # None in a checkpoint written before acr recorded them
+    worktrees: dict[str, str | None] | None = field(default=None, repr=False)
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -56,7 +59,7 @@ class Checkpoint:
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
                 "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
                 "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes,
-                "unpopulated": list(self.unpopulated)}
+                "unpopulated": list(self.unpopulated), "worktrees": self.worktrees}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -67,7 +70,8 @@ class Checkpoint:
                    frozenset(obj["sparse_absent"]), dict(obj["refs"]), tuple(tuple(e) for e in obj["stash"]),
                    frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
                    obj.get("dotgit"), dict(obj.get("replace", {})),
-                   {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())))
+                   {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())),
+                   obj.get("worktrees"))
 
 
 def signature(path: str) -> list | None:

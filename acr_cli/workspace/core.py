@@ -142,7 +142,8 @@ class Workspace:
                         untracked_dirs, opaque, modes, sparse_absent, kept_refs, stash,
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
                         rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
-                        self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules())
+                        self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
+                        refs.worktree_branches(self.git))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)

@@ -1,14 +1,10 @@
 """HEAD, branches, tags and stash entries: what a checkpoint records and a rollback puts back.
 
-HEAD and its branch come back exactly. Branches and tags the attempt deleted are recreated. The
-user's stash list comes back exactly, in its order: entries the attempt dropped are stored again
-where they were (``drop stash@{1}`` no longer makes the next ``pop`` apply the wrong one); entries
-made during the attempt stay on top of it (another worktree shares the stash and may have made
-them; an agent's ``git stash`` holds the user's work, which the rollback has put back anyway).
-Nothing else about refs is undone: a branch the attempt created or moved stays (the old tip is in
-its reflog), since another work tree of the same repository may have done it. What cannot come
-back where it was (the attempt made ``a/b`` where branch ``a`` was) is put aside under
-``refs/acr/put-aside/``.
+HEAD and its branch come back exactly, and so do the other branches and tags and the stash list, in
+its order: what the attempt deleted is recreated (a dropped stash entry where it was, so that
+``drop stash@{1}`` does not make the next ``pop`` apply the wrong one), and what it made or moved
+is put back as it was, its own version kept under ``refs/acr/put-aside/<checkpoint>/`` and named
+(:func:`restore_refs`). Only a branch checked out in another work tree is left as it moved.
 
 While an attempt runs, a commit under ``refs/acr/keep/<name>`` has HEAD and every branch, tag and
 stash commit as parents, so a ``git gc`` during the attempt cannot prune one it deleted.
@@ -91,17 +87,70 @@ def restore_head(git: Git, cp_head: str | None, cp_branch: str | None) -> None:
         git("update-ref", cp_branch or "HEAD", cp_head)
 
 
-def restore_deleted(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
-                    branch: str | None) -> tuple[list[str], list[str]]:
-    """Recreate what the attempt deleted; returns (put back, put aside) for people.
+def worktree_branches(git: Git) -> dict[str, str | None]:
+    """The repository's other work trees: their admin name (``""`` for the main one) -> the branch
+    checked out there (``refs/heads/...``; None when detached). Read from their HEAD files."""
+    out: dict[str, str | None] = {}
+    heads = [("", git.common_dir / "HEAD")]
+    try:
+        heads += [(d.name, d / "HEAD") for d in sorted((git.common_dir / "worktrees").iterdir()) if d.is_dir()]
+    except OSError:
+        pass
+    own = (git.git_dir / "HEAD").resolve()
+    for name, path in heads:
+        if path.resolve() == own:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape").strip()
+        except OSError:
+            continue
+        out[name] = text[len("ref: "):] if text.startswith("ref: ") else None
+    return out
 
-    Only what went missing comes back: a ref that now points elsewhere, or one that is new, may be
-    another work tree's doing (they share refs), and it loses nothing where it is."""
+
+def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
+                 branch: str | None, name: str,
+                 worktrees: dict[str, str | None] | None) -> tuple[list[str], list[str], list[str]]:
+    """Branches, tags and the stash list as they were; returns (put back, could not come back, taken
+    away), each for people.
+
+    What the attempt deleted comes back. What it created or moved (a branch, a tag: one it could push,
+    or a release a tag push would start) is put back as it was and its own version kept under
+    ``refs/acr/put-aside/<name>/``; so is a stash entry it made (the user's next ``git stash pop`` must
+    not apply the agent's work). Nothing is lost: each is named, with how to take it back. The one
+    exception: a branch checked out in another work tree that existed before the attempt moves with
+    that work tree's commits (its user may have committed meanwhile), so it stays as it is.
+    ``branch``, HEAD's, is :func:`restore_head`'s."""
     back: list[str] = []
     aside: list[str] = []
+    taken: list[str] = []
     if kept is None:
-        return back, aside
+        return back, aside, taken
     refs, stash, _ = listed(git)
+    now_elsewhere = worktree_branches(git)
+    busy = {b for wt, b in now_elsewhere.items() if b and (worktrees is None or wt in worktrees)}
+    store = f"{PUT_ASIDE_REFS}{name}/"
+    # first what it made or moved, so that a name it took (it made `a/b` where branch `a` was) is free again
+    for r, v in sorted(refs.items()):
+        if r == branch or kept.get(r) == v:
+            continue
+        if r in busy:
+            taken.append(f"{printable(r)} moved during the attempt and is checked out in another work tree: "
+                         "left as it is")
+            continue
+        keep = store + r[len("refs/"):]
+        if not git.ok("update-ref", keep, v):
+            aside.append(f"{printable(r)} (made or moved by the attempt; could not be put aside, left as it is)")
+            continue
+        undo = (f"update {r} {kept[r]} {v}\n" if r in kept else f"delete {r} {v}\n").encode("utf-8", "surrogateescape")
+        if not git.ok("update-ref", "--stdin", input=undo):
+            git("update-ref", "-d", keep, check=False)
+            aside.append(f"{printable(r)} (made or moved by the attempt; changed again meanwhile, left as it is)")
+            continue
+        how = f"`git update-ref {printable(r)} {printable(keep)}`"
+        taken.append(f"{printable(r)} {'moved' if r in kept else 'made'} by the attempt: its version is kept as "
+                     f"{printable(keep)} ({how} takes it back)")
+    refs, _, _ = listed(git)
     missing = {r: v for r, v in kept.items() if r not in refs and r != branch}
     if missing:
         lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
@@ -112,35 +161,46 @@ def restore_deleted(git: Git, kept: dict[str, str] | None, stash_then: tuple[tup
                 if git.ok("update-ref", r, v, ""):  # "": only if it does not exist
                     back.append(printable(r))
                 else:
-                    aside.append(_put_aside(git, PUT_ASIDE_REFS + r[len("refs/"):], v, printable(r)))
+                    aside.append(_put_aside(git, store + r[len("refs/"):], v, printable(r)))
     if [sha for sha, _ in stash] != [sha for sha, _ in stash_then]:
-        b, a = _restore_stash(git, stash, stash_then)
+        b, a, t = _restore_stash(git, stash, stash_then, store)
         back += b
         aside += a
-    return back, aside
+        taken += t
+    return back, aside, taken
 
 
-def _restore_stash(git: Git, now: tuple[tuple[str, str], ...],
-                   then: tuple[tuple[str, str], ...]) -> tuple[list[str], list[str]]:
-    """Rebuild the stash list: ``then`` (newest first) exactly, and on top of it the entries made
-    during the attempt, in their order (the stash is shared by every worktree: another one may have
-    made them, as with branches)."""
+def _restore_stash(git: Git, now: tuple[tuple[str, str], ...], then: tuple[tuple[str, str], ...],
+                   store: str) -> tuple[list[str], list[str], list[str]]:
+    """Rebuild the stash list as ``then`` (newest first), exactly; entries made during the attempt are
+    kept under ``store`` instead (the stash is shared by every work tree, so one may be the user's own,
+    from another: it is named, with the command that puts it back)."""
     back: list[str] = []
     aside: list[str] = []
+    taken: list[str] = []
     known = {sha for sha, _ in then}
-    made = [(sha, msg) for sha, msg in now if sha not in known]
     present = {sha for sha, _ in now}
+    for n, (sha, msg) in enumerate(e for e in now if e[0] not in known):
+        keep = f"{store}stash/{n}"
+        if git.ok("update-ref", keep, sha):
+            taken.append(f"stash entry made during the attempt ({printable(msg)}), kept as {keep} "
+                         f"(`git stash store -m {_quote(printable(msg))} {sha}` puts it back on your list)")
+        else:
+            aside.append(f"stash entry made during the attempt ({printable(msg)}) could not be kept")
     git("update-ref", "-d", "refs/stash", check=False)  # the ref and its log, which is the list
-    for sha, msg in [*reversed(then), *reversed(made)]:  # oldest first: the newest ends on top
+    for sha, msg in reversed(then):  # oldest first: the newest ends on top
         if git.ok("stash", "store", "-m", msg, sha, env=ident()):
             if sha not in present:
                 back.append(f"stash: {printable(msg)}")
         else:
-            aside.append(_put_aside(git, f"{PUT_ASIDE_REFS}stash/{sha}", sha, f"stash: {printable(msg)}"))
-    if made:
-        back.append("stash entries made during the attempt, kept on top: "
-                    + ", ".join(printable(msg) for _, msg in made))
-    return back, aside
+            aside.append(_put_aside(git, f"{store}stash/{sha}", sha, f"stash: {printable(msg)}"))
+    return back, aside, taken
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
 
 
 def _put_aside(git: Git, ref: str, obj: str, what: str) -> str:

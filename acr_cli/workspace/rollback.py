@@ -40,6 +40,7 @@ class RestoreReport:
     saved_as: str | None = None  # refs/acr/attempts/<name>: the tree before the rollback
     refs_put_back: list[str] = field(default_factory=list)  # refs recreated, "stash: <message>"
     refs_put_aside: list[str] = field(default_factory=list)  # ... and what could not come back where it was
+    refs_taken: list[str] = field(default_factory=list)  # branches, tags, stash entries it made or moved, kept aside
     git_state: list[str] = field(default_factory=list)  # control files put back ("changed .git/config")
     stale_locks: list[str] = field(default_factory=list)  # lock files the attempt left, removed
     nested: list[str] = field(default_factory=list)  # nested repositories it changed, left alone
@@ -52,7 +53,7 @@ class RestoreReport:
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
         return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
-                + self._moved_aside())
+                + self.refs_taken + self._moved_aside())
 
     def _moved_aside(self) -> list[str]:
         """What left the work tree for the put-aside folder (and what could not), for people."""
@@ -79,6 +80,7 @@ class RestoreReport:
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
+        out += self.refs_taken
         out += self.outside
         if self.nested:
             out.append("nested repositories the attempt changed, left as they are (a rollback never "
@@ -117,7 +119,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                            if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
     publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
-    back, aside = refs.restore_deleted(git, cp.refs, cp.stash, cp.branch)
+    back, aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name, cp.worktrees)
     report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + aside
     report.git_state += refs.restore_replace_refs(git, cp.replace)
     try:

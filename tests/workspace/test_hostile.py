@@ -40,7 +40,8 @@ def git_state(root: Path) -> dict[str, bytes]:
     """.git/config, hooks/ and info/ (bytes and modes), the index, HEAD and the refs."""
     g = root / ".git"
     out = {"config": (g / "config").read_bytes(), "index": (g / "index").read_bytes(),
-           "HEAD": (g / "HEAD").read_bytes(), "refs": git(root, "for-each-ref", "refs/heads", "refs/tags").encode()}
+           "HEAD": (g / "HEAD").read_bytes(), "refs": git(root, "for-each-ref", "refs/heads", "refs/tags", "refs/stash").encode(),
+           "stash": git(root, "stash", "list", "--format=%H %gs").encode()}
     for d in ("hooks", "info"):
         for p in sorted((g / d).rglob("*")):
             out[str(p.relative_to(g))] = (p.read_bytes() if p.is_file() else b"dir") + f"|{p.stat().st_mode:o}".encode()
@@ -250,7 +251,9 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
               f"(sh -c 'echo $$ >> {pids}; exec sleep 300' </dev/null >/dev/null 2>&1 &) ; "
               f"set -m; sh -c 'echo $$ >> {pids}; exec sleep 300' </dev/null >/dev/null 2>&1 & disown")
     g = root / ".git"
-    commands = [["git", "config", "filter.x.clean", f"sh -c 'touch {sentinel}; cat'"],
+    commands = [["git", "stash", "push", "-q", "-m", "the agent's"], ["git", "branch", "agent-branch"],
+                ["git", "tag", "v9.9.9"],  # a tag a `git push --tags` would publish, a branch, a stash entry
+                ["git", "config", "filter.x.clean", f"sh -c 'touch {sentinel}; cat'"],
                 ["git", "config", "filter.x.smudge", f"sh -c 'touch {sentinel}; echo injected = 1'"],
                 ["sh", "-c", f"mkdir -p {g}/info && echo '*.py filter=x' > {g}/info/attributes"],
                 ["sh", "-c", f"printf '#!/bin/sh\\ntouch {sentinel}\\n' > {g}/hooks/reference-transaction && "
@@ -265,6 +268,8 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
     attempt = json.loads(r.stdout)["attempts"][0]
     assert attempt["verdict"] == "failed"
     assert "changed .git/config" in attempt["side_effects"]
+    assert sum(("refs/heads/agent-branch" in e or "refs/tags/v9.9.9" in e or "the agent's" in e)
+               for e in attempt["side_effects"]) == 3  # each named, kept under refs/acr/put-aside/
     found = [int(x) for x in pids.read_text().split()]
     assert len(found) == 3
     assert not [p for p in found if _alive(p)]  # every process the attempt started ended with it
@@ -272,6 +277,11 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
     assert tree_bytes(root) == files and git_state(root) == state
     log = Path(attempt["log"]).read_text()
     assert "outlived the agent" in log
+    pids.unlink()
+    shown = acr("run", "fix add", "--verify", VERIFY, "--yes", "--arms", "codex:gpt-5.4", cwd=root)
+    progress = " ".join(shown.stderr.split())  # (a person sees it too, not only --json)
+    assert "the rollback undid:" in progress and "refs/tags/v9.9.9 made by the attempt" in progress
+    assert not [p for p in map(int, pids.read_text().split()) if _alive(p)] and not sentinel.exists()
 
 
 def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path, scenario):

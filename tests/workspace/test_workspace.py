@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -569,9 +570,10 @@ def test_stash_entries_branches_and_tags_the_attempt_removes_come_back(with_stas
                                 f"stash: On {branch}: user work 2"]
 
 
-def test_a_stash_entry_made_during_the_attempt_stays_on_top_of_the_users_list(with_stashes, tmp_path):
-    """The stash is shared by every worktree: an entry made meanwhile may be the user's own, from another one
-    (as with branches, it stays); the user's list below it is exactly as it was."""
+def test_a_stash_entry_made_during_the_attempt_is_kept_aside_and_named(with_stashes, tmp_path):
+    """The user's list comes back exactly: the next `git stash pop` must not apply what the agent stashed. The
+    stash is shared by every worktree, so an entry made meanwhile may be the user's own, from another one:
+    nothing is lost, it is named with the command that puts it back."""
     root = with_stashes
     stashes = stash_list(root)
     other = tmp_path / "other"
@@ -581,12 +583,14 @@ def test_a_stash_entry_made_during_the_attempt_stays_on_top_of_the_users_list(wi
     git(root, "stash", "drop", "-q", "stash@{1}")  # the attempt drops one of the user's
     (other / "calc.py").write_text("the user's work in the other worktree\n")
     git(other, "stash", "push", "-q", "-m", "mine, from the other worktree")
-    made = stash_list(root)[0]
     report = ws.restore(cp)
-    assert stash_list(root) == [made, *stashes]  # theirs on top, the user's list below exactly as it was
+    assert stash_list(root) == stashes
+    [line] = [t for t in report.refs_taken if "mine, from the other worktree" in t]
+    assert line in report.side_effects()  # the run shows it, not only the attempt's log
+    command = line[line.index("`git stash store") + 1:line.rindex("`")]
+    subprocess.run(command, shell=True, cwd=other, check=True)  # (the command as the user pastes it)
     git(other, "stash", "pop", "-q")
     assert (other / "calc.py").read_text() == "the user's work in the other worktree\n"
-    assert any("kept on top: On feature: mine, from the other worktree" in line for line in report.refs_put_back)
 
 
 def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
@@ -599,7 +603,7 @@ def test_a_stash_clear_leaves_the_list_exactly_as_it_was(with_stashes):
     assert stash_list(root) == stashes
 
 
-def test_refs_another_work_tree_moves_or_adds_during_the_attempt_stay(with_stashes, tmp_path):
+def test_a_branch_checked_out_in_another_work_tree_keeps_its_commits_made_meanwhile(with_stashes, tmp_path):
     root = with_stashes
     other = tmp_path / "other"
     git(root, "worktree", "add", "-q", str(other), "feature")
@@ -607,12 +611,39 @@ def test_refs_another_work_tree_moves_or_adds_during_the_attempt_stay(with_stash
     cp = ws.checkpoint()
     (other / "calc.py").write_text("the user's commit in the other work tree\n")
     git(other, "commit", "-qam", "other work")
-    git(other, "branch", "new-idea")
-    git(other, "stash", "push", "-q", "-m", "pushed meanwhile")  # nothing to stash: a no-op
     tip = git(root, "rev-parse", "feature")
     report = ws.restore(cp)
-    assert git(root, "rev-parse", "feature") == tip and git(root, "rev-parse", "--verify", "-q", "new-idea")
-    assert not report.refs_put_back
+    assert git(root, "rev-parse", "feature") == tip and git(other, "status", "--porcelain") == ""
+    assert any("refs/heads/feature" in t and "left as it is" in t for t in report.refs_taken)
+
+
+def test_branches_tags_and_stash_entries_the_attempt_makes_or_moves_come_back_as_they_were(with_stashes, tmp_path):
+    """A hostile agent leaves a branch and a tag (a `git push --tags` would publish it, a tag push may start a
+    release), moves a branch, stashes, and parks a branch in a work tree of its own: after the rollback the
+    user's refs and stash list are exactly as they were, and each of the agent's is kept aside and named."""
+    root = with_stashes
+    user_refs = ("for-each-ref", "refs/heads", "refs/tags", "refs/stash")
+    stashes, refs = stash_list(root), git(root, *user_refs)
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    git(root, "checkout", "-q", "-b", "agent-branch")
+    (root / "calc.py").write_text("agent\n")
+    git(root, "commit", "-qam", "agent's commit")
+    agent_tip = git(root, "rev-parse", "HEAD").strip()
+    git(root, "tag", "v9.9.9")
+    git(root, "branch", "-f", "feature", "agent-branch")
+    (root / "calc.py").write_text("agent again\n")
+    git(root, "stash", "push", "-q", "-m", "agent's stash")
+    git(root, "worktree", "add", "-q", str(tmp_path / "agent-wt"), "-b", "parked")
+    report = ws.restore(cp)
+    assert git(root, *user_refs) == refs and stash_list(root) == stashes
+    kept = {r: v for line in git(root, "for-each-ref", "--format=%(refname) %(objectname)",
+                                 "refs/acr/put-aside/t-1/").splitlines() for r, v in [line.split()]}
+    assert kept["refs/acr/put-aside/t-1/heads/agent-branch"] == agent_tip
+    assert kept["refs/acr/put-aside/t-1/heads/feature"] == agent_tip
+    assert {"refs/acr/put-aside/t-1/tags/v9.9.9", "refs/acr/put-aside/t-1/heads/parked",
+            "refs/acr/put-aside/t-1/stash/0"} <= set(kept)
+    assert len(report.refs_taken) == 5 and all(t in report.side_effects() for t in report.refs_taken)
 
 
 def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes):
@@ -649,7 +680,7 @@ def test_a_branch_deleted_and_pruned_during_the_attempt_comes_back(with_stashes)
     assert report.refs_put_aside == ["refs/tags/v1 (could not come back: its objects are gone, pruned meanwhile)"]
 
 
-def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback(with_stashes):
+def test_a_branch_name_the_attempt_took_is_freed_and_the_branch_comes_back(with_stashes):
     root = with_stashes
     tip = git(root, "rev-parse", "feature")
     git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/feature")  # e.g. master -> main
@@ -661,10 +692,27 @@ def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback
     git(root, "branch", "feature/new")  # the old name is a directory of refs now
     report = ws.restore(cp)  # no error: the files, HEAD and the other refs are back
     assert (root / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
-    assert git(root, "rev-parse", "refs/acr/put-aside/heads/feature") == tip
-    assert git(root, "rev-parse", "--verify", "-q", "feature/new")
-    assert len(report.refs_put_aside) == 1 and "refs/acr/put-aside/heads/feature" in report.refs_put_aside[0]
+    assert git(root, "rev-parse", "feature") == tip  # its name was freed: the attempt's feature/new is aside
+    assert git(root, "rev-parse", f"refs/acr/put-aside/{cp.name}/heads/feature/new") == tip
+    assert not report.refs_put_aside
     assert "refs/heads/alias" not in git(root, "for-each-ref")  # a symbolic ref is not made a branch
+
+
+def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback(with_stashes, tmp_path):
+    root = with_stashes
+    tip = git(root, "rev-parse", "feature").strip()
+    other = tmp_path / "other"
+    git(root, "worktree", "add", "-q", "--detach", str(other))
+    ws = Workspace.open(root)
+    cp = ws.checkpoint()
+    (root / "calc.py").write_text("agent\n")
+    git(root, "branch", "-D", "-q", "feature")
+    git(other, "checkout", "-q", "-b", "feature/mine")  # the user, in a work tree that was there: it stays
+    report = ws.restore(cp)  # no error: the files, HEAD and the other refs are back
+    assert (root / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
+    assert git(root, "rev-parse", f"refs/acr/put-aside/{cp.name}/heads/feature").strip() == tip
+    assert git(root, "rev-parse", "--verify", "-q", "feature/mine")
+    assert len(report.refs_put_aside) == 1 and f"refs/acr/put-aside/{cp.name}/heads/feature" in report.refs_put_aside[0]
 
 
 def test_names_that_are_not_utf8_are_put_back_and_shown(project):
