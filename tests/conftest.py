@@ -16,6 +16,11 @@ SAMPLES = TESTS / "samples"  # outputs recorded from the real CLIs (samples/READ
 DATA = TESTS / "data"  # hand-written requests, labelled by kind
 REPO = TESTS.parent
 SHARED_BENCH = REPO.parent / "shared" / "coderouterbench"
+# the published CodeRouterBench files, for the tests that replay them: ../shared's copy, or $ACR_TEST_BENCH_DATA;
+# those tests are skipped where neither has them (a clone elsewhere)
+BENCH_DATA = Path(os.environ.get("ACR_TEST_BENCH_DATA", SHARED_BENCH))
+needs_bench_data = pytest.mark.skipif(not (BENCH_DATA / "ood176_results_long.csv").is_file(),
+                                      reason=f"CodeRouterBench files not found in {BENCH_DATA}")
 
 
 @pytest.fixture(autouse=True)

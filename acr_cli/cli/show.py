@@ -112,6 +112,9 @@ def task_json(t: dict[str, Any]) -> dict[str, Any]:
         "context": {**{k: v for k, v in (load("context", t.get("context")) or {}).items() if k in SHAPES["context"]},
                     **{k: t[k] for k in ("kind", "language", "size", "groups") if t.get(k) is not None}},
         "baseline": load("baseline", t.get("baseline")),
+        # a record there that cannot be read (an older acr's redaction could cut it): not kept, not "not run"
+        "baseline_unreadable": "baseline" in (t.get("unreadable") or ()) or (
+            bool(t.get("baseline")) and load("baseline", t.get("baseline")) is None),
         "answer": final["text"] if final else None,
         "changes": [{"path": p, "added": a, "deleted": d} for p, a, d in kept],
         "attempts": attempts,
@@ -156,6 +159,8 @@ def render(d: dict[str, Any]) -> None:
         exit_code = f" (exit {b['exit_code']})" if b.get("exit_code") is not None else ""
         how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed{exit_code}")
         out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
+    elif d.get("baseline_unreadable"):
+        out("baseline: not kept (its record in memory cannot be read)")
     elif verifier:
         out(f"baseline: not run (verifier `{verifier}`)")
     else:

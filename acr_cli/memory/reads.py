@@ -142,7 +142,7 @@ class Reads(Base):
             for r in self.db.execute(f"SELECT * FROM task_groups WHERE task_id IN ({marks}) ORDER BY task_id, level",
                                      list(by_id)):
                 by_id[r["task_id"]]["groups"].append(r["key"])
-        return [redact_task(t) for t in tasks]  # rows an older acr wrote unredacted are shown clean too
+        return [redact_task(t, mark=True) for t in tasks]  # rows an older acr wrote unredacted are shown clean too
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
@@ -191,7 +191,9 @@ TASK_JSON = ("context", "baseline")  # redacted value by value: as text, a cut c
 ATTEMPT_TEXT = ("reason", "detail", "verifier", "verifier_tail", "text")
 
 
-def redact_task(task: dict[str, Any]) -> dict[str, Any]:
+def redact_task(task: dict[str, Any], mark: bool = False) -> dict[str, Any]:
+    """``task`` with its free text redacted. ``mark``: a JSON column that cannot be read, dropped as not kept,
+    is named in ``task["unreadable"]`` (for `acr show`, which says "not kept" rather than "not run")."""
     for k in TASK_TEXT:
         if isinstance(task.get(k), str):
             task[k] = redact(task[k])
@@ -201,6 +203,8 @@ def redact_task(task: dict[str, Any]) -> dict[str, Any]:
                 task[k] = json.dumps(redact_values(json.loads(task[k])))
             except (ValueError, RecursionError):  # unreadable (an older acr redacted it as text): not kept
                 task[k] = None
+                if mark:
+                    task.setdefault("unreadable", []).append(k)
     for a in task.get("attempts") or ():
         for k in ATTEMPT_TEXT:
             if isinstance(a.get(k), str):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import write_id, write_ood
-from conftest import acr
+from conftest import acr, needs_bench_data
 from shared import acr_on_read_only
 
 from acr_cli.bench import data
@@ -205,6 +205,7 @@ main()
 """
 
 
+@needs_bench_data
 @pytest.mark.parametrize("signum, code, policies, when", [
     (signal.SIGINT, 130, ["learned"], "started"),
     (signal.SIGTERM, 143, ["learned"], "started"),  # `timeout` or `kill`: cancelled like Ctrl-C
@@ -215,12 +216,12 @@ def test_a_replay_cut_off_by_ctrl_c_leaves_the_stored_ones_readable(tmp_path, si
     import sqlite3
     import time
 
-    from conftest import SHARED_BENCH
+    from conftest import BENCH_DATA
 
     d = write_ood(tmp_path / "data", OOD)
     mem = tmp_path / "replay.sqlite"
     kept = replay(d, "ood176", "oracle", extra=["--memory", str(mem)])
-    args = ["bench", "replay", "id2919", *[a for p in policies for a in ("-P", p)], "--data-dir", str(SHARED_BENCH),
+    args = ["bench", "replay", "id2919", *[a for p in policies for a in ("-P", p)], "--data-dir", str(BENCH_DATA),
             "--memory", str(mem)]
     head = [sys.executable, "-c", SWALLOWED_SIGNAL] if when == "swallowed" else [sys.executable, "-m", "acr_cli"]
     proc = subprocess.Popen([*head, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

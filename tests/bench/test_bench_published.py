@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import shutil
 import threading
 from functools import partial
-from pathlib import Path
 
 import pytest
-from conftest import SHARED_BENCH, acr
+from conftest import BENCH_DATA as DATA
+from conftest import acr, needs_bench_data
 
-DATA = Path(os.environ.get("ACR_TEST_BENCH_DATA", SHARED_BENCH))
-pytestmark = pytest.mark.skipif(not (DATA / "ood176_results_long.csv").is_file(),
-                                reason=f"CodeRouterBench files not found in {DATA}")
+pytestmark = needs_bench_data
 REF = "reference/ood176_decisions"
 
 

@@ -308,6 +308,20 @@ def test_a_secret_quoted_in_how_a_request_was_read_is_masked_and_the_export_impo
     assert json.loads(context) == kept and baseline is None
 
 
+def test_show_says_a_baseline_it_cannot_read_was_not_kept_not_that_it_never_ran(tmp_path):
+    from conftest import acr
+
+    path = tmp_path / "m.sqlite"
+    mem = Memory.open(path)
+    tid = record(mem, ["all", "kind=bug_fix"], [(A, "failed", 0.1)])
+    mem.describe_task(tid, context={"kind": "bug_fix"}, baseline={"command": "pytest", "passed": False,
+                                                                   "exit_code": 1, "duration_s": 0.5})
+    mem.db.execute("UPDATE tasks SET baseline = ?", ('{"command": "pytest", "tail": "-----BEGIN [REDACTED]',))
+    mem.close()
+    shown = acr("show", tid, "--memory", str(path))
+    assert shown.returncode == 0 and "baseline: not kept" in shown.stdout and "not run" not in shown.stdout
+
+
 def test_import_rejects_garbage_with_the_line(new_memory, tmp_path):
     mem = new_memory()
     with pytest.raises(MemoryFileError, match="line 2"):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_BENCH, acr, git, init_repo
+from conftest import BENCH_DATA, acr, git, init_repo, needs_bench_data
 
 from acr_cli.memory.store import Memory
 
@@ -587,10 +587,11 @@ def test_upgrading_a_shared_memory_never_renames_projects_from_this_machines_dis
 
 
 @pytest.mark.postgres
+@needs_bench_data
 def test_a_replay_kept_in_a_shared_memory_is_reported_from_it(pg_server, tmp_path):
     url = pg_server.url(pg_server.new_database())
     env = {"ACR_HOME": str(tmp_path / "home")}
-    data = str(SHARED_BENCH)
+    data = str(BENCH_DATA)
     r = acr("bench", "replay", "ood176", "-P", "learned", "--data-dir", data, "--memory", url, "--json", env=env)
     assert r.returncode == 0, r.stderr
     replayed = json.loads(r.stdout)["results"][0]
