@@ -376,7 +376,8 @@ def forget(
                + (f"; removed the logs of {orphans} task(s) no longer in memory" if orphans else ""))
     missing = len(task_ids or []) - n - orphans if not (all_ or bench) else 0
     if missing:
-        raise AcrError(f"{missing} of the given task ids were not in memory", hint="see `acr memory log` for ids",
+        raise AcrError(f"{missing} of the given task ids {'was' if missing == 1 else 'were'} not in memory",
+                       hint="see `acr memory log` for ids",
                        exit_code=1)
 
 

@@ -26,7 +26,8 @@ def recover(
     worktree (out of the agent's reach). A run that ends in any normal way (pass, fail, timeout,
     Ctrl-C, SIGTERM) rolls back and deletes it; one that is killed leaves it, and `acr run` warns
     about it. `acr recover` restores the repository's own files (.git/config, hooks, info/), files,
-    index, HEAD and branch, and the stash entries, branches and tags the attempt deleted. What the
+    index, HEAD and branch, and branches, tags and the stash list as they were (what the attempt
+    made or moved is kept under refs/acr/put-aside/<name>/, and named). What the
     work tree holds just before is saved first as refs/acr/recovered/<name>, so nothing is lost
     either way. It only sees the checkpoints of the worktree it runs in, and refuses while a
     process of the killed run is still alive (it could undo the recovery): --kill ends those.

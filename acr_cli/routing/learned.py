@@ -433,7 +433,7 @@ class LearnedPolicy(Policy):
             in_plan = pos < len(plan)
             why = ("planned" if in_plan else "not worth trying now") if verified else "best expected reward"
             if fit.attempts[i]:
-                why += f"; {fit.attempts[i]} attempts in its finest group"
+                why += f"; {fit.attempts[i]} attempt{'s' if fit.attempts[i] != 1 else ''} in its finest group"
             elif self.arms[i].prior_for(ctx.kind) is None:
                 why += "; no prior for this kind"
             p = info["p"][i]

@@ -41,6 +41,8 @@ class Checkpoint:
     # the repository's other work trees: admin name -> the branch checked out there (refs.worktree_branches);
     # None in a checkpoint written before acr recorded them
     worktrees: dict[str, str | None] | None = field(default=None, repr=False)
+    # symbolic refs among branches and tags: name -> target (refs.symbolic); None in an older checkpoint
+    symbolic: dict[str, str] | None = field(default=None, repr=False)
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -59,7 +61,8 @@ class Checkpoint:
                 "modes": self.modes, "sparse_absent": sorted(self.sparse_absent), "refs": self.refs,
                 "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
                 "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes,
-                "unpopulated": list(self.unpopulated), "worktrees": self.worktrees}
+                "unpopulated": list(self.unpopulated), "worktrees": self.worktrees,
+                "symbolic": self.symbolic}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -71,7 +74,7 @@ class Checkpoint:
                    frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
                    obj.get("dotgit"), dict(obj.get("replace", {})),
                    {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())),
-                   obj.get("worktrees"))
+                   obj.get("worktrees"), obj.get("symbolic"))
 
 
 def signature(path: str) -> list | None:

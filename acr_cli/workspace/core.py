@@ -143,7 +143,7 @@ class Workspace:
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
                         rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
                         self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
-                        refs.worktree_branches(self.git))
+                        refs.worktree_branches(self.git), refs.symbolic(self.git))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)

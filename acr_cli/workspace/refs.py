@@ -12,6 +12,8 @@ stash commit as parents, so a ``git gc`` during the attempt cannot prune one it 
 
 from __future__ import annotations
 
+import os
+
 from acr_cli.errors import printable
 from acr_cli.workspace.git import Git, ident
 
@@ -87,69 +89,98 @@ def restore_head(git: Git, cp_head: str | None, cp_branch: str | None) -> None:
         git("update-ref", cp_branch or "HEAD", cp_head)
 
 
+def symbolic(git: Git) -> dict[str, str]:
+    """Symbolic refs among branches and tags (``refs/heads/master`` -> ``refs/heads/main``): name -> target.
+    They hold no object, yet ``git push --tags`` publishes what one under ``refs/tags`` points to."""
+    out = git("for-each-ref", "--format=%(refname)%00%(symref)", "refs/heads", "refs/tags").decode(
+        "utf-8", "surrogateescape")
+    return {n: t for n, _, t in (line.partition("\0") for line in out.split("\n")) if t}
+
+
 def worktree_branches(git: Git) -> dict[str, str | None]:
     """The repository's other work trees: their admin name (``""`` for the main one) -> the branch
     checked out there (``refs/heads/...``; None when detached). Read from their HEAD files."""
-    out: dict[str, str | None] = {}
-    heads = [("", git.common_dir / "HEAD")]
+    return {n: b for n, (b, _) in _worktrees(git).items()}
+
+
+def _worktrees(git: Git) -> dict[str, tuple[str | None, str]]:
+    """admin name -> (its branch, its directory as git recorded it) for every other work tree."""
+    out: dict[str, tuple[str | None, str]] = {}
+    heads = [("", git.common_dir / "HEAD", str(git.common_dir.parent))]
     try:
-        heads += [(d.name, d / "HEAD") for d in sorted((git.common_dir / "worktrees").iterdir()) if d.is_dir()]
+        for d in sorted((git.common_dir / "worktrees").iterdir()):
+            if d.is_dir():
+                try:
+                    where = os.path.dirname((d / "gitdir").read_text(errors="surrogateescape").strip())
+                except OSError:
+                    where = str(d)
+                heads.append((d.name, d / "HEAD", where))
     except OSError:
         pass
     own = (git.git_dir / "HEAD").resolve()
-    for name, path in heads:
+    for name, path, where in heads:
         if path.resolve() == own:
             continue
         try:
             text = path.read_text(encoding="utf-8", errors="surrogateescape").strip()
         except OSError:
             continue
-        out[name] = text[len("ref: "):] if text.startswith("ref: ") else None
+        out[name] = (text[len("ref: "):] if text.startswith("ref: ") else None, where)
     return out
 
 
+SHOWN_MAX = 20  # refs named one by one in a rollback's report; the rest are counted, with where they are
+
+
 def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
-                 branch: str | None, name: str,
-                 worktrees: dict[str, str | None] | None) -> tuple[list[str], list[str], list[str]]:
+                 branch: str | None, name: str, worktrees: dict[str, str | None] | None,
+                 kept_symbolic: dict[str, str] | None = None) -> tuple[list[str], list[str], list[str]]:
     """Branches, tags and the stash list as they were; returns (put back, could not come back, taken
     away), each for people.
 
-    What the attempt deleted comes back. What it created or moved (a branch, a tag: one it could push,
-    or a release a tag push would start) is put back as it was and its own version kept under
-    ``refs/acr/put-aside/<name>/``; so is a stash entry it made (the user's next ``git stash pop`` must
-    not apply the agent's work). Nothing is lost: each is named, with how to take it back. The one
-    exception: a branch checked out in another work tree that existed before the attempt moves with
-    that work tree's commits (its user may have committed meanwhile), so it stays as it is.
-    ``branch``, HEAD's, is :func:`restore_head`'s."""
+    What the attempt deleted comes back. What was made or moved during it (a branch, a tag: one a push
+    would publish, or a release a tag push would start) is put back as it was and its own version kept
+    under ``refs/acr/put-aside/<name>/``; so is a stash entry made during it (the user's next
+    ``git stash pop`` must not apply the agent's work), and a symbolic ref made among branches and tags
+    is removed. Nothing is lost: each is named, with a command that takes it back (quoted: a ref name
+    may hold ``;`` or ``$(``). The one exception: a branch that another work tree had checked out at the
+    checkpoint, and still has, moves with that work tree's commits (its user may have committed
+    meanwhile), so it stays as it is, named. ``branch``, HEAD's, is :func:`restore_head`'s."""
     back: list[str] = []
     aside: list[str] = []
     taken: list[str] = []
     if kept is None:
         return back, aside, taken
-    refs, stash, _ = listed(git)
-    now_elsewhere = worktree_branches(git)
-    busy = {b for wt, b in now_elsewhere.items() if b and (worktrees is None or wt in worktrees)}
     store = f"{PUT_ASIDE_REFS}{name}/"
-    # first what it made or moved, so that a name it took (it made `a/b` where branch `a` was) is free again
-    for r, v in sorted(refs.items()):
-        if r == branch or kept.get(r) == v:
-            continue
+    taken += _clear_way(git, store)
+    earlier = set(_under(git, store))  # kept by an earlier try of this rollback (one that stopped part way)
+    refs, stash, _ = listed(git)
+    others = _worktrees(git)
+    if worktrees is None:  # a checkpoint from before acr recorded them: what is checked out now, if it existed
+        busy = {b for b, _ in others.values() if b and b in kept}
+    else:
+        busy = {b for wt, b in worktrees.items() if b and others.get(wt, (None, ""))[0] == b}
+    changed = [(r, v) for r, v in sorted(refs.items()) if r != branch and kept.get(r) != v]
+    moves: list[tuple[str, str, str]] = []
+    for r, v in changed:
         if r in busy:
             taken.append(f"{printable(r)} moved during the attempt and is checked out in another work tree: "
                          "left as it is")
+        else:
+            moves.append((r, v, store + r[len("refs/"):]))
+    done = _move_aside(git, moves, kept)
+    shown = []
+    for r, v, keep in moves:
+        if keep not in done:
+            aside.append(f"{printable(r)} (made or moved during the attempt; could not be put aside, left as it is)")
             continue
-        keep = store + r[len("refs/"):]
-        if not git.ok("update-ref", keep, v):
-            aside.append(f"{printable(r)} (made or moved by the attempt; could not be put aside, left as it is)")
-            continue
-        undo = (f"update {r} {kept[r]} {v}\n" if r in kept else f"delete {r} {v}\n").encode("utf-8", "surrogateescape")
-        if not git.ok("update-ref", "--stdin", input=undo):
-            git("update-ref", "-d", keep, check=False)
-            aside.append(f"{printable(r)} (made or moved by the attempt; changed again meanwhile, left as it is)")
-            continue
-        how = f"`git update-ref {printable(r)} {printable(keep)}`"
-        taken.append(f"{printable(r)} {'moved' if r in kept else 'made'} by the attempt: its version is kept as "
-                     f"{printable(keep)} ({how} takes it back)")
+        verb, how = ("moved", "puts it back over yours") if r in kept else ("made", "brings it back")
+        shown.append(f"{printable(r)} {verb} during the attempt: kept as {printable(keep)} "
+                     f"({_command(('git', 'update-ref', r, keep), store)} {how})")
+        for where in [w for b, w in others.values() if b == r]:  # another work tree is on it: now on no commit
+            shown.append(f"the work tree {printable(where)} has {printable(r)} checked out, which is kept aside "
+                         f"now: switch it to a branch there (`git -C {_quote(where)} switch BRANCH`)")
+    taken += _at_most(shown, store)
     refs, _, _ = listed(git)
     missing = {r: v for r, v in kept.items() if r not in refs and r != branch}
     if missing:
@@ -162,12 +193,86 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
                     back.append(printable(r))
                 else:
                     aside.append(_put_aside(git, store + r[len("refs/"):], v, printable(r)))
+    if kept_symbolic is not None:
+        taken += _restore_symbolic(git, kept_symbolic)
     if [sha for sha, _ in stash] != [sha for sha, _ in stash_then]:
         b, a, t = _restore_stash(git, stash, stash_then, store)
         back += b
         aside += a
         taken += t
+    before = [r for r in _under(git, store) if r in earlier]
+    if before:
+        taken.append(f"kept aside by an earlier try of this rollback: {', '.join(printable(r) for r in before[:SHOWN_MAX])}"
+                     + (f" and {len(before) - SHOWN_MAX} more" if len(before) > SHOWN_MAX else ""))
     return back, aside, taken
+
+
+def _move_aside(git: Git, moves: list[tuple[str, str, str]], kept: dict[str, str]) -> set[str]:
+    """Keep each (ref, value, keep-as) under its keep-as name and put the ref back as it was (deleted when it
+    is new): in one transaction, else one by one (a name in the way must not stop the others). Returns the
+    keep-as names done; a ref changed again meanwhile stays as it is."""
+    def lines(r: str, v: str, keep: str) -> str:
+        undo = f"update {r} {kept[r]} {v}\n" if r in kept else f"delete {r} {v}\n"
+        return f"update {keep} {v}\n{undo}"
+
+    if not moves:
+        return set()
+    if git.ok("update-ref", "--stdin", input="".join(lines(*m) for m in moves).encode("utf-8", "surrogateescape")):
+        return {keep for _, _, keep in moves}
+    done = set()
+    for m in moves:
+        if git.ok("update-ref", "--stdin", input=lines(*m).encode("utf-8", "surrogateescape")):
+            done.add(m[2])
+    return done
+
+
+def _clear_way(git: Git, store: str) -> list[str]:
+    """Refs made where acr's own put-aside names go (``refs/acr/put-aside`` as a ref of its own would make
+    every name below it impossible): removed, and named."""
+    out = []
+    parts = store.rstrip("/").split("/")
+    for n in range(2, len(parts) + 1):
+        ref = "/".join(parts[:n])
+        obj = git("show-ref", "--verify", "--hash", ref, check=False).decode().strip()  # (that exact name)
+        if obj and git.ok("update-ref", "--no-deref", "-d", ref):
+            out.append(f"removed {ref}, a ref made in acr's own namespace (it pointed to {obj})")
+    return out
+
+
+def _under(git: Git, prefix: str) -> list[str]:
+    out = git("for-each-ref", "--format=%(refname)", prefix).decode("utf-8", "surrogateescape")
+    return [r for r in out.split("\n") if r]
+
+
+def _at_most(lines: list[str], store: str) -> list[str]:
+    if len(lines) <= SHOWN_MAX:
+        return lines
+    return lines[:SHOWN_MAX] + [f"and {len(lines) - SHOWN_MAX} more, kept under {store} "
+                                f"(`git for-each-ref {store}` lists them)"]
+
+
+def _restore_symbolic(git: Git, then: dict[str, str]) -> list[str]:
+    """Symbolic refs among branches and tags as they were: one made during the attempt is removed (it holds
+    nothing: its target stays), one deleted or pointed elsewhere comes back."""
+    out = []
+    now = symbolic(git)
+    for r in sorted(set(now) | set(then)):
+        if now.get(r) == then.get(r):
+            continue
+        if r in now:
+            git("update-ref", "--no-deref", "-d", r, check=False)
+        if r in then and not git.ok("symbolic-ref", r, then[r]):
+            out.append(f"the symbolic ref {printable(r)} -> {printable(then[r])} could not come back")
+        elif r not in then:
+            out.append(f"removed the symbolic ref {printable(r)} -> {printable(now[r])}, made during the attempt")
+    return out
+
+
+def _command(argv: tuple[str, ...], store: str) -> str:
+    """A command to paste, every argument quoted; a name that is not UTF-8 cannot be pasted: say where to look."""
+    if any(printable(a) != a for a in argv):
+        return f"(its name is not UTF-8: `git for-each-ref {store}` lists it)"
+    return "`" + " ".join(_quote(a) for a in argv) + "`"
 
 
 def _restore_stash(git: Git, now: tuple[tuple[str, str], ...], then: tuple[tuple[str, str], ...],
@@ -184,7 +289,7 @@ def _restore_stash(git: Git, now: tuple[tuple[str, str], ...], then: tuple[tuple
         keep = f"{store}stash/{n}"
         if git.ok("update-ref", keep, sha):
             taken.append(f"stash entry made during the attempt ({printable(msg)}), kept as {keep} "
-                         f"(`git stash store -m {_quote(printable(msg))} {sha}` puts it back on your list)")
+                         f"({_command(('git', 'stash', 'store', '-m', msg, sha), store)} puts it back on your list)")
         else:
             aside.append(f"stash entry made during the attempt ({printable(msg)}) could not be kept")
     git("update-ref", "-d", "refs/stash", check=False)  # the ref and its log, which is the list
@@ -194,7 +299,7 @@ def _restore_stash(git: Git, now: tuple[tuple[str, str], ...], then: tuple[tuple
                 back.append(f"stash: {printable(msg)}")
         else:
             aside.append(_put_aside(git, f"{store}stash/{sha}", sha, f"stash: {printable(msg)}"))
-    return back, aside, taken
+    return back, _at_most(aside, store), _at_most(taken, store)
 
 
 def _quote(text: str) -> str:

@@ -53,7 +53,7 @@ class RestoreReport:
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
         return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
-                + self.refs_taken + self._moved_aside())
+                + self.refs_taken + self.refs_put_aside + self._moved_aside())
 
     def _moved_aside(self) -> list[str]:
         """What left the work tree for the put-aside folder (and what could not), for people."""
@@ -119,7 +119,8 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
                            if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
     publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
-    back, aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name, cp.worktrees)
+    back, aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name, cp.worktrees,
+                                                       cp.symbolic)
     report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + aside
     report.git_state += refs.restore_replace_refs(git, cp.replace)
     try:

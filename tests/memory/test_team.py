@@ -61,7 +61,7 @@ def test_every_memory_command_works_the_same_on_both_backends(backend, memory_ta
     assert json.loads(ok("show", "--json").stdout)["id"] == task  # the newest task of this project
     route = json.loads(ok("route", REQUEST, "--json").stdout)
     codex = next(a for a in route["order"] if a["agent"] == "codex")
-    assert "1 attempts in its finest group" in codex["why"]
+    assert "1 attempt in its finest group" in codex["why"]
     export = tmp_path / "export.jsonl"
     ok("memory", "export", str(export))
     ok("memory", "forget", task)
@@ -94,7 +94,7 @@ def test_two_clones_on_two_machines_learn_as_one_project(pg_server, tmp_path, fa
     assert route["context"]["groups"] == first["context"]["groups"]  # one project, though paths differ
     assert route["context"]["groups"][-1].endswith("project=git:" + git(origin, "rev-parse", "HEAD").strip()[:12])
     codex = next(a for a in route["order"] if a["agent"] == "codex")
-    assert "1 attempts in its finest group" in codex["why"]  # alice's attempt counts for bob
+    assert "1 attempt in its finest group" in codex["why"]  # alice's attempt counts for bob
     assert route["context"]["project"] == first["context"]["project"]
 
 

@@ -280,7 +280,7 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
     pids.unlink()
     shown = acr("run", "fix add", "--verify", VERIFY, "--yes", "--arms", "codex:gpt-5.4", cwd=root)
     progress = " ".join(shown.stderr.split())  # (a person sees it too, not only --json)
-    assert "the rollback undid:" in progress and "refs/tags/v9.9.9 made by the attempt" in progress
+    assert "the rollback undid:" in progress and "refs/tags/v9.9.9 made during the attempt" in progress
     assert not [p for p in map(int, pids.read_text().split()) if _alive(p)] and not sentinel.exists()
 
 

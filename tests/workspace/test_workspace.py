@@ -617,6 +617,23 @@ def test_a_branch_checked_out_in_another_work_tree_keeps_its_commits_made_meanwh
     assert any("refs/heads/feature" in t and "left as it is" in t for t in report.refs_taken)
 
 
+def test_an_agent_cannot_hide_a_branch_behind_another_work_tree(with_stashes, tmp_path):
+    # only the branch a work tree had checked out at the checkpoint is left to it: pointing that work
+    # tree's HEAD at a branch the agent made does not keep the branch
+    root = with_stashes
+    other = tmp_path / "other"
+    git(root, "worktree", "add", "-q", str(other), "feature")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    git(root, "branch", "evil")
+    admin = Path(git(other, "rev-parse", "--git-dir").strip())
+    (admin / "HEAD").write_text("ref: refs/heads/evil\n")
+    report = ws.restore(cp)
+    assert not git(root, "rev-parse", "--verify", "-q", "refs/heads/evil", check=False).strip()
+    assert git(root, "rev-parse", "--verify", "-q", "refs/acr/put-aside/t-1/heads/evil")
+    assert any(f"the work tree {other}" in t for t in report.refs_taken)
+
+
 def test_branches_tags_and_stash_entries_the_attempt_makes_or_moves_come_back_as_they_were(with_stashes, tmp_path):
     """A hostile agent leaves a branch and a tag (a `git push --tags` would publish it, a tag push may start a
     release), moves a branch, stashes, and parks a branch in a work tree of its own: after the rollback the
@@ -643,7 +660,9 @@ def test_branches_tags_and_stash_entries_the_attempt_makes_or_moves_come_back_as
     assert kept["refs/acr/put-aside/t-1/heads/feature"] == agent_tip
     assert {"refs/acr/put-aside/t-1/tags/v9.9.9", "refs/acr/put-aside/t-1/heads/parked",
             "refs/acr/put-aside/t-1/stash/0"} <= set(kept)
-    assert len(report.refs_taken) == 5 and all(t in report.side_effects() for t in report.refs_taken)
+    assert len(report.refs_taken) == 6 and all(t in report.side_effects() for t in report.refs_taken)
+    # the agent's own work tree is on a branch kept aside now: said, with what to do
+    assert any(str(tmp_path / "agent-wt") in t and "git -C" in t for t in report.refs_taken)
 
 
 def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes):
@@ -695,10 +714,14 @@ def test_a_branch_name_the_attempt_took_is_freed_and_the_branch_comes_back(with_
     assert git(root, "rev-parse", "feature") == tip  # its name was freed: the attempt's feature/new is aside
     assert git(root, "rev-parse", f"refs/acr/put-aside/{cp.name}/heads/feature/new") == tip
     assert not report.refs_put_aside
-    assert "refs/heads/alias" not in git(root, "for-each-ref")  # a symbolic ref is not made a branch
+    assert git(root, "symbolic-ref", "refs/heads/alias").strip() == "refs/heads/feature"  # back as a symbolic ref
 
 
-def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback(with_stashes, tmp_path):
+def test_a_branch_made_in_another_work_tree_during_the_attempt_is_kept_aside_and_its_work_tree_named(
+        with_stashes, tmp_path):
+    """Refs are shared by every work tree, and which one made a branch cannot be told (a hostile agent can
+    rewrite another work tree's HEAD): one made during the attempt is kept aside, never lost, and a work tree
+    left on it is named with what to do. Its name no longer blocks the user's branch it took."""
     root = with_stashes
     tip = git(root, "rev-parse", "feature").strip()
     other = tmp_path / "other"
@@ -707,12 +730,42 @@ def test_a_ref_that_cannot_come_back_is_put_aside_and_does_not_stop_the_rollback
     cp = ws.checkpoint()
     (root / "calc.py").write_text("agent\n")
     git(root, "branch", "-D", "-q", "feature")
-    git(other, "checkout", "-q", "-b", "feature/mine")  # the user, in a work tree that was there: it stays
+    git(other, "checkout", "-q", "-b", "feature/mine")
+    mine = git(root, "rev-parse", "feature/mine").strip()
     report = ws.restore(cp)  # no error: the files, HEAD and the other refs are back
     assert (root / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
-    assert git(root, "rev-parse", f"refs/acr/put-aside/{cp.name}/heads/feature").strip() == tip
-    assert git(root, "rev-parse", "--verify", "-q", "feature/mine")
-    assert len(report.refs_put_aside) == 1 and f"refs/acr/put-aside/{cp.name}/heads/feature" in report.refs_put_aside[0]
+    assert git(root, "rev-parse", "feature").strip() == tip
+    assert git(root, "rev-parse", f"refs/acr/put-aside/{cp.name}/heads/feature/mine").strip() == mine
+    assert any(f"the work tree {other}" in t and "switch" in t for t in report.refs_taken)
+
+
+def test_a_ref_made_where_acr_keeps_what_it_puts_aside_does_not_stop_it(with_stashes):
+    """`git update-ref refs/acr/put-aside HEAD` would make every name below it impossible: it is removed."""
+    root = with_stashes
+    refs = git(root, "for-each-ref", "refs/heads", "refs/tags")
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    git(root, "update-ref", "refs/acr/put-aside", "HEAD")
+    git(root, "tag", "v9.9.9")
+    git(root, "symbolic-ref", "refs/tags/v3.0", "refs/heads/feature")  # a symbolic tag: --tags would push it
+    report = ws.restore(cp)
+    assert git(root, "for-each-ref", "refs/heads", "refs/tags") == refs
+    assert git(root, "rev-parse", "--verify", "-q", "refs/acr/put-aside/t-1/tags/v9.9.9")
+    assert any("removed refs/acr/put-aside" in t for t in report.side_effects())
+    assert any("removed the symbolic ref refs/tags/v3.0" in t for t in report.side_effects())
+
+
+def test_the_command_that_takes_a_ref_back_is_safe_to_paste(with_stashes, tmp_path):
+    root = with_stashes
+    ws = Workspace.open(root)
+    cp = ws.checkpoint("t-1")
+    name = "x;touch${IFS}PWNED;#it's"  # a name git allows, and a shell would run
+    git(root, "branch", name)
+    report = ws.restore(cp)
+    [line] = [t for t in report.refs_taken if "PWNED" in t]
+    command = line[line.index("`") + 1:line.rindex("`")]
+    subprocess.run(command, shell=True, cwd=root, check=True)
+    assert not (root / "PWNED").exists() and git(root, "rev-parse", "--verify", "-q", name)
 
 
 def test_names_that_are_not_utf8_are_put_back_and_shown(project):
