@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import typer
 
@@ -57,7 +57,7 @@ def show(
     if json_out:
         print_json(data)
     else:
-        render(data)
+        render(data, unreadable=found.get("unreadable") or ())
 
 
 def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
@@ -68,8 +68,8 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
 
     if task is not None:
         task = task.strip()
-        hits = mem.tasks(source=None, id_prefix=task, limit=2) if task else []
-        exact = [t for t in hits if t["id"] == task] or mem.tasks(source=None, ids=[task])
+        hits = mem.tasks(source=None, id_prefix=task, limit=2, mark_unreadable=True) if task else []
+        exact = [t for t in hits if t["id"] == task] or mem.tasks(source=None, ids=[task], mark_unreadable=True)
         if exact:
             return exact[0]
         if len(hits) > 1:
@@ -80,7 +80,7 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
         return hits[0]
     root = project_root(cwd.resolve())
     project = identity(root)
-    latest = mem.tasks(project=project, limit=1)
+    latest = mem.tasks(project=project, limit=1, mark_unreadable=True)
     if not latest:
         raise AcrError(f"no task recorded for {root} (project {project}) yet",
                        hint="run `acr run ...` here, or name a task: `acr show ID` (`acr memory log` lists them)",
@@ -112,9 +112,6 @@ def task_json(t: dict[str, Any]) -> dict[str, Any]:
         "context": {**{k: v for k, v in (load("context", t.get("context")) or {}).items() if k in SHAPES["context"]},
                     **{k: t[k] for k in ("kind", "language", "size", "groups") if t.get(k) is not None}},
         "baseline": load("baseline", t.get("baseline")),
-        # a record there that cannot be read (an older acr's redaction could cut it): not kept, not "not run"
-        "baseline_unreadable": "baseline" in (t.get("unreadable") or ()) or (
-            bool(t.get("baseline")) and load("baseline", t.get("baseline")) is None),
         "answer": final["text"] if final else None,
         "changes": [{"path": p, "added": a, "deleted": d} for p, a, d in kept],
         "attempts": attempts,
@@ -133,8 +130,9 @@ def _section(title: str, text: str) -> None:
         typer.echo(terminal_safe(line))
 
 
-def render(d: dict[str, Any]) -> None:
-    """Plain lines (they survive a pipe and a copy), in the order a person asks about them."""
+def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
+    """Plain lines (they survive a pipe and a copy), in the order a person asks about them. ``unreadable``:
+    memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run")."""
     from acr_cli.cli.common import terminal_safe
     from acr_cli.cli.render import answer_label, diffstat_lines
 
@@ -159,7 +157,7 @@ def render(d: dict[str, Any]) -> None:
         exit_code = f" (exit {b['exit_code']})" if b.get("exit_code") is not None else ""
         how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed{exit_code}")
         out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
-    elif d.get("baseline_unreadable"):
+    elif "baseline" in unreadable:
         out("baseline: not kept (its record in memory cannot be read)")
     elif verifier:
         out(f"baseline: not run (verifier `{verifier}`)")

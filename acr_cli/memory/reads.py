@@ -99,8 +99,9 @@ class Reads(Base):
     def tasks(self, *, source: str | None = "live", since: str | None = None, kind: str | None = None,
               agent: str | None = None, limit: int | None = None, ids: Sequence[str] | None = None,
               oldest_first: bool = False, project: str | None = None,
-              id_prefix: str | None = None) -> list[dict[str, Any]]:
-        """Tasks newest first (or in insertion order), each with its attempts (``acr memory log``)."""
+              id_prefix: str | None = None, mark_unreadable: bool = False) -> list[dict[str, Any]]:
+        """Tasks newest first (or in insertion order), each with its attempts (``acr memory log``).
+        ``mark_unreadable``: see :func:`redact_task` (`acr show`)."""
         where, params = [], []
         if project is not None:
             where.append("t.project = ?")
@@ -142,7 +143,8 @@ class Reads(Base):
             for r in self.db.execute(f"SELECT * FROM task_groups WHERE task_id IN ({marks}) ORDER BY task_id, level",
                                      list(by_id)):
                 by_id[r["task_id"]]["groups"].append(r["key"])
-        return [redact_task(t, mark=True) for t in tasks]  # rows an older acr wrote unredacted are shown clean too
+        # rows an older acr wrote unredacted are shown clean too
+        return [redact_task(t, mark=mark_unreadable) for t in tasks]
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

@@ -24,7 +24,6 @@ class Transfer(Reads):
         ids = [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY rowid")]
         for i in range(0, len(ids), 500):
             for t in self.tasks(source=None, ids=ids[i:i + 500], oldest_first=True):
-                t.pop("unreadable", None)  # (reads' note for `acr show`: an export holds the record alone)
                 out.write(json.dumps({"type": "task", **redact_task(t)}, sort_keys=True) + "\n")
                 n += 1
         return n
