@@ -125,7 +125,8 @@ class Workspace:
         ctl = control.capture(bases)
         tree, sparse_absent, _ = self.snap.take(unreadable_ok=False)
         head, branch = refs.head(self.git)
-        kept_refs, stash, commits = refs.listed(self.git)
+        symbolic: dict[str, str] = {}
+        kept_refs, stash, commits = refs.listed(self.git, symbolic)
         index = rollback._read_index(self.git_dir)
         kept, over = self.snap.ignored_entries()
         ignored_tree = ignored_index = None
@@ -143,7 +144,7 @@ class Workspace:
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
                         rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
                         self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
-                        refs.worktree_branches(self.git), refs.symbolic(self.git))
+                        refs.worktree_branches(self.git), symbolic)
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)

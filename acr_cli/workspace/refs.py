@@ -34,9 +34,12 @@ def head(git: Git) -> tuple[str | None, str | None]:
     return h, branch
 
 
-def listed(git: Git) -> tuple[dict[str, str], tuple[tuple[str, str], ...], list[str]]:
+def listed(git: Git, symbolic: dict[str, str] | None = None) -> tuple[dict[str, str], tuple[tuple[str, str], ...],
+                                                                       list[str]]:
     """(branches and tags: name -> object, stash entries newest first: (commit, message), the
-    commits all of them point to). Symbolic refs are left out: they follow their target."""
+    commits all of them point to). Symbolic refs are left out: they follow their target; given a dict,
+    ``symbolic`` gets them, name -> target (``refs/heads/master`` -> ``refs/heads/main``: they hold no object,
+    yet ``git push --tags`` publishes what one under ``refs/tags`` points to)."""
     fmt = "%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(symref)"
     out = git("for-each-ref", f"--format={fmt}", *KEPT_REFS).decode("utf-8", "surrogateescape")
     refs, commits = {}, []
@@ -45,6 +48,8 @@ def listed(git: Git) -> tuple[dict[str, str], tuple[tuple[str, str], ...], list[
             continue
         name, obj, kind, peeled, peeled_kind, symref = line.split("\0")
         if symref:
+            if symbolic is not None and name != "refs/stash":
+                symbolic[name] = symref
             continue
         refs[name] = obj
         if kind == "commit" or peeled_kind == "commit":
@@ -87,14 +92,6 @@ def restore_head(git: Git, cp_head: str | None, cp_branch: str | None) -> None:
             git("update-ref", "--no-deref", "HEAD", cp_head)
     if cp_head and head(git)[0] != cp_head:
         git("update-ref", cp_branch or "HEAD", cp_head)
-
-
-def symbolic(git: Git) -> dict[str, str]:
-    """Symbolic refs among branches and tags (``refs/heads/master`` -> ``refs/heads/main``): name -> target.
-    They hold no object, yet ``git push --tags`` publishes what one under ``refs/tags`` points to."""
-    out = git("for-each-ref", "--format=%(refname)%00%(symref)", "refs/heads", "refs/tags").decode(
-        "utf-8", "surrogateescape")
-    return {n: t for n, _, t in (line.partition("\0") for line in out.split("\n")) if t}
 
 
 def worktree_branches(git: Git) -> dict[str, str | None]:
@@ -152,9 +149,13 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     if kept is None:
         return back, aside, taken
     store = f"{PUT_ASIDE_REFS}{name}/"
-    taken += _clear_way(git, store)
-    earlier = set(_under(git, store))  # kept by an earlier try of this rollback (one that stopped part way)
-    refs, stash, _ = listed(git)
+    ours = dict(line.split("\0", 1) for line in git(
+        "for-each-ref", "--format=%(refname)%00%(objectname)", "refs/acr").decode("utf-8", "surrogateescape").split("\n")
+        if "\0" in line)
+    taken += _clear_way(git, store, ours)
+    earlier = sorted(r for r in ours if r.startswith(store))  # kept by an earlier try of this rollback
+    symbolic_now: dict[str, str] = {}
+    refs, stash, _ = listed(git, symbolic_now)
     others = _worktrees(git)
     if worktrees is None:  # a checkpoint from before acr recorded them: what is checked out now, if it existed
         busy = {b for b, _ in others.values() if b and b in kept}
@@ -181,7 +182,6 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
             shown.append(f"the work tree {printable(where)} has {printable(r)} checked out, which is kept aside "
                          f"now: switch it to a branch there (`git -C {_quote(where)} switch BRANCH`)")
     taken += _at_most(shown, store)
-    refs, _, _ = listed(git)
     missing = {r: v for r, v in kept.items() if r not in refs and r != branch}
     if missing:
         lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
@@ -193,17 +193,16 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
                     back.append(printable(r))
                 else:
                     aside.append(_put_aside(git, store + r[len("refs/"):], v, printable(r)))
-    if kept_symbolic is not None:
-        taken += _restore_symbolic(git, kept_symbolic)
+    if kept_symbolic is not None and kept_symbolic != symbolic_now:
+        taken += _restore_symbolic(git, kept_symbolic, symbolic_now)
     if [sha for sha, _ in stash] != [sha for sha, _ in stash_then]:
         b, a, t = _restore_stash(git, stash, stash_then, store)
         back += b
         aside += a
         taken += t
-    before = [r for r in _under(git, store) if r in earlier]
-    if before:
-        taken.append(f"kept aside by an earlier try of this rollback: {', '.join(printable(r) for r in before[:SHOWN_MAX])}"
-                     + (f" and {len(before) - SHOWN_MAX} more" if len(before) > SHOWN_MAX else ""))
+    if earlier:
+        taken.append(f"kept aside by an earlier try of this rollback: {', '.join(printable(r) for r in earlier[:SHOWN_MAX])}"
+                     + (f" and {len(earlier) - SHOWN_MAX} more" if len(earlier) > SHOWN_MAX else ""))
     return back, aside, taken
 
 
@@ -226,22 +225,15 @@ def _move_aside(git: Git, moves: list[tuple[str, str, str]], kept: dict[str, str
     return done
 
 
-def _clear_way(git: Git, store: str) -> list[str]:
+def _clear_way(git: Git, store: str, ours: dict[str, str]) -> list[str]:
     """Refs made where acr's own put-aside names go (``refs/acr/put-aside`` as a ref of its own would make
-    every name below it impossible): removed, and named."""
+    every name below it impossible): removed, and named. ``ours``: the refs under ``refs/acr``."""
     out = []
     parts = store.rstrip("/").split("/")
-    for n in range(2, len(parts) + 1):
-        ref = "/".join(parts[:n])
-        obj = git("show-ref", "--verify", "--hash", ref, check=False).decode().strip()  # (that exact name)
-        if obj and git.ok("update-ref", "--no-deref", "-d", ref):
-            out.append(f"removed {ref}, a ref made in acr's own namespace (it pointed to {obj})")
+    for ref in ("/".join(parts[:n]) for n in range(2, len(parts) + 1)):
+        if ref in ours and git.ok("update-ref", "--no-deref", "-d", ref):
+            out.append(f"removed {ref}, a ref made in acr's own namespace (it pointed to {ours[ref]})")
     return out
-
-
-def _under(git: Git, prefix: str) -> list[str]:
-    out = git("for-each-ref", "--format=%(refname)", prefix).decode("utf-8", "surrogateescape")
-    return [r for r in out.split("\n") if r]
 
 
 def _at_most(lines: list[str], store: str) -> list[str]:
@@ -251,11 +243,10 @@ def _at_most(lines: list[str], store: str) -> list[str]:
                                 f"(`git for-each-ref {store}` lists them)"]
 
 
-def _restore_symbolic(git: Git, then: dict[str, str]) -> list[str]:
+def _restore_symbolic(git: Git, then: dict[str, str], now: dict[str, str]) -> list[str]:
     """Symbolic refs among branches and tags as they were: one made during the attempt is removed (it holds
     nothing: its target stays), one deleted or pointed elsewhere comes back."""
     out = []
-    now = symbolic(git)
     for r in sorted(set(now) | set(then)):
         if now.get(r) == then.get(r):
             continue
