@@ -15,7 +15,7 @@ from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
 from acr_cli.workspace.git import Git, discover, ident, user_name
 from acr_cli.workspace.rollback import RestoreReport
-from acr_cli.workspace.snapshot import Snapshots
+from acr_cli.workspace.snapshot import Snapshots, nul_join, unlink_index
 from acr_cli.workspace.store import Store, default_base
 
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
@@ -269,6 +269,30 @@ class Workspace:
         return (f"the attempt changed uncommitted work of yours ({shown}); the work tree before it is kept as "
                 f"{ref} (`git checkout {ref} -- {hit[0]}` brings a file back)")
 
+    def keep_ignored_overwritten(self, cp: Checkpoint) -> str | None:
+        """A kept attempt that changed or deleted ignored files acr had kept (a ``.env``, local settings): the
+        user's versions are written to ``<git common dir>/acr/put-aside/<checkpoint>/`` (never a ref: a push
+        of every ref would carry a ``.env``); returns a line that says so (None when it touched none)."""
+        if not cp.ignored_tree:
+            return None
+        now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index)
+        hit = sorted(path for status, path in self.snap.diff(cp.ignored_tree, now) if status != "A")
+        if not hit:
+            return None
+        folder = rollback._put_aside_folder(self.common_dir, cp.name)
+        idx = self.snap.temp_index(seed=False)
+        old = os.umask(0o077)  # the user's secrets, readable by the user alone
+        try:
+            env = {"GIT_INDEX_FILE": idx}
+            self.git("read-tree", cp.ignored_tree, env=env)
+            self.git("checkout-index", "-f", "-z", "--stdin", f"--prefix={folder}/", env=env, input=nul_join(hit))
+        finally:
+            os.umask(old)
+            unlink_index(idx)
+        shown = ", ".join(hit[:5]) + (f" and {len(hit) - 5} more" if len(hit) > 5 else "")
+        return (f"the attempt changed ignored files of yours ({shown}); your versions are saved in {folder} "
+                f"(`cp {folder}/{hit[0]} {hit[0]}` brings one back)")
+
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
         """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
         under ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
@@ -371,7 +395,9 @@ class Guard:
             self.done = True
             with interrupts.deferred():
                 self.side_effects = self.ws.side_effects(self.cp)
-                self.kept_before = self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()])
+                kept = [self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()]),
+                        self.ws.keep_ignored_overwritten(self.cp)]
+                self.kept_before = "; ".join(k for k in kept if k) or None
                 self.ws.drop(self.cp)
             return
         self.rollback()

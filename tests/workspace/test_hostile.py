@@ -314,6 +314,28 @@ def test_a_passing_attempt_that_throws_away_uncommitted_work_leaves_it_recoverab
         assert subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True).stdout == data
 
 
+def test_a_passing_attempt_that_overwrites_an_ignored_env_keeps_the_users_version_out_of_any_ref(
+        user_project, fakes_on_path, scenario):
+    """An ignored file is no diff a person reviews: a passing attempt that rewrote the user's .env keeps its
+    change, says so, and the user's version is saved where no push can carry it (a file in .git/acr)."""
+    import stat
+
+    root = user_project
+    mine = (root / ".env").read_bytes()
+    scenario({"write": {".env": "DB_PASS=the-agents\n", "calc.py": "def add(a, b):\n    return a + b\n"}})
+    r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert (root / ".env").read_text() == "DB_PASS=the-agents\n"  # the passing attempt is kept as it left it
+    out = " ".join(r.stdout.split())
+    assert "the attempt changed ignored files of yours (.env); your versions are saved in " in out
+    saved = Path(out.split("are saved in ", 1)[1].split()[0]) / ".env"
+    assert saved.read_bytes() == mine and not stat.S_IMODE(saved.stat().st_mode) & 0o077
+    assert saved.is_relative_to(root / ".git" / "acr" / "put-aside")
+    for ref in git(root, "for-each-ref", "--format=%(refname)").split():  # in no ref a push could carry
+        assert b"hunter2" not in subprocess.run(["git", "grep", "-a", "hunter2", ref], cwd=root,
+                                                capture_output=True).stdout
+
+
 def test_a_file_outside_changed_through_a_symlink_is_reported(project, tmp_path):
     outside = tmp_path / "outside.cfg"
     outside.write_text("the user's config elsewhere\n")
