@@ -133,8 +133,10 @@ def run_task(
             over_budget[decision.arm.id] = decision.expected_cost or 0.0
             continue
         if max_cost is not None and not state.tried and decision.expected_cost is None:
-            emit("note", message=f"no cost estimate for {decision.arm.id} ({policy.name} policy): --max-cost "
-                                 f"{_usd(max_cost)} can stop only the attempts after this one")
+            # (the limit may be the profile's max_cost, not a flag the user passed: name both)
+            emit("note", message=f"no cost estimate for {decision.arm.id} ({policy.name} policy): the cost limit "
+                                 f"{_usd(max_cost)} (--max-cost, or max_cost in the profile) can stop only the "
+                                 "attempts after this one")
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
             if state.spent >= max_cost:

@@ -227,8 +227,8 @@ def test_a_zero_budget_runs_nothing_and_a_fixed_order_says_its_budget_cannot_sto
     assert not log.exists() and tasks_in_memory(acr_home) == 0  # no agent ran, nothing was recorded
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--max-cost", "0.01", cwd=project)
     assert r.returncode == 0, r.stderr
-    assert "no cost estimate for codex:gpt-5.4 (fixed policy): --max-cost $0.0100 can stop only the attempts after " \
-           "this one" in " ".join(r.stderr.split())
+    assert ("no cost estimate for codex:gpt-5.4 (fixed policy): the cost limit $0.0100 (--max-cost, or max_cost in "
+            "the profile) can stop only the attempts after this one") in " ".join(r.stderr.split())
 
 
 def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(project, fakes_on_path, scenario):
