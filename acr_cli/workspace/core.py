@@ -265,8 +265,7 @@ class Workspace:
         commit = self.git("commit-tree", cp.tree, *parents, "-m", f"acr: the work tree before attempt {cp.name}",
                           env=ident(), repo_objects=True).decode().strip()
         self.git("update-ref", ref, commit, repo_objects=True)
-        shown = ", ".join(hit[:5]) + (f" and {len(hit) - 5} more" if len(hit) > 5 else "")
-        return (f"the attempt changed uncommitted work of yours ({shown}); the work tree before it is kept as "
+        return (f"the attempt changed uncommitted work of yours ({refs.few(hit, 5)}); the work tree before it is kept as "
                 f"{ref} (`git checkout {ref} -- {hit[0]}` brings a file back)")
 
     def keep_ignored_overwritten(self, cp: Checkpoint) -> str | None:
@@ -289,8 +288,7 @@ class Workspace:
         finally:
             os.umask(old)
             unlink_index(idx)
-        shown = ", ".join(hit[:5]) + (f" and {len(hit) - 5} more" if len(hit) > 5 else "")
-        return (f"the attempt changed ignored files of yours ({shown}); your versions are saved in {folder} "
+        return (f"the attempt changed ignored files of yours ({refs.few(hit, 5)}); your versions are saved in {folder} "
                 f"(`cp {folder}/{hit[0]} {hit[0]}` brings one back)")
 
     def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:

@@ -129,6 +129,11 @@ def _worktrees(git: Git) -> dict[str, tuple[str | None, str]]:
 SHOWN_MAX = 20  # refs named one by one in a rollback's report; the rest are counted, with where they are
 
 
+def few(names: list[str], n: int) -> str:
+    """The first ``n`` of ``names``, and how many more, for a line people read."""
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
 def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
                  branch: str | None, name: str, worktrees: dict[str, str | None] | None,
                  kept_symbolic: dict[str, str] | None = None) -> tuple[list[str], list[str], list[str]]:
@@ -201,8 +206,7 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
         aside += a
         taken += t
     if earlier:
-        taken.append(f"kept aside by an earlier try of this rollback: {', '.join(printable(r) for r in earlier[:SHOWN_MAX])}"
-                     + (f" and {len(earlier) - SHOWN_MAX} more" if len(earlier) > SHOWN_MAX else ""))
+        taken.append(f"kept aside by an earlier try of this rollback: {few([printable(r) for r in earlier], SHOWN_MAX)}")
     return back, aside, taken
 
 
