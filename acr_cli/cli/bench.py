@@ -61,7 +61,7 @@ def replay(
 
       acr bench replay ood176 --data-dir ../shared/coderouterbench --baselines
 
-      acr bench replay id2919 --policy learned --protocol verify --orders 20 --seed 1 --json
+      acr bench replay id2919 --policy learned --protocol verify --orders 20
     """
     from acr_cli.bench.runner import ReplayRequest, run_replays
     from acr_cli.cli.bench_render import check_formats, render

@@ -160,7 +160,7 @@ def run(
 
       acr run "fix the failing parser test" --verify "pytest -q"
 
-      acr run --arms codex:gpt-5.4,claude:claude-opus-4-6 --verify "make test" "port the CSV reader to pyarrow"
+      acr run --arms codex:gpt-5.4,claude:claude-opus-4-6 "port the CSV reader"
 
     Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C
     (143 SIGTERM, 129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
