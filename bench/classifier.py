@@ -13,6 +13,17 @@ the kind of work it asks for, whatever words it uses. Two sets:
   used for tuning, so its figures say how the rules do on requests they were not fitted to. Keep it
   so: tune on ``requests.jsonl``, and replace the held-out set rather than tune on it.
 
+And two of long requests (600 to 12,000 characters: pasted issues and bug reports with logs, feature
+specs and design docs, course lab handouts, long briefs and review comments), which the short sets
+had none of:
+
+* ``tests/data/requests_long.jsonl`` (72, 8 per kind): the set the reading of long requests
+  (``_ask`` and ``BACKGROUND_WORDS`` in ``acr_cli/context.py``) was built on;
+* ``tests/data/requests_long_heldout.jsonl`` (45, 5 per kind): written separately, by a writer who saw
+  neither the rules nor the other long set, and never used for tuning.
+
+(The long sets were written for acr; no text in them comes from a real project, course or issue.)
+
 For each set: agreement of ``acr_cli.context.classify_kind`` with the labels per kind (precision,
 recall, count), overall accuracy, and the most common confusions; the column ``before`` is the same
 for the rules as they were before they were measured (``bench/kind_rules_before.py``).
@@ -29,7 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
-SETS = {"tuned": DATA / "requests.jsonl", "held-out": DATA / "requests_heldout.jsonl"}
+SETS = {"tuned": DATA / "requests.jsonl", "held-out": DATA / "requests_heldout.jsonl",
+        "long, tuned": DATA / "requests_long.jsonl", "long, held-out": DATA / "requests_long_heldout.jsonl"}
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

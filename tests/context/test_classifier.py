@@ -22,6 +22,10 @@ HELD_OUT_FLOOR = 0.70
 # On the requests the rules were tuned on: 0.97 now, 0.40 before. A floor against regressions, not a
 # measure of how well the rules generalise (the held-out set says that).
 TUNED_FLOOR = 0.90
+# Long requests (pasted issues, specs, lab handouts), held out: 0.60 (27/45) now; the rules that read every word
+# alike (before _ask) reached 0.42 (19/45). Tuned: 0.74 now (53/72), 0.61 before.
+LONG_HELD_OUT_FLOOR = 0.55
+LONG_TUNED_FLOOR = 0.70
 
 
 def load(name: str) -> list[dict]:
@@ -41,14 +45,16 @@ def rules_before():
 
 def test_the_sets_are_labelled_requests_of_every_kind():
     tuned, held_out = load("requests.jsonl"), load("requests_heldout.jsonl")
-    assert len(tuned) >= 200 and len(held_out) >= 60
-    for rows, least in ((tuned, 15), (held_out, 8)):
+    long_tuned, long_held_out = load("requests_long.jsonl"), load("requests_long_heldout.jsonl")
+    assert len(tuned) >= 200 and len(held_out) >= 60 and len(long_tuned) >= 60 and len(long_held_out) >= 40
+    for rows, least in ((tuned, 15), (held_out, 8), (long_tuned, 8), (long_held_out, 5)):
         for r in rows:
             assert set(r) == {"text", "kind", "style"} and r["kind"] in KINDS and r["text"].strip()
         for kind in KINDS:
             assert sum(1 for r in rows if r["kind"] == kind) >= least, kind
-    texts = [r["text"] for r in tuned + held_out]
-    assert len(set(texts)) == len(texts)  # no request in both sets, none twice
+    assert all(len(r["text"]) >= 600 for r in long_tuned + long_held_out)
+    texts = [r["text"] for r in tuned + held_out + long_tuned + long_held_out]
+    assert len(set(texts)) == len(texts)  # no request in two sets, none twice
 
 
 def test_held_out_agreement_reaches_the_floor():
@@ -62,6 +68,35 @@ def test_the_rules_before_did_not_reach_the_floor():
 
 def test_tuned_set_agreement():
     assert accuracy(load("requests.jsonl")) >= TUNED_FLOOR
+
+
+def test_long_requests_are_read_by_what_they_ask():
+    """A pasted spec, issue or handout carries every kind's words in its background; read alike, most read as
+    bug fixes. Read by their ask, the held-out long requests reach the floor, which the shipped rules before
+    did not (their reading, with every word counted alike, is BACKGROUND_WORDS set beyond any request)."""
+    assert accuracy(load("requests_long_heldout.jsonl")) >= LONG_HELD_OUT_FLOOR
+    assert accuracy(load("requests_long.jsonl")) >= LONG_TUNED_FLOOR
+
+
+def test_reading_every_word_alike_stays_below_the_long_floor(monkeypatch):
+    import acr_cli.context as context
+
+    monkeypatch.setattr(context, "BACKGROUND_WORDS", 10**9)
+    assert accuracy(load("requests_long_heldout.jsonl")) < LONG_HELD_OUT_FLOOR
+
+
+def test_a_long_requests_background_counts_less_than_its_ask():
+    """A lab handout whose background is all about crashes and bugs asks for a feature."""
+    background = " ".join(
+        f"In lab {n} a student found that the old allocator would crash and leak memory when a bug in the free list "
+        f"corrupted it; the fix came late and the failing tests stayed red for a week." for n in range(30))
+    handout = (f"Lab 5: a slab allocator\n\n## Background\n\n{background}\n\n## Your task\n\n"
+               "You will implement a new slab allocator with per-size caches and add a kmem_stats system call.")
+    kind, reasons = classify_kind(handout)
+    assert kind == "feature", reasons
+    assert any("in the background" in r for r in reasons) and any("first asking to 'implement'" in r for r in reasons)
+    # the same words as a short report are a bug report: short requests are read as before
+    assert classify_kind(background.split(";")[0])[0] == "bug_fix"
 
 
 # The shapes that matter, each written for this test (none is in the data sets).
@@ -110,7 +145,7 @@ def test_a_huge_request_is_read_by_its_ends():
 
 def test_the_routers_trust_in_a_guessed_kind_is_the_rules_held_out_precision():
     # the learned router weighs a profile's per-kind prior by KIND_PRECISION: it must be what the rules measure
-    rows = load("requests_heldout.jsonl")
+    rows = load("requests_heldout.jsonl") + load("requests_long_heldout.jsonl")
     read = [classify_kind(r["text"])[0] for r in rows]
     for kind in KINDS:
         as_kind = [r["kind"] for r, k in zip(rows, read) if k == kind]
