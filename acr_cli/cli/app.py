@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 
 from acr_cli import __version__
 from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run, show
-from acr_cli.cli.common import report_crash, report_error
+from acr_cli.cli.common import JSON_META, json_error, report_crash, report_error
 from acr_cli.errors import EXIT_PIPE_CLOSED, AcrError, MemoryFileError, Reported
 
 
@@ -24,19 +24,23 @@ class AcrGroup(TyperGroup):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         _label_option_values(self)
+        _note_json(self)
 
     def invoke(self, ctx):  # type: ignore[override]
+        as_json = lambda: bool(ctx.meta.get(JSON_META))  # noqa: E731 (set once the command's options are read)
         try:
             return super().invoke(ctx)
         except Reported as e:
             raise typer.Exit(e.exit_code) from None
         except AcrError as e:
-            report_error(e)
+            report_error(e, as_json())
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:  # Ctrl-C in a command with nothing to undo (a replay, a download)
             from acr_cli import interrupts
 
             typer.echo("acr: cancelled", err=True)
+            if as_json():
+                json_error("cancelled", None, interrupts.exit_code())
             raise typer.Exit(interrupts.exit_code()) from None
         except SystemExit:
             raise
@@ -49,13 +53,13 @@ class AcrGroup(TyperGroup):
             # The file system refused (a missing directory, a file where a directory belongs, permissions,
             # a full disk): something the user can act on, not a bug in acr.
             where = f"{e.filename}: " if e.filename else ""
-            report_error(AcrError(f"{where}{e.strerror or e}"))
+            report_error(AcrError(f"{where}{e.strerror or e}"), as_json())
             raise typer.Exit(AcrError.exit_code) from None
         except Exception as e:
             sqlite3 = sys.modules.get("sqlite3")  # (imported only by commands that use the memory)
             if sqlite3 is not None and isinstance(e, sqlite3.DatabaseError):
                 # damage deeper in the file than opening it reads, or a lock held for too long
-                report_error(_memory_failure(e))
+                report_error(_memory_failure(e), as_json())
                 raise typer.Exit(AcrError.exit_code) from None
             if type(e).__module__.split(".")[0] in ("typer", "click"):  # usage errors: Typer prints them
                 option = getattr(e, "option_name", "") or ""
@@ -63,7 +67,7 @@ class AcrGroup(TyperGroup):
                         and ctx.invoked_subcommand in ("run", "route"):
                     e.message += "; a request that starts with '-' goes after `--`, e.g. acr run -- \"-v is broken\""
                 raise
-            raise typer.Exit(report_crash(e)) from None
+            raise typer.Exit(report_crash(e, as_json())) from None
 
 
 def _memory_failure(e: Exception):
@@ -80,6 +84,23 @@ def _memory_failure(e: Exception):
     return MemoryFileError(f"the memory could not be read ({e})",
                            hint="`acr doctor` says where it is; move that file aside (acr starts a new memory) and "
                                 "`acr memory import` an export, or try `sqlite3 FILE .recover` on it")
+
+
+def _note_json(command) -> None:
+    """Each command notes in the context's shared ``meta`` whether it was given ``--json``, before it runs, so
+    that an error it ends with is also printed as JSON on stdout for the script that reads it."""
+    subs = getattr(command, "commands", None)
+    if subs is not None:
+        for sub in subs.values():
+            _note_json(sub)
+        return
+    invoke = command.invoke
+
+    def noted(ctx, invoke=invoke):
+        ctx.meta[JSON_META] = bool(ctx.params.get("json_out"))
+        return invoke(ctx)
+
+    command.invoke = noted
 
 
 def _label_option_values(command) -> None:

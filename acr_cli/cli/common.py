@@ -16,7 +16,8 @@ from acr_cli.errors import EXIT_INTERNAL, AcrError, MemoryFileError
 MEMORY_HELP = ("Memory file, or a team's postgresql:// URL (default: ACR_MEMORY, else a URL in .acr.toml, "
                "else `memory` in config.toml, else memory.sqlite in acr's data dir).")
 PROFILE_HELP = "Profile name (built-in or in <config>/profiles) or path to a profile YAML."
-JSON_HELP = "Print machine-readable JSON on stdout."
+JSON_HELP = "Print machine-readable JSON on stdout (an error too: {\"error\": {...}})."
+JSON_META = "acr.json"  # ctx.meta key: the running command was given --json (cli/app.py)
 
 
 def paths():
@@ -125,13 +126,29 @@ def finite(value: float | None) -> float | None:
     return value
 
 
-def report_error(e: AcrError) -> None:
-    typer.echo(f"acr: error: {e.message}", err=True)
+def report_error(e: AcrError, as_json: bool = False, prefix: str = "acr: error: ") -> None:
+    """The error on stderr; with ``--json`` also on stdout (:func:`json_error`)."""
+    typer.echo(f"{prefix}{e.message}", err=True)
     if e.hint:
         typer.echo(f"  hint: {e.hint}", err=True)
+    if as_json:
+        json_error(e.message, e.hint, e.exit_code)
 
 
-def report_crash(e: BaseException) -> int:
+def json_error(message: str, hint: str | None, exit_code: int) -> None:
+    """An error as one line a script reading ``--json`` output can parse (README: "Scripts"):
+    ``{"error": {"message": ..., "hint": ... or null, "exit_code": N}}``."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(json.dumps({"error": {"message": message, "hint": hint or None, "exit_code": exit_code}},
+                                    ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # the reader left, or stdout is closed: stderr has said it
+        pass
+
+
+def report_crash(e: BaseException, as_json: bool = False) -> int:
     from acr_cli.redact import redact  # here: `acr --help` must not compile its patterns
     where = "stderr"
     try:
@@ -142,8 +159,11 @@ def report_crash(e: BaseException) -> int:
         where = str(log)
     except OSError:
         traceback.print_exception(type(e), e, e.__traceback__)
-    typer.echo(f"acr: internal error: {type(e).__name__}: {redact(str(e))}", err=True)
-    typer.echo(f"  this is a bug in acr; the traceback is in {where}", err=True)
+    message, hint = f"{type(e).__name__}: {redact(str(e))}", f"this is a bug in acr; the traceback is in {where}"
+    typer.echo(f"acr: internal error: {message}", err=True)
+    typer.echo(f"  {hint}", err=True)
+    if as_json:
+        json_error(f"internal error: {message}", hint, EXIT_INTERNAL)
     return EXIT_INTERNAL
 
 

@@ -453,3 +453,19 @@ def test_doctor_fails_when_no_arm_of_the_profile_could_run(acr_home, tmp_path, m
     monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI anywhere
     r = runner.invoke(app, ["doctor"])
     assert r.exit_code == 1 and "no arm of this profile is usable" in " ".join(r.output.split())
+
+
+def test_an_error_under_json_is_json_on_stdout_too(acr_home, tmp_path):
+    """A script that reads --json output gets the error as one JSON line on stdout, with the exit code it also
+    gets; the person reads it on stderr as before. Without --json stdout stays empty."""
+    from conftest import acr
+
+    r = acr("bench", "report", "--json", "--memory", str(tmp_path / "none.db"))
+    assert r.returncode == 2
+    error = json.loads(r.stdout)["error"]
+    assert error["exit_code"] == 2 and "no memory at" in error["message"] and error["hint"]
+    assert "acr: error: no memory at" in r.stderr
+    r = acr("show", "no-such-task", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["exit_code"] == 1
+    r = acr("show", "no-such-task")
+    assert r.returncode == 1 and r.stdout == "" and "acr: error: no task" in r.stderr
