@@ -42,7 +42,7 @@ KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_s
 # does not). A profile's prior for a kind the rules only guessed is worth this share of the kind's prior, the
 # rest the arm's prior for any kind (acr_cli.routing.learned): a guess right 47 times in 100 should not start
 # a task from that kind's figures alone. A kind given with --kind, or a benchmark's label, is sure (1).
-KIND_PRECISION = {"bug_fix": 0.471, "feature": 0.5, "test_generation": 0.706, "refactor": 0.8, "explain": 0.9,
+KIND_PRECISION = {"bug_fix": 0.5, "feature": 0.5, "test_generation": 0.706, "refactor": 0.778, "explain": 0.9,
                   "data_science": 0.917, "algorithm": 0.909, "docs": 0.857, "multi_file": 0.667}
 
 
@@ -127,8 +127,9 @@ KIND_WORDS: dict[str, list[tuple[float, str]]] = {
             "understand | clarify | what does | how does | how do | why does | why do | why is | why are | how is | "
             "how are | what happens | what's the {point,purpose,difference,role} | difference between | "
             "purpose of | is it safe | i'm new | new here"),
-        (3, "advice | advise | critique | in prose | not code | no code | {don't,do not} {understand,get it} | "
-            "help understanding | {don't,do not} write {code,any code,the code,an implementation,a fix} | "
+        (3, "{need,want,looking for,asking for} {advice,your advice,an opinion,your opinion,a critique,your critique} | "
+            "in prose | not code | {don't,do not} {understand,get it} | help understanding | no code changes | "
+            "{don't,do not} write {code,any code,the code,an implementation,a fix} | "
             "not asking {for a fix,for code,for an implementation,you to implement,you to write}"),
     ],
     "data_science": [
@@ -215,11 +216,11 @@ KIND_RULES: dict[str, list[tuple[str, float]]] = {
     "test_generation": [
         (r"\b(write|add|create|generate|need|want|more|some|missing|new|extra)\b[^.\n]{0,40}\b(tests?|specs|test "
          r"cases)\b(?! (still |now |also )?(fail|pass|break|crash|hang|time|run|is|are|was|were))", 3),
-        (r"^\W*(tests?|specs)\b", 2)],
+        (r"^[^\w\n]*(tests?|specs)\b", 2)],
     "bug_fix": [
         (r"(?<!linear )(?<!logistic )(?<!ridge )(?<!lasso )\bregression\b(?! (tests?|model|line|analysis))", 2),
         (r"\b(expected|should)\b[^.\n]{0,60}\b(but|got|instead)\b", 1.5),
-        (r"^\s*(steps|expected|actual|observed)( behaviou?r| result)?:", 2),
+        (r"^[^\S\n]*(steps|expected|actual|observed)( behaviou?r| result)?:", 2),
         (r"\b(doesn't|does not|don't|didn't|won't|isn't|aren't|can't|cannot|no longer|stopped|never) "
          r"(work|respond|react|load|save|show|stop|evict|start|compile|build|render|open|close|update|get|set|"
          r"return|trigger|fire|apply|connect)", 2)],
@@ -292,8 +293,8 @@ LAYERS = ("models | migrations | serializers | urls | routes | views | templates
 
 # Pasted error output (case-sensitive, line by line): a request that carries it is about something broken.
 TRACE = re.compile(
-    r"Traceback \(most recent call last\)|^\s+at [\w.$<>/]+ ?\(.*:\d+|\bpanicked at\b|^panic: |goroutine \d+ \[|"
-    r"^\s*[\w.]*(Error|Exception)\b[\w.]*: |\b[A-Z]\w*(Error|Exception): |\berrors\.[A-Z]\w+: |^FAILED |^E\s+assert|"
+    r"Traceback \(most recent call last\)|^[^\S\n]+at [\w.$<>/]+ ?\(.*:\d+|\bpanicked at\b|^panic: |goroutine \d+ \[|"
+    r"^[^\S\n]*[\w.]*(Error|Exception)\b[\w.]*: |\b[A-Z]\w*(Error|Exception): |\berrors\.[A-Z]\w+: |^FAILED |^E[^\S\n]+assert|"
     r"Segmentation fault|core dumped|is not recognized as an internal or external command|npm ERR!|"
     r"error\[E\d{4}\]|^error: |Uncaught \w+", re.M)
 MULTI_AT = 2.5  # a multi_file score from which a feature or refactor request is read as multi_file
@@ -331,7 +332,11 @@ _ASIDES = ("background | context | overview | motivation | hint | hints | tip | 
            "timeline | environment | setup | getting started | debugging | collaboration | academic integrity | "
            "policy | what we tried | what i tried | already tried | logs | output")
 _ITEM = re.compile(r"^\s*([-*+>]|\d+[.)]|[a-z][.)]|\([a-z0-9]+\))\s")
-_HEADING = re.compile(r"^(#{1,6}\s.*|\*\*[^*]+\*\*:?|__[^_]+__:?|[^.!?,;]+:|(\d+\.)+\d*\s+[^.!?]+|[A-Z][^.!?,;:]*)$")
+# A heading: markdown's, a line in bold, a label of at most four words ending in ":" ("Steps to reproduce:"),
+# or a numbered section ("2.1 Background", "3. Testing": a number with a dot and at most three words, no
+# sentence); at most eight words (_units). A list item ("1. Write tests for ...") is not one.
+_HEADING = re.compile(r"^(#{1,6}\s.*|\*\*[^*]+\*\*:?|__[^_]+__:?|(\S+\s+){0,3}\S+:|"
+                      r"\d+(\.\d+)*\.?\s+(\S+\s+){0,2}[^\s.!?]+)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -466,10 +471,15 @@ def _units(text: str) -> list[tuple[str, str]]:
             out.append(("text", " ".join(para)))
             para.clear()
 
+    lines = text.splitlines()
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    if len(fences) % 2:  # a block never closed: its opening line is text (else it would swallow the rest)
+        fences.pop()
+    fences_at = set(fences)
     code = False
-    for line in text.splitlines():
+    for i, line in enumerate(lines):
         stripped = line.strip()
-        if _FENCE.match(line):
+        if i in fences_at:
             flush()
             code = not code
         elif code or stripped.startswith("|") or (line.startswith(("    ", "\t")) and not _ITEM.match(line)):
@@ -477,7 +487,8 @@ def _units(text: str) -> list[tuple[str, str]]:
             out.append(("code", stripped))
         elif not stripped:
             flush()
-        elif _HEADING.match(stripped) and len(stripped.split()) <= 8:
+        elif _HEADING.match(stripped) and len(stripped.split()) <= 8 and not (
+                _ITEM.match(line) and len(stripped.split()) > 4):
             flush()
             out.append(("heading", stripped))
         else:
@@ -498,7 +509,8 @@ def _ask(text: str) -> tuple[str, list[list[str]], int]:
     aside = False  # under a heading of background
     for what, unit in _units(text):
         if what == "heading":
-            aside = bool(_has(_words(unit), _ASIDE, 0, 4)) and bool(asks)
+            named = [w for w in _words(unit) if not w.isdigit() and w not in ("part", "section", "step")]
+            aside = bool(_has(named, _ASIDE, 0, 1)) and bool(asks)
             if not asks:
                 asks.append(unit)  # a title
             continue
@@ -565,7 +577,11 @@ class Context:
 
 def classify_kind(prompt: str) -> tuple[str, list[str]]:
     """The kind of work ``prompt`` asks for, and the evidence, each piece with its weight (see KIND_WORDS)."""
-    text = prompt if len(prompt) <= _LONG else prompt[:16_000] + "\n" + prompt[-4_000:]
+    text = prompt
+    if len(prompt) > _LONG:
+        head, tail = prompt[:16_000], prompt[-4_000:]
+        fenced = sum(1 for line in head.splitlines() if _FENCE.match(line)) % 2  # cut inside a code block
+        text = head + ("\n```" if fenced else "") + "\n" + tail
     scores: dict[str, float] = {}
     reasons: list[str] = []
 
@@ -578,6 +594,8 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
     ask, ask_heads, background = _ask(text) if len(words) > BACKGROUND_WORDS else (text, [], 0)
     long = background > BACKGROUND_WORDS
     damp = BACKGROUND_WORDS / background if long else 1.0
+    if not long:  # read whole, as a short request is
+        ask, ask_heads = text, []
 
     def found(kind: str, w: float, why: str, in_ask: bool) -> None:
         if in_ask:

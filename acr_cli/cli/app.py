@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from acr_cli import __version__
-from acr_cli.cli import bench, config, doctor, init, memory, profiles, recover, run, show
+from acr_cli.cli import bench, common, config, doctor, init, memory, profiles, recover, run, show
 from acr_cli.cli.common import JSON_META, json_error, report_crash, report_error
 from acr_cli.errors import EXIT_PIPE_CLOSED, AcrError, MemoryFileError, Reported
 
@@ -98,6 +98,7 @@ def _note_json(command) -> None:
 
     def noted(ctx, invoke=invoke):
         ctx.meta[JSON_META] = bool(ctx.params.get("json_out"))
+        common.forget_printed_json()  # (a test's CliRunner runs many commands in one process)
         return invoke(ctx)
 
     command.invoke = noted

@@ -101,10 +101,20 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+_printed_json = False  # the command has printed its JSON: an error after it is not printed as a second document
+
+
+def forget_printed_json() -> None:
+    global _printed_json
+    _printed_json = False
+
+
 def print_json(obj: Any) -> None:
     """JSON that strict parsers (jq, JSON.parse) accept: a non-finite number is written as null."""
+    global _printed_json
     if sys.stdout is None:  # stdout closed (`>&-`): nobody to read it; the command's work is done
         return
+    _printed_json = True
     sys.stdout.write(json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, default=str,
                                 allow_nan=False) + "\n")
 
@@ -136,15 +146,16 @@ def report_error(e: AcrError, as_json: bool = False, prefix: str = "acr: error: 
 
 
 def json_error(message: str, hint: str | None, exit_code: int) -> None:
-    """An error as one line a script reading ``--json`` output can parse (README: "Scripts"):
-    ``{"error": {"message": ..., "hint": ... or null, "exit_code": N}}``."""
-    if sys.stdout is None:
+    """An error as one line a script reading ``--json`` output can parse (README: "Every command has --help"):
+    ``{"error": {"message": ..., "hint": ... or null, "exit_code": N}}``; nothing when the command has printed
+    its JSON already (stdout holds one document; its fields and the exit code say what went wrong)."""
+    if sys.stdout is None or _printed_json:
         return
     try:
         sys.stdout.write(json.dumps({"error": {"message": message, "hint": hint or None, "exit_code": exit_code}},
                                     ensure_ascii=False) + "\n")
         sys.stdout.flush()
-    except (BrokenPipeError, ValueError):  # the reader left, or stdout is closed: stderr has said it
+    except (OSError, ValueError):  # the reader left, a full device, a closed stdout: stderr has said it
         pass
 
 

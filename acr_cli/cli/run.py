@@ -14,6 +14,7 @@ from acr_cli.cli.common import (
     PROFILE_HELP,
     check_kind,
     finite,
+    json_error,
     load_profile,
     open_memory,
     paths,
@@ -200,6 +201,8 @@ def run(
         report = run.execute(on_event=view.event, on_output=view.output)
     except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
         typer.echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
+        if json_out:
+            json_error(f"cancelled ({interrupts.describe()}); no attempt was running", None, interrupts.exit_code())
         raise Reported(interrupts.exit_code()) from None
     finally:
         run.close()

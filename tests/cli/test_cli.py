@@ -469,3 +469,20 @@ def test_an_error_under_json_is_json_on_stdout_too(acr_home, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["exit_code"] == 1
     r = acr("show", "no-such-task")
     assert r.returncode == 1 and r.stdout == "" and "acr: error: no task" in r.stderr
+
+
+def test_a_command_that_printed_its_json_adds_no_second_document(acr_home, tmp_path):
+    """`memory sync --json` prints what waits, then fails for the server it could not reach: stdout stays one
+    document (its "error" field says why), and the exit code says it failed."""
+    from conftest import acr
+
+    r = acr("memory", "sync", "--json", "--memory", "postgresql://u@127.0.0.1:1/db")
+    assert r.returncode == 2 and "acr: error:" in r.stderr
+    assert json.loads(r.stdout)["error"]  # one document, the status's own
+
+
+def test_an_error_json_into_a_full_device_is_no_crash(acr_home):
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "acr_cli", "show", "nosuch", "--json"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 1 and "no task 'nosuch'" in r.stderr and "Traceback" not in r.stderr

@@ -153,3 +153,57 @@ def test_the_routers_trust_in_a_guessed_kind_is_the_rules_held_out_precision():
         assert KIND_PRECISION[kind] == pytest.approx(as_kind.count(kind) / len(as_kind), abs=0.0005), kind
     assert classify("fix the failing parser test").kind_sure == KIND_PRECISION["bug_fix"]
     assert classify("fix the failing parser test", kind="refactor").kind_sure == 1.0
+
+
+_UPLOADER = ("Our uploader sends the nightly reports to the storage bucket. Sometimes the link drops for a few seconds, "
+             "the upload stops with a timeout and the job exits. The reports are then missing until someone reruns the "
+             "job by hand the next morning, which is tedious and easy to forget. ") * 5
+
+
+@pytest.mark.parametrize("ask", ["Please add a retry option to the uploader.", "Please add a retry option to the uploader",
+                                 "Add a retry option to the uploader"])
+def test_an_ask_without_a_full_stop_is_not_taken_for_a_heading(ask):
+    kind, reasons = classify_kind(f"Nightly uploader\n\n{_UPLOADER}\n\n{ask}\n")
+    assert kind == "feature", reasons
+
+
+def test_a_numbered_list_of_asks_is_not_a_list_of_headings():
+    history = ("Last spring the refund calculator had a bug, a regression and a crash on negative amounts, and the fix "
+               "broke the rounding. The service has run for three years and serves forty thousand requests a day. ") * 4
+    asks = ["Write unit tests for the refund calculator", "Write tests for the currency rounding helper",
+            "Add tests for the ledger export"]
+    for items in ("\n".join(f"{n}. {a}" for n, a in enumerate(asks, 1)), "\n".join(f"- {a}" for a in asks)):
+        kind, reasons = classify_kind(f"Payments service\n\n{history}\n\nWhat to do:\n\n{items}")
+        assert kind == "test_generation", reasons
+
+
+def test_a_code_block_left_open_does_not_swallow_the_ask():
+    kind, reasons = classify_kind(f"Nightly uploader\n\n```\n{_UPLOADER}\n\nPlease add a retry option to the uploader.\n")
+    assert kind == "feature", reasons
+
+
+def test_a_request_cut_inside_a_code_block_reads_its_tail_as_prose():
+    """Past 20,000 characters the middle is not read; a code block the cut leaves open is closed there."""
+    code = "```\n" + "\n".join(f"    value_{i} = parse_line(lines[{i}])  # entry {i}" for i in range(420)) + "\n```\n\n"
+    middle = ("The manifests grew when we merged the regional configs, and the parser now holds the whole file in "
+              "memory while it resolves the includes. ") * 30
+    tail = ("\n\nPlease add a streaming mode to the parser so that it reads one entry at a time, as a new option.\n\n"
+            "Thanks, we would love this.\n")
+    prompt = "Config parser\n\nThe parser reads the deployment manifests of every service.\n\n" + code + middle + tail
+    assert len(prompt) > 20_000
+    kind, reasons = classify_kind(prompt)
+    assert kind == "feature", reasons
+
+
+def test_a_request_a_little_over_a_paragraph_keeps_all_its_evidence():
+    """Over BACKGROUND_WORDS words in all but not in its background, a request is read whole, as before: the
+    pasted traceback below is not dropped for being outside the asking sentences."""
+    asks = ("Update the export job so it writes one file per day. Keep the file names of old exports. Add a flag for "
+            "the output directory. Make sure the scheduler still runs it at midnight. Log how many rows each file "
+            "gets. Keep the CSV header as it is. Write the files atomically. Use the settings module for the paths. "
+            "Document the new flag in the usage text. Keep the retry logic as it is today. Avoid new dependencies. "
+            "Run the linters before you push. ")
+    trace = ("\n\nThe last run printed:\n\n```\nTraceback (most recent call last):\n  File \"export.py\", line 88, in "
+             "main\n    write(rows)\nValueError: I/O operation on closed file.\n```\n")
+    kind, reasons = classify_kind(asks + trace)
+    assert any("pasted error output" in r and "background" not in r for r in reasons), reasons
