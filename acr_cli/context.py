@@ -597,11 +597,15 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
     if not long:  # read whole, as a short request is
         ask, ask_heads = text, []
 
+    aside: dict[str, list] = {}  # kind -> [weight, what] found only in the background: one reason per kind
+
     def found(kind: str, w: float, why: str, in_ask: bool) -> None:
         if in_ask:
             add(kind, w, why)
         else:
-            add(kind, round(w * damp, 3), f"{why} in the background")
+            scores[kind] = scores.get(kind, 0.0) + w * damp
+            aside.setdefault(kind, [0.0, []])[0] += w * damp
+            aside[kind][1].append(why)
 
     def search(rx: re.Pattern) -> tuple[re.Match | None, bool]:
         m = rx.search(ask)
@@ -664,6 +668,11 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
         if paths >= 4 or dirs >= 3:
             found("multi_file", 3, f"{paths} file paths, {dirs} directories named", in_ask)
             break
+    if aside:
+        ranked = sorted(aside.items(), key=lambda kv: -kv[1][0])
+        reasons.append(f"the background ({background:,} words, counted as {BACKGROUND_WORDS}) adds " + ", ".join(
+            f"{kind} +{w:.2g}" + (f" ({', '.join(whats[:3])}{' and more' if len(whats) > 3 else ''})" if n < 2 else "")
+            for n, (kind, (w, whats)) in enumerate(ranked)))
     if not scores:
         kind = "explain" if text.strip().endswith("?") else "feature"
         return kind, [f"no keyword matched: {'a question' if kind == 'explain' else 'a request to change code'}"]

@@ -94,7 +94,8 @@ def test_a_long_requests_background_counts_less_than_its_ask():
                "You will implement a new slab allocator with per-size caches and add a kmem_stats system call.")
     kind, reasons = classify_kind(handout)
     assert kind == "feature", reasons
-    assert any("in the background" in r for r in reasons) and any("first asking to 'implement'" in r for r in reasons)
+    assert any(r.startswith("the background (") for r in reasons)
+    assert any("first asking to 'implement'" in r for r in reasons)
     # the same words as a short report are a bug report: short requests are read as before
     assert classify_kind(background.split(";")[0])[0] == "bug_fix"
 
