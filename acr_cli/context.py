@@ -40,7 +40,7 @@ KINDS = ("bug_fix", "feature", "test_generation", "refactor", "explain", "data_s
 # short and long (tests/data/requests_heldout.jsonl and requests_long_heldout.jsonl, 126 requests never used
 # to tune them; `python bench/classifier.py` prints it, and a test fails when the rules change and this table
 # does not). A profile's prior for a kind the rules only guessed is worth this share of the kind's prior, the
-# rest the arm's prior for any kind (acr_cli.routing.learned): a guess right 47 times in 100 should not start
+# rest the arm's prior for any kind (acr_cli.routing.learned): a guess right half the time should not start
 # a task from that kind's figures alone. A kind given with --kind, or a benchmark's label, is sure (1).
 KIND_PRECISION = {"bug_fix": 0.5, "feature": 0.5, "test_generation": 0.706, "refactor": 0.778, "explain": 0.9,
                   "data_science": 0.917, "algorithm": 0.909, "docs": 0.857, "multi_file": 0.667}
@@ -318,7 +318,8 @@ _LONG = 20_000  # a longer request is read by its first 16,000 and last 4,000 ch
 # "we need", "your task"...) are the ask, and their evidence counts in full; the rest is background (what
 # the project is, logs, hints, design notes), whose every kind's words turn up by the page. Background
 # evidence counts in full up to BACKGROUND_WORDS words of it and is scaled down beyond: a rule found only in
-# 1,500 background words counts 150/1,500 of its weight. Requests of a paragraph or so are read as before.
+# 1,500 background words counts 150/1,500 of its weight. A request with no more background than that is read
+# whole, as every request was before.
 BACKGROUND_WORDS = 150
 _ASKS = ("you will | you'll | you should | you need to | you must | you have to | you are to | you're to | "
          "your task | your job | your goal | your assignment | the task is | we need | we'd like | we want | "
@@ -597,15 +598,15 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
     if not long:  # read whole, as a short request is
         ask, ask_heads = text, []
 
-    aside: dict[str, list] = {}  # kind -> [weight, what] found only in the background: one reason per kind
+    behind: dict[str, list] = {}  # kind -> [weight, what]: found only in the background (one reason says it all)
 
     def found(kind: str, w: float, why: str, in_ask: bool) -> None:
         if in_ask:
             add(kind, w, why)
         else:
             scores[kind] = scores.get(kind, 0.0) + w * damp
-            aside.setdefault(kind, [0.0, []])[0] += w * damp
-            aside[kind][1].append(why)
+            behind.setdefault(kind, [0.0, []])[0] += w * damp
+            behind[kind][1].append(why)
 
     def search(rx: re.Pattern) -> tuple[re.Match | None, bool]:
         m = rx.search(ask)
@@ -668,8 +669,8 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
         if paths >= 4 or dirs >= 3:
             found("multi_file", 3, f"{paths} file paths, {dirs} directories named", in_ask)
             break
-    if aside:
-        ranked = sorted(aside.items(), key=lambda kv: -kv[1][0])
+    if behind:
+        ranked = sorted(behind.items(), key=lambda kv: -kv[1][0])
         reasons.append(f"the background ({background:,} words, counted as {BACKGROUND_WORDS}) adds " + ", ".join(
             f"{kind} +{w:.2g}" + (f" ({', '.join(whats[:3])}{' and more' if len(whats) > 3 else ''})" if n < 2 else "")
             for n, (kind, (w, whats)) in enumerate(ranked)))
