@@ -27,7 +27,9 @@ class AcrGroup(TyperGroup):
         _note_json(self)
 
     def invoke(self, ctx):  # type: ignore[override]
-        as_json = lambda: bool(ctx.meta.get(JSON_META))  # noqa: E731 (set once the command's options are read)
+        def as_json() -> bool:  # (the command sets it once its options are read)
+            return bool(ctx.meta.get(JSON_META))
+
         try:
             return super().invoke(ctx)
         except Reported as e:

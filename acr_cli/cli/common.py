@@ -136,9 +136,9 @@ def finite(value: float | None) -> float | None:
     return value
 
 
-def report_error(e: AcrError, as_json: bool = False, prefix: str = "acr: error: ") -> None:
+def report_error(e: AcrError, as_json: bool = False) -> None:
     """The error on stderr; with ``--json`` also on stdout (:func:`json_error`)."""
-    typer.echo(f"{prefix}{e.message}", err=True)
+    typer.echo(f"acr: error: {e.message}", err=True)
     if e.hint:
         typer.echo(f"  hint: {e.hint}", err=True)
     if as_json:
