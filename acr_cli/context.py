@@ -613,7 +613,8 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
         return (m, True) if m or not long else (rx.search(text), False)
 
     everywhere = _LEX.find(words)
-    asked = _LEX.find(_words(ask)) if long else everywhere
+    ask_words = _words(ask) if long else words
+    asked = _LEX.find(ask_words) if long else everywhere
     for rule, phrase in sorted(everywhere.items()):
         kind, w = _WORD_RULES[rule]
         found(kind, w, repr(asked.get(rule, phrase)), rule in asked)
@@ -658,8 +659,8 @@ def classify_kind(prompt: str) -> tuple[str, list[str]]:
             and any(w in FINITE for w in words) and not _has(words, _DESIRE)
             and not any(_imperative(c) for c in _clauses(text, _CLAUSE))):
         add("bug_fix", 1.5, "describes what happens and asks for nothing")
-    for source, in_ask in ((ask, True), (text, False))[:2 if long else 1]:
-        layers = _layers(_words(source))
+    for source, in_ask in ((ask_words, True), (words, False))[:2 if long else 1]:
+        layers = _layers(source)
         if len(layers) >= 3:
             found("multi_file", 2.5, f"names {len(layers)} layers ({', '.join(sorted(layers))})", in_ask)
             break

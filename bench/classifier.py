@@ -3,7 +3,7 @@
 
 The requests are written by hand to read like what people type or paste (short imperatives, pasted
 bug reports with stack traces, issue-style feature requests, questions...), and each is labelled with
-the kind of work it asks for, whatever words it uses. Two sets:
+the kind of work it asks for, whatever words it uses. Two sets of short requests:
 
 * ``tests/data/requests.jsonl`` (311): the set the rules in ``acr_cli/context.py`` were tuned on.
   Its first 229 requests were written first; the last 82 were written as a held-out set after a
@@ -13,7 +13,7 @@ the kind of work it asks for, whatever words it uses. Two sets:
   used for tuning, so its figures say how the rules do on requests they were not fitted to. Keep it
   so: tune on ``requests.jsonl``, and replace the held-out set rather than tune on it.
 
-And two of long requests (600 to 12,000 characters: pasted issues and bug reports with logs, feature
+And two sets of long requests (600 to 12,000 characters: pasted issues and bug reports with logs, feature
 specs and design docs, course lab handouts, long briefs and review comments), which the short sets
 had none of:
 
