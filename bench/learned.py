@@ -23,6 +23,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,11 +42,14 @@ TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean),
            ("id2919", "verify"): "canonical <= 70, AvgPerf >= 57"}
 
 
-def run(m, prof, protocol, order_seed, per_task=None, context="labels", **overrides):
-    """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref."""
+def run(m, prof, protocol, order_seed, per_task=None, context="labels", no_priors=False, **overrides):
+    """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref.
+    ``no_priors``: every arm without the profile's priors (a cold start on the same arms)."""
     arms = rp.bench_arms(m, prof)
     if context == "prompt":
         arms = contexts.prompt_arms(arms)
+    if no_priors:
+        arms = {k: replace(a, prior=(), prior_weight=None) for k, a in arms.items()}
     ordered = [arms[x] for x in m.models]
 
     def make(mem, src):
@@ -141,6 +145,7 @@ def main() -> None:
     ap.add_argument("--n-hier", type=float, default=None,
                     help="fix every parent's worth at this many observations (as before issue 20) instead of "
                          f"estimating it from memory's groups (default {learned.N_HIER:g} until groups show a spread)")
+    ap.add_argument("--no-priors", action="store_true", help="replay with every prior removed (a cold start)")
     ap.add_argument("--context", choices=contexts.CONTEXTS, default="labels",
                     help="what the router sees of an OOD176 task (ID2919 has no prompts: always labels)")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA",
@@ -170,8 +175,11 @@ def main() -> None:
         shuffled: list | None = [] if split else None
         ctx = args.context if name == "ood176" else "labels"
         moved = {"n_hier": args.n_hier} if args.n_hier is not None else {}
+        if args.no_priors:
+            moved["no_priors"] = True
         can, regs, secs = evaluate(m, prof, protocol, n, args.seed, regret, shuffled, context=ctx, **moved)
-        label = f"{name} {protocol}" + (f" n_hier={args.n_hier:g}" if moved else "")
+        label = (f"{name} {protocol}" + (f" n_hier={args.n_hier:g}" if args.n_hier is not None else "")
+                 + (" no priors" if args.no_priors else ""))
         print(line(label, can, regs, secs) + f"   target: {TARGETS[(name, protocol)]}")
         if split:
             by_source(m, regret, shuffled)

@@ -58,6 +58,8 @@ class ArmAgg:
     n_tok: int = 0
     s_ltok: float = 0.0
     s_ptok: float = 0.0  # sum of USD per token
+    n_dur: int = 0  # attempts with a duration
+    s_dur: float = 0.0  # ... and the sum of their seconds
 
     def add(self, o: "ArmAgg", sign: float = 1) -> None:
         for k in self.__dataclass_fields__:
@@ -209,10 +211,12 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
             f" {total('CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END')},"
             f" {count_if('a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0')},"
             f" {total(f'CASE WHEN {POS_TOKENS} THEN ln(a.tokens_in + a.tokens_out) END')},"
-            f" {total(f'CASE WHEN {POS_TOKENS} THEN a.cost_usd / (a.tokens_in + a.tokens_out) END')}"
+            f" {total(f'CASE WHEN {POS_TOKENS} THEN a.cost_usd / (a.tokens_in + a.tokens_out) END')},"
+            f" {count_if('a.duration_s > 0')}, {total('CASE WHEN a.duration_s > 0 THEN a.duration_s END')}"
             f" {one} WHERE {where} GROUP BY {key}, a.agent, a.model", params):
         stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
-                                        r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0)
+                                        r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0,
+                                        r[12] or 0, r[13] or 0.0)
     # verdict patterns: each task's judged attempts folded into one string, then counted per pattern
     # (a task that ended unverified counts UNVERIFIED_WEIGHT of a task)
     item = "a.agent || ':' || a.model || '=' || " + flag("a.verdict IN ('passed','unverified')")
@@ -327,6 +331,39 @@ def scope_arms(memory: Memory, scope: str, after: int = 0, upto: int | None = No
     return out
 
 
+@dataclass
+class Bounds:
+    """The largest cost and the most tokens of one attempt ever recorded in a scope (0: none yet): what
+    bounds any cost estimate (acr_cli.routing.learned)."""
+
+    cost: float = 0.0
+    tokens: float = 0.0
+
+    def widen(self, other: "Bounds") -> None:
+        self.cost, self.tokens = max(self.cost, other.cost), max(self.tokens, other.tokens)
+
+
+def scope_bounds(memory: Memory, scope: str, after: int = 0, upto: int | None = None) -> Bounds:
+    """:class:`Bounds` over the finished tasks of ``scope`` with after < rowid <= upto."""
+    where, params = _finished(scope, after, upto)
+    row = memory.db.execute(
+        "SELECT MAX(a.cost_usd), MAX(COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0))"
+        f" FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE {where}", params).fetchone()
+    return Bounds(float(row[0] or 0.0), float(row[1] or 0.0)) if row else Bounds()
+
+
+def recent_failures(memory: Memory, scope: str, sha256: str, project: str | None, since: str) -> list[str]:
+    """The arms (ids, newest first) whose attempts failed a task of ``scope`` made since ``since`` (ISO time)
+    with this very request (its SHA-256) in this project."""
+    rows = memory.db.execute(
+        "SELECT a.agent || ':' || a.model, MAX(a.id) FROM tasks t JOIN attempts a ON a.task_id = t.id"
+        f" WHERE t.source = ? AND t.created_at >= ? AND t.prompt_sha256 = ? AND {FAILED}"
+        f" AND {'t.project IS NULL' if project is None else 't.project = ?'}"
+        " GROUP BY a.agent, a.model ORDER BY 2 DESC",
+        [scope, since, sha256] + ([] if project is None else [project])).fetchall()
+    return [r[0] for r in rows]
+
+
 def first_attempts(memory: Memory, scope: str, window: int = WINDOW) -> list[tuple[tuple[str, ...], str, float, float]]:
     """The first attempt of each of the ``window`` newest finished tasks of ``scope``, oldest first, when its
     verdict judges the arm: (the task's groups coarse to fine, arm id, score, USD). What a one-action
@@ -372,6 +409,7 @@ class GroupCache:
         self.stats: dict[str, GroupStats] = {}
         self.version: dict[str, int] = {}  # bumps when a group's data changes
         self._overall: GroupStats | None = None
+        self._bounds: Bounds | None = None
         self._chains: dict[str, Chains] = {}
         self._near: tuple[tuple, list[Near]] | None = None
 
@@ -381,6 +419,26 @@ class GroupCache:
         if self._overall is None:
             self._overall = scope_arms(self.memory, self.scope, 0, self.mark)
         return self._overall
+
+    def bounds(self) -> Bounds:
+        """The largest cost and the most tokens of one attempt in the scope."""
+        self.refresh()
+        if self._bounds is None:
+            self._bounds = scope_bounds(self.memory, self.scope, 0, self.mark)
+        return self._bounds
+
+    def failures(self, prompt: str, project: str | None, hours: float) -> list[str]:
+        """The arms that failed this very request in this project within ``hours`` (live runs only: a
+        replay never meets a request twice)."""
+        if self.scope != "live" or not prompt:
+            return []
+        import hashlib
+        import time
+
+        from acr_cli.memory.base import now_iso
+
+        sha = hashlib.sha256(prompt.encode()).hexdigest()  # as the task's record has it (memory.writes)
+        return recent_failures(self.memory, self.scope, sha, project, now_iso(time.time() - hours * 3600))
 
     def chains(self, root: str) -> Chains:
         """Every finished task under group ``root`` by its chain of finer groups (windowed like ``get``)."""
@@ -429,6 +487,8 @@ class GroupCache:
             return
         if self._overall is not None:
             self._overall.add(scope_arms(self.memory, self.scope, self.mark, top))
+        if self._bounds is not None:
+            self._bounds.widen(scope_bounds(self.memory, self.scope, self.mark, top))
         if self.stats:
             for k, delta in group_stats(self.memory, self.scope, None, self.mark, top).items():
                 if k in self.stats:  # groups not loaded yet are read in full when first asked for

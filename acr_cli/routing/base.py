@@ -17,7 +17,7 @@ from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 
 if TYPE_CHECKING:
-    from acr_cli.memory.aggregates import Chains, GroupStats, Near
+    from acr_cli.memory.aggregates import Bounds, Chains, GroupStats, Near
 
 
 class Evidence(Protocol):
@@ -30,6 +30,12 @@ class Evidence(Protocol):
 
     def overall(self) -> GroupStats:
         """Per-arm token and cost sums over the whole scope (the cost prior's fallback)."""
+
+    def bounds(self) -> Bounds:
+        """The largest cost and the most tokens of one attempt in the scope (what caps a cost estimate)."""
+
+    def failures(self, prompt: str, project: str | None, hours: float) -> list[str]:
+        """The arms that failed this very request in this project within ``hours``, newest first."""
 
     def chains(self, root: str) -> Chains:
         """Every finished task under group ``root`` by its chain of finer groups."""
@@ -54,6 +60,7 @@ class Ranked:
     alpha: float | None = None  # Beta posterior of the score, when the policy keeps one
     beta: float | None = None
     probit: tuple[float, float] | None = None  # or (mean, variance) of the probit pass rate
+    duration: float | None = None  # expected seconds of one attempt (None: never timed)
 
     @property
     def interval(self) -> tuple[float | None, float | None]:

@@ -44,14 +44,34 @@ class Setup:
     data_dir: Path | None = None
     live: bool = False
     on_memory: bool = False  # a replay of your own memory (not CodeRouterBench)
+    time_weight: float = 0.0  # USD a minute of waiting is worth (the learned policy's plan)
+
+
+def catalog_prices(arms: Sequence[Arm]) -> list[tuple[float, float] | None]:
+    """Per arm with no price of its own, the price catalog's (USD per 1M input, output tokens), else None.
+    The catalog is read only when some arm lacks a price (it costs about 0.15 s to load)."""
+    out: list[tuple[float, float] | None] = [None] * len(arms)
+    if all(a.price_in is not None and a.price_out is not None for a in arms):
+        return out
+    from acr_cli.pricing import catalog_price
+
+    for i, a in enumerate(arms):
+        if a.price_in is None or a.price_out is None:
+            pin, pout = catalog_price(a.agent, a.model, 1_000_000, 0), catalog_price(a.agent, a.model, 0, 1_000_000)
+            if pin is not None and pout is not None:
+                out[i] = (pin, pout)
+    return out
 
 
 
 def learned(setup: Setup, arg: str) -> tuple[str, Factory]:
+    prices = catalog_prices(setup.arms) if setup.live else None
+
     def make(memory: Memory, scope: str) -> Policy:
         return LearnedPolicy(setup.arms, GroupCache(memory, scope), cost_weight=setup.cost_weight,
                              prior_weight=setup.prior_weight, tie_order=setup.order,
-                             typical_tokens=setup.typical_tokens)
+                             typical_tokens=setup.typical_tokens, prices=prices, seed=setup.seed,
+                             time_weight=setup.time_weight, say_exploring=setup.live)
 
     return "learned", make
 

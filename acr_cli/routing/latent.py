@@ -26,6 +26,15 @@ dynamic program over subsets S of untried arms (S = tried next, all failed)::
 where b_S is the best score so far and f_a the expected partial score of a
 failed attempt. The next arm is the first of the best plan; the plan is empty
 (stop) when no arm's expected gain pays for lambda times its expected cost.
+
+The program is exponential in the arms it plans over, so it plans over at most
+``EXACT_ARMS`` of them: all of them when there are no more, else the most promising
+by three measures taken in turn (pass chance per unit of lambda x cost, which orders
+the optimal cascade when arms fail independently; pass chance minus lambda x cost,
+the best single try; pass chance alone, the strongest arm). The plan is made again
+before every attempt from what is then known, so an arm left out now is weighed again
+after the planned ones fail. The cost of a decision is then linear in the number of
+arms plus a constant (at most 2^8 subsets).
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ import operator
 from typing import Sequence
 
 SQRT2 = math.sqrt(2.0)
+# the exact planner's arms: 2^8 = 256 subsets at most (a few ms); every benchmark we know has 8 models,
+# so on them the plan is the exact one over every arm
+EXACT_ARMS = 8
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -173,19 +185,24 @@ class Latent:
 
     def plan(self, w0: list[float], qs: list[list[float]], cost: list[float], fail_score: list[float],
              best0: float, cost_weight: float, force: bool, max_steps: int | None = None,
-             budget: float | None = None) -> list[int]:
+             budget: float | None = None, spend: list[float] | None = None) -> list[int]:
         """The optimal escalation over the arms ``qs`` (indexes into them), first arm first.
 
         Empty when stopping is best (unless ``force``: then at least the best first arm).
-        ``max_steps`` caps the plan's length; ``budget`` drops arms expected to cost more.
+        ``cost`` is what an attempt is charged (its USD, and its time's worth if that counts);
+        ``max_steps`` caps the plan's length; ``budget`` drops arms expected to spend more USD
+        (``spend``, default ``cost``).
         The dynamic program runs top-down over the subsets it needs, and skips a branch
         when even a certain pass after it could not beat the best plan found so far.
         """
         n = len(qs)
         if n == 0 or (max_steps is not None and max_steps <= 0):
             return []
-        arms = [j for j in range(n) if budget is None or cost[j] <= budget]
+        spend = cost if spend is None else spend
+        arms = [j for j in range(n) if budget is None or spend[j] <= budget]
         penalty = [cost_weight * c for c in cost]
+        if len(arms) > EXACT_ARMS:
+            arms = candidates(w0, qs, penalty, fail_score, best0, arms, EXACT_ARMS)
         fails = [[1 - q for q in row] for row in qs]
         memo: dict[int, tuple[float, int]] = {}
         mul = operator.mul
@@ -245,6 +262,43 @@ class Latent:
             plan.append(j)
             s |= 1 << j
         return plan
+
+
+def plan_value(w0: list[float], qs: list[list[float]], penalty: list[float], fail_score: list[float],
+               best: float) -> float:
+    """The expected reward gained by trying the arms ``qs`` in this order until one passes (``w0``: the
+    weights of the task's ease on the nodes; ``penalty``: lambda x each arm's cost)."""
+    w, total = list(w0), 0.0
+    mass0 = sum(w) or 1.0
+    for q, pen, f in zip(qs, penalty, fail_score):
+        mass = sum(w)
+        if mass <= 0:
+            break
+        p = sum(map(operator.mul, w, q)) / mass
+        total += mass / mass0 * (p * (1 - best) + (1 - p) * max(f - best, 0.0) - pen)
+        best = max(best, f)
+        w = [x * (1 - y) for x, y in zip(w, q)]
+    return total
+
+
+def candidates(w0: list[float], qs: list[list[float]], penalty: list[float], fail_score: list[float],
+               best: float, arms: list[int], k: int) -> list[int]:
+    """The ``k`` arms worth planning over exactly, out of ``arms``: the best by pass chance per unit
+    of penalty (lambda x cost), by pass chance minus penalty, and by pass chance, taken in turn."""
+    mul = operator.mul
+    p = {j: sum(map(mul, w0, qs[j])) for j in arms}
+    gain = {j: p[j] * (1 - best) + (1 - p[j]) * max(fail_score[j] - best, 0.0) for j in arms}
+    orders = [sorted(arms, key=lambda j: (-gain[j] / max(penalty[j], 1e-12), j)),
+              sorted(arms, key=lambda j: (-(gain[j] - penalty[j]), j)),
+              sorted(arms, key=lambda j: (-p[j], penalty[j], j))]
+    out: list[int] = []
+    for rank in range(len(arms)):
+        for order in orders:
+            if order[rank] not in out:
+                out.append(order[rank])
+            if len(out) == k:
+                return sorted(out)
+    return sorted(out)
 
 
 def tau2_of(mu0: float, pseudo: float) -> float:

@@ -25,21 +25,39 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
    same way; before an arm has a cost, its price times the group's token level. Costs
    already paid on this task predict the others (their ln-costs correlate across arms,
    estimated from arms tried on the same tasks).
-4. **Plan.** Exact dynamic program over the untried arms: the next arm is worth trying
-   only while its expected score gain beats lambda x its expected cost, given what
-   already failed and what could still follow. The first attempt of a task is always
-   made; later ones stop when the best plan is empty, the attempts are used up, or the
-   expected cost would break ``--max-cost``.
+   An arm with no price (neither the profile's nor the catalog's) and no cost observed has
+   an ``unknown`` cost: it is planned as if it cost the middle of the known arms' estimates
+   (on skill alone when none is known), never with a made-up figure, and ``--max-cost``
+   cannot stop its first attempt (the loop says so). No estimate exceeds the dearest
+   attempt recorded, nor the dearest price times the most tokens an attempt has used.
+4. **Explore.** Before the first attempt of a task the planner draws each arm's pass rate
+   from its posterior (posterior sampling, also called Thompson sampling) and plans with
+   the draw: an arm memory knows little about has a wide posterior and is sometimes drawn
+   high enough to be tried, an arm known to be worse almost never is. The draw is seeded by
+   the task (its request, project and the memory it was decided on), so ``acr route`` shows
+   the plan ``acr run`` will follow, and a replay is reproducible. The expected money of a
+   plan is always the posterior mean, so ``--max-cost`` holds whatever is drawn.
+5. **Plan.** A dynamic program over the untried arms (exact over at most
+   ``latent.EXACT_ARMS`` of them, see :mod:`acr_cli.routing.latent`): the next arm is worth
+   trying only while its expected score gain beats lambda x its expected cost (plus
+   ``time_weight`` x its expected minutes), given what already failed and what could still
+   follow. The first attempt of a task is always made; later ones stop when the best plan
+   is empty, the attempts are used up, or the expected cost would break ``--max-cost``.
+   Arms that failed this very request in this project in the last ``RECENT_HOURS`` come
+   after every other arm, and their failures count as evidence that the task is hard.
 
 Settings (fixed from first principles, bench/README.md "The learned router" explains each):
 ``N_HIER`` 20 (and ``spread.PRIOR_DOF`` 4), ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
 cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
-single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score.
+single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score;
+exploration by posterior sampling (no setting to tune: its width is the posterior's own);
+the spread of one arm's ln(cost) at most ``COST_S2_MAX`` (a factor of 10 per standard deviation).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
@@ -49,7 +67,7 @@ from acr_cli.memory import similar
 from acr_cli.memory.aggregates import GroupStats, Near
 from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
-from acr_cli.routing.latent import Latent, Phi_inv, tau2_of
+from acr_cli.routing.latent import Latent, Phi_inv, plan_value, tau2_of
 
 N_HIER = 20.0  # a child group's own rate is known to about +-0.11 (sqrt(0.25/20)) after 20 tasks
 # (the default of a parent's worth: spread.worths replaces it as memory's groups show their spread)
@@ -64,6 +82,11 @@ FAIL_SCORE_PRIOR, FAIL_SCORE_PSEUDO = 0.0, 1.0  # no partial credit for a failur
 NEAR_WORTH = float(similar.NEIGHBOURS)
 PROB_CLIP = (0.02, 0.98)
 INPUT_SHARE = 0.95  # with only a profile's typical_tokens: agents read far more than they write
+# one arm's attempts cost within a factor of 10 of each other per standard deviation of ln(cost): a few
+# odd observations (or a price far from what the arm spends) must not blow the mean of exp() up
+COST_S2_MAX = math.log(10.0) ** 2
+DURATION_PSEUDO = 1.0  # an arm's mean duration starts from every arm's, worth one attempt
+RECENT_HOURS = 24.0  # an arm that failed this very request within a day is tried after the others
 
 
 @dataclass
@@ -73,7 +96,7 @@ class Fit:
     mu: list[float]  # probit marginal pass rate
     vmu: list[float]
     fail_score: list[float]
-    m: list[float] | None  # mean ln cost given cost > 0 (None: no cost scale known yet)
+    m: list[float | None] | None  # mean ln cost given cost > 0 (None: no cost known for the arm, or for any)
     s2: list[float]
     vm: list[float]
     ppos: list[float]  # P(cost > 0)
@@ -82,6 +105,9 @@ class Fit:
     qs: list[list[float]] | None = None  # P(pass | task ease) per arm, on the quadrature nodes
     score: list[float] = field(default_factory=list)  # single-action decisions: mean score (group effects)
     n_score: list[float] = field(default_factory=list)  # ... and its Beta-equivalent pseudo-count
+    score_var: list[float] = field(default_factory=list)  # ... and its posterior variance
+    # the posterior variance of the coarsest level's pass rates: what an exploring draw is as wide as
+    vmu_root: list[float] = field(default_factory=list)
 
 
 class LearnedPolicy(Policy):
@@ -90,7 +116,13 @@ class LearnedPolicy(Policy):
     def __init__(self, arms: Sequence[Arm], stats: Evidence, *, cost_weight: float = 0.1,
                  prior_weight: float = 2.0, tie_order: Callable[[Context], Sequence[Arm]] | None = None,
                  typical_tokens: float | None = None, n_hier: float | None = None, rho: float = RHO,
-                 min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF):
+                 min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF,
+                 prices: Sequence[tuple[float, float] | None] | None = None, explore: bool = True,
+                 seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False):
+        """``prices``: per arm, (USD per 1M input, output tokens) where the arm itself has none (the
+        price catalog's), or None; ``explore``: plan on a posterior draw (else on the means);
+        ``seed``: of the draws (None: live); ``time_weight``: USD a minute of waiting is worth;
+        ``say_exploring``: name an exploring choice in its reason (costs a second plan: live only)."""
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -103,8 +135,13 @@ class LearnedPolicy(Policy):
         self.spread_prior = spread_prior
         self.min_tasks = min_tasks
         self.latent = Latent(rho)
-        self.pin = [a.price_in or 0.0 for a in self.arms]
-        self.pout = [a.price_out or 0.0 for a in self.arms]
+        own = [(a.price_in, a.price_out) if a.price_in is not None and a.price_out is not None else None
+               for a in self.arms]
+        found = list(prices) if prices is not None else [None] * len(self.arms)
+        self.price = [o if o is not None else f for o, f in zip(own, found)]  # None: no price anywhere
+        self.pin = [p[0] if p else 0.0 for p in self.price]
+        self.pout = [p[1] if p else 0.0 for p in self.price]
+        self.explore, self.seed, self.time_weight, self.say_exploring = explore, seed, time_weight, say_exploring
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
@@ -134,8 +171,10 @@ class LearnedPolicy(Policy):
             if verified:
                 base.qs = [self.latent.q(mu) for mu in base.mu]
             else:
-                base.score, var = self.group_effects(ctx).predict(ctx.groups[1:])
-                base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, var)]
+                fitted = self.group_effects(ctx)
+                base.score, base.score_var = fitted.predict(ctx.groups[1:])
+                base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, base.score_var)]
+                base.vmu_root = [min(a, b) for a, b in zip(fitted.predict(())[1], base.score_var)]
             self._fits[key] = (versions, (base, prior))
         found = self.similar(ctx) if near else []
         if not found:
@@ -148,7 +187,7 @@ class LearnedPolicy(Policy):
             own.add(t.stats, t.task.similarity)
         prior = replace(prior, n=[min(x, NEAR_WORTH) for x in prior.n])
         fit, _ = self._level(prior, own, verified, (ctx.groups[-1] if ctx.groups else None, "similar"))
-        fit.corr, fit.attempts = base.corr, base.attempts
+        fit.corr, fit.attempts, fit.vmu_root = base.corr, base.attempts, base.vmu_root
         if verified:
             fit.qs = [self.latent.q(mu) for mu in fit.mu]
         else:
@@ -158,8 +197,9 @@ class LearnedPolicy(Policy):
                     mine = sums.setdefault(arm, [0.0, 0.0])
                     mine[0] += t.task.similarity * n
                     mine[1] += t.task.similarity * sc
-            fit.score, var = self.group_effects(ctx).predict(ctx.groups[1:], near=sums, near_worth=NEAR_WORTH)
-            fit.n_score = [_pseudo_count(p, v) for p, v in zip(fit.score, var)]
+            fit.score, fit.score_var = self.group_effects(ctx).predict(ctx.groups[1:], near=sums,
+                                                                       near_worth=NEAR_WORTH)
+            fit.n_score = [_pseudo_count(p, v) for p, v in zip(fit.score, fit.score_var)]
         return fit
 
     def similar(self, ctx: Context) -> list[Near]:
@@ -202,11 +242,16 @@ class LearnedPolicy(Policy):
             if own.n_tasks == 0 and not own.arms:
                 continue  # nothing of its own beyond the finer group: skip this level
             wkey = (group, ctx.groups[depth + 1] if finer is not None else None)
+            coarsest = fit is None
             fit, prior = self._level(prior, own, verified, wkey, worth[depth])
+            if coarsest:
+                root_var = list(fit.vmu)
         if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
             m0 = self._price_prior(GroupStats())
             fit = Fit(prior.mu, [tau2_of(prior.mu[i], prior.n[i]) for i in range(n)], prior.f, m0,
                       prior.s2, [COST_SPREAD / COST_PSEUDO] * n, prior.pp, prior.attempts)
+            root_var = list(fit.vmu)
+        fit.vmu_root = [min(a, b) for a, b in zip(root_var, fit.vmu)]
         return fit, prior
 
     def worths(self, groups: Sequence[str], below: int = 0) -> list[float]:
@@ -248,27 +293,34 @@ class LearnedPolicy(Policy):
             m_par = self._price_prior(own)
             if m_par is None:  # no token level observed yet: costs only known up to a factor
                 n_m_par = [0.0] * n
-        m = s2 = vm = None
-        if m_par is not None or any(a.n_pos for a in aggs):
-            base = m_par or [0.0] * n
-            m, s2, vm = [], [], []
-            for i in range(n):
-                w, a = n_m_par[i], aggs[i]
-                mi = (w * base[i] + a.s_lc) / (w + a.n_pos) if w + a.n_pos > 0 else base[i]
-                dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
-                si = (w * par.s2[i] + dev) / (w + a.n_pos) if w + a.n_pos > 0 else par.s2[i]
-                m.append(mi)
-                s2.append(si)
-                vm.append(si / max(w + a.n_pos, 1e-9))
+        m: list[float | None] = []
+        s2, vm, n_m = [], [], []
+        for i in range(n):
+            a = aggs[i]
+            base = m_par[i] if m_par is not None else None
+            w = n_m_par[i] if base is not None else 0.0
+            if base is None and not a.n_pos:  # no price and no cost observed: unknown
+                m.append(None)
+                s2.append(par.s2[i])
+                vm.append(COST_SPREAD)
+                n_m.append(0.0)
+                continue
+            mi = ((w * base if base is not None else 0.0) + a.s_lc) / (w + a.n_pos)
+            dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
+            ws = max(w, COST_PSEUDO)  # the spread's prior counts even when the mean's does not
+            si = min((ws * par.s2[i] + dev) / (ws + a.n_pos), COST_S2_MAX)
+            m.append(mi)
+            s2.append(si)
+            vm.append(si / (w + a.n_pos))
+            n_m.append(w + a.n_pos)
         ppos = [_shrink(par.pp[i], par.n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
         attempts = [round(aggs[i].n) if aggs[i].n else par.attempts[i] for i in range(n)]
-        fit = Fit(mu, vmu, fsc, m, s2 or list(par.s2), vm or [COST_SPREAD] * n, ppos, attempts)
+        fit = Fit(mu, vmu, fsc, m, s2, vm, ppos, attempts)
         # this level is the prior of the next finer one: its pass rates worth ``worth`` observations,
         # the rest at most N_HIER
         nxt = _Prior(mu, vmu, [self.hier if worth is None else worth] * n, fsc, [min(self.hier, x) for x in n_fsc],
-                     m if m is not None else m_par,
-                     [min(self.hier, n_m_par[i] + aggs[i].n_pos) for i in range(n)] if m is not None else n_m_par,
-                     s2 if m is not None else par.s2, ppos,
+                     m if m_par is not None or any(x is not None for x in m) else None,
+                     [min(self.hier, x) for x in n_m], s2, ppos,
                      [min(self.hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], attempts)
         return fit, nxt
 
@@ -280,8 +332,9 @@ class LearnedPolicy(Policy):
                 out.append((t, {self.index[a] for a in passed if a in self.index}, count))
         return out
 
-    def _price_prior(self, stats: GroupStats) -> list[float] | None:
-        """ln cost of an arm never seen: the group's token level x the arm's price.
+    def _price_prior(self, stats: GroupStats) -> list[float | None] | None:
+        """ln cost of an arm never seen: the group's token level x the arm's price (None for an arm
+        with no price: its cost is unknown until it is observed).
 
         Token level = mean ln(tokens) of the attempts with tokens and cost (the group's, else
         the whole scope's); the input share of those tokens is solved from their cost and
@@ -297,7 +350,7 @@ class LearnedPolicy(Policy):
             n_tok += a.n_tok
             s_ltok += a.s_ltok
             i = self.index.get(arm_id)
-            if i is not None and self.pout[i] != self.pin[i]:
+            if i is not None and self.price[i] is not None and self.pout[i] != self.pin[i]:
                 per_token = 1e6 * a.s_ptok / a.n_tok
                 share = (self.pout[i] - per_token) / (self.pout[i] - self.pin[i])
                 share_sum += min(max(share, 0.0), 1.0) * a.n_tok
@@ -308,11 +361,24 @@ class LearnedPolicy(Policy):
             n_tok, s_ltok, share_sum, share_n = 1.0, math.log(self.typical_tokens), INPUT_SHARE, 1.0
         w = share_sum / share_n if share_n else INPUT_SHARE
         level = s_ltok / n_tok
-        out = []
+        out: list[float | None] = []
         for i in range(len(self.arms)):
+            if self.price[i] is None:
+                out.append(None)
+                continue
             price = w * self.pin[i] + (1 - w) * self.pout[i]
-            out.append(level + math.log(max(price, 1e-9) / 1e6))
+            out.append(level + math.log(max(price, 1e-12) / 1e6))
         return out
+
+    def ceiling(self) -> float | None:
+        """The most one attempt can be expected to cost: the dearest attempt recorded, or the dearest
+        price (its output price) times the most tokens an attempt used (else ``typical_tokens``);
+        None when nothing bounds it yet (then no estimate exists either)."""
+        b = self.stats.bounds()
+        tokens = b.tokens or self.typical_tokens or 0.0
+        top = max((max(p) for p in self.price if p is not None), default=0.0)
+        bound = max(b.cost, top * tokens / 1e6)
+        return bound if bound > 0 else None
 
     def _cost_correlation(self, stats: GroupStats) -> float:
         num = den = total = 0.0
@@ -334,82 +400,157 @@ class LearnedPolicy(Policy):
         r = (num / den * total + COST_CORR_PSEUDO * COST_CORR_PRIOR) / (total + COST_CORR_PSEUDO)
         return min(max(r, 0.0), 0.95)
 
-    def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float] | None:
-        if fit.m is None:
-            return None
+    def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float | None]:
+        """Each arm's expected USD for one attempt (None: unknown), given the costs already paid on this
+        task; never above :meth:`ceiling`."""
         n = len(self.arms)
+        if fit.m is None:
+            return [None] * n
+        m = fit.m
         sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
         resid = []
         for f in (state.tried if state else []):
             i = self.index.get(f.arm.id)
-            if i is not None and f.cost_usd and f.cost_usd > 0:
-                resid.append((math.log(f.cost_usd) - fit.m[i]) / sd[i])
-        out = []
-        if resid:
-            k = len(resid)
-            kappa = k * corr / (1 + (k - 1) * corr)
-            shift = kappa * sum(resid) / k
-            for i in range(n):
-                mean = fit.m[i] + sd[i] * shift
-                var = fit.s2[i] * (1 - corr * kappa)
-                out.append(fit.ppos[i] * math.exp(min(mean + 0.5 * (var + fit.vm[i]), 50.0)))
-        else:
-            for i in range(n):
-                out.append(fit.ppos[i] * math.exp(min(fit.m[i] + 0.5 * (fit.s2[i] + fit.vm[i]), 50.0)))
+            if i is not None and m[i] is not None and f.cost_usd and f.cost_usd > 0:
+                resid.append((math.log(f.cost_usd) - m[i]) / sd[i])
+        top = self.ceiling()
+        k = len(resid)
+        kappa = k * corr / (1 + (k - 1) * corr) if k else 0.0
+        shift = kappa * sum(resid) / k if k else 0.0
+        out: list[float | None] = []
+        for i in range(n):
+            mi = m[i]
+            if mi is None:
+                out.append(None)
+                continue
+            mean = mi + sd[i] * shift
+            var = fit.s2[i] * (1 - corr * kappa)
+            value = fit.ppos[i] * math.exp(min(mean + 0.5 * (var + fit.vm[i]), 50.0))
+            out.append(min(value, top) if top is not None else value)
         return out
+
+    def durations(self, ctx: Context) -> list[float | None]:
+        """Each arm's expected seconds for one attempt, from the coarsest group's timed attempts: the
+        arm's mean shrunk toward every arm's (worth ``DURATION_PSEUDO`` attempts); None: never timed."""
+        levels = self.stats.get(ctx.groups[:1]) if ctx.groups else []
+        root = levels[0] if levels else GroupStats()
+        n_all = sum(a.n_dur for a in root.arms.values())
+        if not n_all:
+            return [None] * len(self.arms)
+        mean = sum(a.s_dur for a in root.arms.values()) / n_all
+        out: list[float | None] = []
+        for arm in self.arms:
+            a = root.arm(arm.id)
+            out.append((DURATION_PSEUDO * mean + a.s_dur) / (DURATION_PSEUDO + a.n_dur))
+        return out
+
+    def draw(self, ctx: Context) -> list[float]:
+        """One standard normal per arm, the same for every decision of one task on one memory: seeded by
+        the policy's seed, the task (its benchmark id, project and request) and the newest finished
+        task in memory, so ``acr route`` and the ``acr run`` after it draw alike."""
+        mark = getattr(self.stats, "mark", 0)
+        rng = random.Random(f"{self.seed}|{mark}|{ctx.ref}|{ctx.project}|{ctx.prompt}")
+        return [rng.gauss(0.0, 1.0) for _ in self.arms]
 
     # ------------------------------------------------------------------ deciding
 
-    def _analyse(self, ctx: Context, state: TaskState | None,
-                 near: bool = True) -> tuple[Fit, list[float], bool, list[int], dict]:
+    def _analyse(self, ctx: Context, state: TaskState | None, near: bool = True, explore: bool | None = None,
+                 compare: bool = False) -> tuple[Fit, list[float | None], bool, list[int], dict]:
+        """The fit, each arm's expected cost, whether verdicts decide, the plan (arm indexes, first
+        first) and what explains it (``info``). ``explore``: plan on the posterior draw (default: the
+        policy's setting); ``compare``: also the plan on the posterior means, and what the draw's
+        plan is expected to give up against it."""
         # escalation on verdicts needs a verifier and room for a second attempt; else one action decides
         verified = state is None or (state.verified and (state.max_attempts is None or state.max_attempts > 1))
+        explore = self.explore if explore is None else explore
         fit = self.fit(ctx, verified, near)
+        n = len(self.arms)
         cost = self.expected_costs(fit, state, fit.corr)
-        known_cost = cost is not None
-        if cost is None:  # no cost seen anywhere yet: plan on success, break ties by list price
-            cost = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(len(self.arms))]
+        known = sorted(c for c in cost if c is not None)
+        if known:  # an unknown cost is planned as the middle of the known ones (it says nothing either way)
+            middle = known[len(known) // 2]
+            money = [c if c is not None else middle for c in cost]
+        else:  # no cost known at all: plan on success, break ties by list price
+            money = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(n)]
+        minutes = self.durations(ctx)
+        charge = list(money)
+        if self.time_weight > 0:
+            charge = [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, minutes)]
         done = (state.tried_ids | state.excluded) if state else set()
         left = [i for i, a in enumerate(self.arms) if a.id not in done]
         if self.tie_order is not None:  # equal plans: the profile's order for the kind decides
             rank = {a.id: k for k, a in enumerate(self.tie_order(ctx))}
             left.sort(key=lambda i: rank.get(self.arms[i].id, len(rank)))
-        info: dict = {"known_cost": known_cost, "verified": verified}
+        failed = [self.index[a] for a in self.stats.failures(ctx.prompt, ctx.project, RECENT_HOURS)
+                  if a in self.index] if ctx.prompt else []
+        fresh = [i for i in left if i not in failed]
+        info: dict = {"known": [c is not None for c in cost], "verified": verified, "charge": charge,
+                      "minutes": minutes, "failed_before": [i for i in failed if i in left]}
         if not left:
             return fit, cost, verified, [], info
+        z = self.draw(ctx) if explore else None
         if not verified:
-            order = sorted(left, key=lambda i: -(fit.score[i] - self.cost_weight * cost[i]))  # stable: ties keep order
+            score = fit.score
+            if z is not None:
+                score = [min(max(fit.score[i] + z[i] * math.sqrt(max(fit.vmu_root[i], 0.0)), 0.0), 1.0)
+                         for i in range(n)]
+            pool = fresh or left
+
+            def best(values: list[float]) -> list[int]:
+                return sorted(pool, key=lambda i: -(values[i] - self.cost_weight * charge[i]))[:1]  # stable
+
+            order = best(score)
             info["p"] = {i: fit.score[i] for i in left}
-            return fit, cost, verified, order[:1], info
-        qs_all = fit.qs
-        judged = [(qs_all[self.index[f.arm.id]], f.passed) for f in (state.tried if state else [])
-                  if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
-        w0 = self.latent.posterior(judged)
+            if compare and z is not None:
+                info["mean_plan"] = best(fit.score)
+                lost = [(fit.score[i] - self.cost_weight * charge[i]) for i in (info["mean_plan"][0], order[0])]
+                info["exploring"] = lost[0] - lost[1]
+            return fit, cost, verified, order, info
+        qs_mean = fit.qs
+        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + z[i] * math.sqrt(max(fit.vmu_root[i], 0.0)))
+                                            for i in range(n)]
+        # attempts on this task judged so far, and this very request's recent failures: evidence on its ease
+        seen = [(self.index[f.arm.id], f.passed) for f in (state.tried if state else [])
+                if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
+        seen += [(i, False) for i in info["failed_before"]]
         best0 = state.best_score if state else 0.0
-        steps = None
-        budget = None
+        steps = budget = None
         if state is not None:
             if state.max_attempts is not None:
                 steps = state.max_attempts - len(state.tried)
             if state.max_cost is not None:
                 budget = state.max_cost - state.spent
-        plan = self.latent.plan(w0, [qs_all[i] for i in left], [cost[i] for i in left],
-                                [fit.fail_score[i] for i in left], best0, self.cost_weight,
-                                force=not (state and state.tried), max_steps=steps, budget=budget)
-        info["p"] = {i: sum(w * q for w, q in zip(w0, qs_all[i])) for i in left}
-        return fit, cost, verified, [left[j] for j in plan], info
+        pool = fresh or left  # an arm that failed this request lately comes after every other
+
+        def plan_with(qs: list[list[float]]) -> tuple[list[float], list[int]]:
+            w0 = self.latent.posterior([(qs[i], ok) for i, ok in seen])
+            found = self.latent.plan(w0, [qs[i] for i in pool], [charge[i] for i in pool],
+                                     [fit.fail_score[i] for i in pool], best0, self.cost_weight,
+                                     force=not (state and state.tried), max_steps=steps, budget=budget,
+                                     spend=[money[i] for i in pool])
+            return w0, [pool[j] for j in found]
+
+        w0, plan = plan_with(qs_all)
+        w_mean = w0 if z is None else self.latent.posterior([(qs_mean[i], ok) for i, ok in seen])
+        info["p"] = {i: sum(w * q for w, q in zip(w_mean, qs_mean[i])) for i in left}
+        if compare and z is not None:
+            _, mean_plan = plan_with(qs_mean)
+            info["mean_plan"] = mean_plan
+            value = [plan_value(w_mean, [qs_mean[i] for i in p], [self.cost_weight * charge[i] for i in p],
+                                       [fit.fail_score[i] for i in p], best0) for p in (mean_plan, plan)]
+            info["exploring"] = value[0] - value[1]
+        return fit, cost, verified, plan, info
 
     def next(self, ctx: Context, state: TaskState) -> Decision | None:
-        fit, cost, verified, plan, info = self._analyse(ctx, state)
+        fit, cost, verified, plan, info = self._analyse(ctx, state, compare=self.say_exploring)
         if not plan:
             return None
         i = plan[0]
         p = info["p"][i]
         what = "pass chance" if verified else "expected score"
-        money = f"~${cost[i]:.3f}" if info["known_cost"] else "cost not known yet"
+        money = f"~${cost[i]:.3f}" if cost[i] is not None else "cost unknown"
         tail = f"; plan: {' > '.join(self.arms[j].id for j in plan)}" if len(plan) > 1 else ""
-        return Decision(self.arms[i], f"{what} {p:.2f}, {money}{tail}",
-                        cost[i] if info["known_cost"] else None)
+        return Decision(self.arms[i], f"{what} {p:.2f}, {money}{tail}{_exploring(self, info, plan)}", cost[i])
 
     def similar_effect(self, ctx: Context, state: TaskState | None = None) -> tuple[list, dict[str, tuple[float, float]]]:
         """The similar earlier tasks read for this request, and how they moved each arm's chance:
@@ -418,28 +559,36 @@ class LearnedPolicy(Policy):
         if not found:
             return [], {}
         self.stats.show_outcomes(found)  # only shown, never routed on
-        with_them = self._analyse(ctx, state)[4].get("p", {})
-        without = self._analyse(ctx, state, near=False)[4].get("p", {})
+        with_them = self._analyse(ctx, state, explore=False)[4].get("p", {})
+        without = self._analyse(ctx, state, near=False, explore=False)[4].get("p", {})
         return found, {self.arms[i].id: (without[i], with_them[i]) for i in with_them if i in without}
 
     def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
-        fit, cost, verified, plan, info = self._analyse(ctx, state)
+        fit, cost, verified, plan, info = self._analyse(ctx, state, compare=True)
         left = [i for i in range(len(self.arms)) if i in info.get("p", {})]
-        value = {i: info["p"][i] - self.cost_weight * cost[i] for i in left}
+        charge = info["charge"]
+        value = {i: info["p"][i] - self.cost_weight * charge[i] for i in left}
         tie = {a.id: k for k, a in enumerate(self.tie_order(ctx) if self.tie_order else self.arms)}
         rest = sorted((i for i in left if i not in plan), key=lambda i: (-value[i], tie.get(self.arms[i].id, 0)))
+        failed = set(info["failed_before"])
         out = []
         for pos, i in enumerate(plan + rest):
             in_plan = pos < len(plan)
             why = ("planned" if in_plan else "not worth trying now") if verified else "best expected reward"
+            if pos == 0 and in_plan:
+                why += _exploring(self, info, plan)
+            if i in failed:
+                why += "; failed this very request lately: tried after the others"
             if fit.attempts[i]:
                 why += f"; {fit.attempts[i]} attempt{'s' if fit.attempts[i] != 1 else ''} in its finest group"
             elif self.arms[i].prior_for(ctx.kind) is None:
                 why += "; no prior for this kind"
+            if cost[i] is None:
+                why += "; cost unknown (no price, none observed)"
             p = info["p"][i]
             mu = fit.mu[i] if verified else None
-            r = Ranked(self.arms[i], p, cost[i] if info["known_cost"] else None,
-                       value[i] if info["known_cost"] else p, fit.attempts[i], why)
+            r = Ranked(self.arms[i], p, cost[i], value[i] if cost[i] is not None else p, fit.attempts[i], why,
+                       duration=info["minutes"][i])
             if verified:
                 r.probit = (mu, fit.vmu[i])
             else:
@@ -447,6 +596,17 @@ class LearnedPolicy(Policy):
                 r.alpha, r.beta = p * n, (1 - p) * n
             out.append(r)
         return out
+
+
+def _exploring(policy: LearnedPolicy, info: dict, plan: list[int]) -> str:
+    """"; exploring ..." when the draw put another arm first than the posterior means would, with what
+    that is expected to cost in reward ("" when it did not, or it was not compared)."""
+    mean_plan = info.get("mean_plan")
+    if not plan or mean_plan is None or (mean_plan and mean_plan[0] == plan[0]):
+        return ""
+    instead = policy.arms[mean_plan[0]].id if mean_plan else "stopping"
+    return (f"; exploring: the posterior draw put it first (on the means: {instead}); expected to give up "
+            f"{max(info.get('exploring', 0.0), 0.0):.3f} in reward")
 
 
 @dataclass

@@ -52,8 +52,9 @@ class Entry:
 
 _ONE = "one attempt per task (the bandit setting); "
 POLICIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("learned", "acr's learned router: Bayesian estimates per context group, escalates", "acr_cli.routing.builders:learned",
-          set_by="priors come from --profile NAME"),
+    Entry("learned", "acr's learned router: Bayesian estimates per context group, explores, escalates",
+          "acr_cli.routing.builders:learned", set_by="priors come from --profile NAME; its draws' seed is --seed N",
+          seeded=True),
     Entry("fixed", "the profile's order for the task's kind, until one passes", "acr_cli.routing.builders:fixed"),
     Entry("always", "always the same arm", "acr_cli.routing.builders:always", arg="ARM"),
     Entry("cascade", "these arms in this order, until one passes", "acr_cli.routing.builders:cascade", arg="A1,A2,..."),
