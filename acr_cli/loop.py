@@ -77,11 +77,13 @@ def run_task(
     oracle: tuple[float, str] | None = None,
     on_event: Events | None = None,
     timestamp: str | None = None,
+    unavailable: set[str] | frozenset[str] = frozenset(),
 ) -> TaskResult:
     """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start).
 
     ``verified=False``: no verifier judges the attempts (a live run without one), so the first attempt
-    that finishes is accepted as ``unverified`` and the policy decides as for a single action."""
+    that finishes is accepted as ``unverified`` and the policy decides as for a single action.
+    ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them)."""
     emit = on_event or (lambda *a, **k: None)
     wanted_id = task_id
 
@@ -95,7 +97,7 @@ def run_task(
             )
         return result.task_id
 
-    state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified)
+    state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified, excluded=set(unavailable))
     result = TaskResult("", False, 0.0)
     over_budget: dict[str, float] = {}  # arm id -> expected cost, set aside for going over --max-cost alone
     while True:

@@ -13,6 +13,7 @@ A profile is a YAML file::
       policy: learned         # learned | fixed | cascade:A,B | always:ARM | linucb | ... (acr_cli/routing/registry.py)
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
+      time_weight: 0.1        # USD a minute of waiting is worth to the learned policy's plan
       verify: null            # default verifier command
       tell_verifier: true     # the first attempt's prompt names the command that will check its work
     arms:
@@ -29,8 +30,9 @@ A profile is a YAML file::
 
 A profile may start from another with ``extends: NAME``: its ``settings`` are
 merged over the base's; ``arms``, ``order`` and ``agents`` replace the base's
-when given. Without a ``description`` of its own, it is described as the base's
-name "with changes" followed by the base's description.
+when given (an arm named again without a price or priors keeps the base's).
+Without a ``description`` of its own, it is described as the base's name "with
+changes" followed by the base's description.
 
 Resolution of ``--profile NAME|PATH``: an existing path; else
 ``<config>/profiles/NAME.yaml``; else the built-in ``profiles/NAME.yaml``.
@@ -68,6 +70,7 @@ class Settings:
     typical_tokens: float | None = None
     verify: str | None = None
     tell_verifier: bool = True
+    time_weight: float = 0.1  # USD a minute of waiting is worth (see README, "How acr learns")
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,8 @@ def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Pr
     known_agents = set(BUILTIN_AGENTS) | set(agents)
     if "arms" in data or base is None:
         arms = _arms(v, data.get("arms"), known_agents)
+        if base is not None:
+            arms = [_inherit(a, base) for a in arms]
     else:
         arms = list(base.arms)
     ids = [a.id for a in arms]
@@ -197,6 +202,35 @@ def parse(data: Any, lines: dict, path: Path, base: Profile | None = None) -> Pr
     )
     _policy_arms(v, profile)
     return profile
+
+
+def _inherit(arm: Arm, base: Profile) -> Arm:
+    """An arm a profile that extends ``base`` names again: what it leaves out (its price, its priors) is the
+    base's arm's (``extends: balanced`` with an own ``arms:`` list to leave an agent out keeps the rest)."""
+    theirs = base.arm(arm.id)
+    if theirs is None:
+        return arm
+    if arm.price_in is None and arm.price_out is None:
+        arm = replace(arm, price_in=theirs.price_in, price_out=theirs.price_out)
+    if not arm.prior and theirs.prior:
+        arm = replace(arm, prior=theirs.prior, prior_weight=arm.prior_weight if arm.prior_weight is not None
+                      else theirs.prior_weight)
+    return arm
+
+
+def bare(name: str, description: str) -> Profile:
+    """A profile with no arms and the default settings: what a replay of a results folder routes with
+    when no ``--profile`` is given (the arms come from the folder, with no priors)."""
+    return Profile(name=name, path=None, description=description, settings=Settings(), arms=())
+
+
+def unpriced(profile: Profile) -> list[str]:
+    """The ids of the profile's arms with no price, neither the profile's nor the price catalog's: acr cannot
+    estimate what they cost until it has seen them run."""
+    from acr_cli.routing.builders import catalog_prices
+
+    return [a.id for a, found in zip(profile.arms, catalog_prices(profile.arms))
+            if (a.price_in is None or a.price_out is None) and found is None]
 
 
 def _policy(v: "_Validator", val: Any, key: tuple) -> str:
@@ -228,7 +262,7 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
         val = raw[name]
         if name in ("timeout", "verify_timeout"):  # the same limit as --timeout and config files
             out[name] = v.number(val, k, minimum=1.0)
-        elif name in ("cost_weight", "prior_weight"):
+        elif name in ("cost_weight", "prior_weight", "time_weight"):
             out[name] = v.number(val, k, minimum=0.0)
         elif name == "typical_tokens":
             out[name] = None if val is None else v.number(val, k, minimum=1.0)

@@ -29,6 +29,7 @@ class Cell:
     tokens_in: int | None = None
     tokens_out: int | None = None
     apply_ok: bool | None = None
+    duration: float | None = None  # seconds (results files that record it)
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,18 @@ class Matrix:
     tasks: list[Task]
     models: list[str]
     cells: dict[str, dict[str, Cell]]  # task ref -> model -> cell
-    prices: dict[str, tuple[float, float]]  # model -> (USD per 1M in, out)
+    prices: dict[str, tuple[float, float] | None]  # model -> (USD per 1M in, out); None: no price known
     spec: BenchSpec | None = None
     missing: int = 0  # task x model cells that were not observed (memory replays)
+    # a missing cell: the arm could not be chosen for that task (a results folder), rather than an
+    # outcome never observed that leaves the task unscorable (a memory replay)
+    unavailable_when_missing: bool = False
+    binary: bool = True  # every score is 0 or 1 (a pass or not)
+    skipped: int = 0  # tasks listed with no result at all (a results folder)
+
+    @property
+    def has_duration(self) -> bool:
+        return any(c.duration for row in self.cells.values() for c in row.values())
 
     def oracle(self, ref: str, cost_weight: float) -> tuple[float, str]:
         """Best single-model reward on a task in hindsight, and that model."""

@@ -11,6 +11,7 @@ with the task). Over a run:
   tasks where that is recorded; None where none is (ID2919's files have no such column)
 * ``avg_steps`` = attempts per task; ``escalations`` = tasks where the most expensive
   arm was tried after a failed attempt (the paper's "escalate to the premium model")
+* ``hours`` = the time every attempt took, in hours (None when no attempt records one)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
     racc = applied = known_apply = steps = escalations = 0
     curve = []
     tin = tout = 0.0
+    seconds, timed = 0.0, False
     for t in tasks:
         att = by_task.get(t["id"], [])
         score = max((a["score"] or 0.0 for a in att), default=0.0)
@@ -43,6 +45,10 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
         total_score += score
         total_cost += cost
         steps += len(att)
+        for a in att:
+            if a.get("duration_s"):
+                seconds += a["duration_s"]
+                timed = True
         tin += t["tokens_in"] or 0
         tout += t["tokens_out"] or 0
         if att:
@@ -67,5 +73,6 @@ def compute(memory: Memory, source: str, cost_weight: float, premium: str | None
         "escalations": escalations,
         "tokens_in": int(tin),
         "tokens_out": int(tout),
+        "hours": seconds / 3600 if timed else None,  # time the attempts took (results that record it)
         "curve": curve,
     }

@@ -15,12 +15,14 @@ from acr_cli.routing.builders import Factory, Setup
 
 
 def replay_setup(matrix: Matrix, arms: dict, *, data_dir: Path, profile: Profile | None, cost_weight: float,
-                 seed: int, k: int) -> Setup:
+                 seed: int, k: int, time_weight: float = 0.0) -> Setup:
     """What the registry's builders get in a replay: the benchmark's arms, in its model order."""
     return Setup(arms=[arms[m] for m in matrix.models], resolve=lambda model: arms[matrix.normalize(model)],
                  cost_weight=cost_weight, prior_weight=profile.settings.prior_weight if profile else 2.0,
                  typical_tokens=profile.settings.typical_tokens if profile else None, seed=seed, k=k,
-                 profile=profile, matrix=matrix, arm_of=arms, data_dir=data_dir, on_memory=matrix.name == "memory")
+                 profile=profile, matrix=matrix, arm_of=arms, data_dir=data_dir,
+                 on_memory=matrix.name == "memory" and matrix.spec is None and not matrix.unavailable_when_missing,
+                 results=matrix.unavailable_when_missing, time_weight=time_weight)
 
 
 def baseline_set(benchmark: str, data_dir: Path) -> list[str]:
@@ -99,3 +101,46 @@ def dimension_best(setup: Setup, arg: str) -> tuple[str, Factory]:
     best = {d: arms[max(ms, key=lambda m: (ms[m], -price[m]))] for d, ms in table.items()}
     overall = max(arms, key=lambda m: sum(ms.get(m, 0) for ms in table.values()))
     return "dimension-best", _same(bl.DimensionBest(best, arms[overall], fitted_on))
+
+
+def hindsight(matrix: Matrix, cost_weight: float, cascade: bool) -> tuple[str, tuple[str, str] | None]:
+    """The best single arm and, when attempts may follow a failure (``cascade``), the best two-arm cascade
+    in hindsight: the ones whose total reward over the matrix is the highest. A task where an arm has no
+    result scores nothing for it (it could not be chosen there); a cascade's second arm runs when the
+    first fails or has no result. Ties: the first in the matrix's order."""
+    models = matrix.models
+    rows = [matrix.cells[t.ref] for t in matrix.tasks]
+    alone = {m: 0.0 for m in models}
+    for row in rows:
+        for m, c in row.items():
+            alone[m] += c.score - cost_weight * c.cost
+    best = max(models, key=lambda m: alone[m])
+    if not cascade or len(models) < 2:
+        return best, None
+    top, pair = None, None
+    for a in models:
+        for b in models:
+            if a == b:
+                continue
+            total = 0.0
+            for row in rows:
+                ca, cb = row.get(a), row.get(b)
+                if ca is not None and (ca.score >= 1.0 or cb is None):
+                    total += ca.score - cost_weight * ca.cost
+                elif ca is None:
+                    total += 0.0 if cb is None else cb.score - cost_weight * cb.cost
+                else:
+                    total += max(ca.score, cb.score) - cost_weight * (ca.cost + cb.cost)
+            if top is None or total > top:
+                top, pair = total, (a, b)
+    return best, pair
+
+
+def results_baselines(matrix: Matrix, cost_weight: float, protocol: str, every_arm: bool) -> list[str]:
+    """``--baselines`` on a results folder: the oracle, the best single arm and two-arm cascade in hindsight,
+    every arm alone (``every_arm``), the bandits, and learned."""
+    best, pair = hindsight(matrix, cost_weight, cascade=protocol == "cascade")
+    names = ["oracle", f"always:{best}"] + ([f"cascade:{pair[0]},{pair[1]}"] if pair else [])
+    if every_arm:
+        names += [f"always:{m}" for m in matrix.models if m != best]
+    return names + ["random", "linucb", "lints", "knn", "learned"]

@@ -52,24 +52,46 @@ class MatrixEnvironment:
         passed = cell.score >= 1.0
         return Feedback(arm, PASSED if passed else FAILED, score=cell.score, tokens_in=cell.tokens_in,
                         tokens_out=cell.tokens_out, cost_usd=cell.cost, cost_source=COST_REPORTED,
-                        apply_ok=cell.apply_ok, reason="resolved" if passed else "not resolved")
+                        duration_s=cell.duration or 0.0, apply_ok=cell.apply_ok,
+                        reason="resolved" if passed else "not resolved")
 
 
-def bench_arms(matrix: Matrix, profile=None) -> dict[str, Arm]:
-    """One arm per benchmark model: prices from the dataset, priors from the profile's matching arm."""
+def bench_arms(matrix: Matrix, profile=None, catalog=None) -> dict[str, Arm]:
+    """One arm per benchmark model: prices from the dataset, priors from the profile's matching arm.
+
+    A model the dataset gives no price for (a results folder's) takes the profile's arm's price, else
+    ``catalog(model)``'s (the price catalog), else none: the router then learns its cost as it goes."""
     arms = {}
-    for model, (pin, pout) in matrix.prices.items():
-        prior, weight = (), None
+    for model, price in matrix.prices.items():
+        prior, weight, own = (), None, None
         if profile is not None:
             for a in profile.arms:
                 try:
                     if a.id == model or matrix.normalize(a.model) == model:
                         prior, weight = a.prior, a.prior_weight
+                        own = (a.price_in, a.price_out) if a.price_in is not None and a.price_out is not None else None
                         break
                 except AcrError:
                     continue
+        if price is None:
+            price = own or (catalog(model) if catalog else None)
+        pin, pout = price if price is not None else (None, None)
         arms[model] = Arm(BENCH_AGENT, model, pin, pout, (), prior, weight)
     return arms
+
+
+def premium_of(matrix: Matrix) -> str:
+    """The dearest model (the paper's "escalation" is reaching it): by list price, else by its mean recorded cost."""
+    priced = {m: sum(p) for m, p in matrix.prices.items() if p is not None}
+    if priced:
+        return max(priced, key=lambda m: priced[m])
+    spent: dict[str, list[float]] = {}
+    for row in matrix.cells.values():
+        for m, c in row.items():
+            s = spent.setdefault(m, [0.0, 0])
+            s[0] += c.cost
+            s[1] += 1
+    return max(matrix.models, key=lambda m: spent[m][0] / spent[m][1] if m in spent else 0.0)
 
 
 def max_attempts_for(matrix: Matrix, protocol: str, dimension: str) -> int:
@@ -100,7 +122,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     if order_seed is not None:
         random.Random(order_seed).shuffle(order)
     order_label = "canonical" if order_seed is None else f"shuffled (seed {order_seed})"
-    premium = max(matrix.prices, key=lambda m: sum(matrix.prices[m]))  # escalations: reaching this model
+    premium = premium_of(matrix)  # escalations: reaching this model
     memory.add_run(run_id, matrix.name, label, {**(params or {}), "protocol": protocol, "order": order_label,
                                                "cost_weight": cost_weight, "group": group, "premium": premium})
     policy = make_policy(memory, source)
@@ -114,10 +136,14 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             task = matrix.tasks[i]
             ctx = Context(prompt=task.prompt, kind=task.kind or task.dimension, groups=task.groups, ref=task.ref,
                           project=task.project, kind_sure=task.kind_sure)
+            absent: set[str] = set()
+            if matrix.unavailable_when_missing:  # an arm with no result here could not be chosen for this task
+                row = matrix.cells[task.ref]
+                absent = {f"{BENCH_AGENT}:{m}" for m in matrix.models if m not in row}
             try:
                 run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}",
                          max_attempts=max_attempts_for(matrix, protocol, task.dimension),
-                         oracle=matrix.oracle(task.ref, cost_weight), timestamp=started)
+                         oracle=matrix.oracle(task.ref, cost_weight), timestamp=started, unavailable=absent)
             except MissingCell:
                 memory.forget([f"{run_id}/{i}"])
                 unscorable += 1

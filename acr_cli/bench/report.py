@@ -13,11 +13,14 @@ from typing import Any
 from acr_cli.bench.baselines import REIMPLEMENTED
 from acr_cli.errors import AcrError
 
-METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations")
+METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations",
+           "hours")
 HEAD = {"avg_perf": "AvgPerf", "cum_regret": "CumReg", "cost_usd": "$Total", "perf_per_dollar": "Perf/$",
-        "racc": "rAcc", "apply_ok": "Apply%", "avg_steps": "Steps", "escalations": "Esc."}
+        "racc": "rAcc", "apply_ok": "Apply%", "avg_steps": "Steps", "escalations": "Esc.", "hours": "Hours"}
 FMT = {"avg_perf": "{:.2f}", "cum_regret": "{:.1f}", "cost_usd": "{:.2f}", "perf_per_dollar": "{:.2f}",
-       "racc": "{:.3f}", "apply_ok": "{:.1f}", "avg_steps": "{:.2f}", "escalations": "{:.0f}"}
+       "racc": "{:.3f}", "apply_ok": "{:.1f}", "avg_steps": "{:.2f}", "escalations": "{:.0f}", "hours": "{:.2f}"}
+# columns shown only where some row has a figure: whether a patch applied (OOD176 records it), time taken
+OPTIONAL = ("apply_ok", "hours")
 
 
 def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -44,11 +47,9 @@ def _fmt(metric: str, value: Any) -> str:
     return FMT[metric].format(value)
 
 
-def columns(benchmark: str) -> list[str]:
-    cols = list(METRICS)
-    if benchmark != "ood176":
-        cols.remove("apply_ok")
-    return cols
+def columns(doc: dict[str, Any]) -> list[str]:
+    """The metrics a table shows: every one, but those of ``OPTIONAL`` that no row has a figure for."""
+    return [m for m in METRICS if m not in OPTIONAL or any(r.get(m) is not None for r in doc["results"])]
 
 
 def rich_table(doc: dict[str, Any], width: int = 200):
@@ -61,7 +62,7 @@ def rich_table(doc: dict[str, Any], width: int = 200):
     from rich.table import Table
 
     rows: list[tuple[list[str], str]] = []  # (policy, n, every metric), style
-    cols_all = columns(doc["benchmark"])
+    cols_all = columns(doc)
     for r in doc["results"]:
         rows.append(([r["policy"], str(r["n"]), *_cells({**r, "sd": None}, cols_all, None)], ""))
         sd = r.get("sd") or {}
@@ -116,8 +117,18 @@ def notes(doc: dict[str, Any]) -> list[str]:
         out.append("(\"paper\" lines: the paper's published figures for the row above)")
     if doc.get("published_note"):
         out.append(doc["published_note"])
+    hindsight = doc.get("hindsight") or {}
+    shown = {r["policy"] for r in doc["results"]}
+    rows = [x for x in (hindsight.get("arm"), hindsight.get("cascade")) if x and x in shown]
+    if rows:
+        out.append(f"{' and '.join(rows)}: the best single arm{' and two-arm cascade' if len(rows) > 1 else ''} "
+                   "in hindsight (chosen knowing every outcome)")
+    if hindsight and doc.get("missing_cells"):
+        out.append(f"{doc['missing_cells']} task x arm result(s) missing: that arm could not be chosen for that "
+                   "task; each task's regret is against the best arm there")
     ours = [r["policy"] for r in doc["results"] if r["policy"] in REIMPLEMENTED]
-    if ours and doc["benchmark"] != "memory":  # on your memory there is no paper figure to compare with
+    # on your memory or a results folder there is no paper figure to compare with
+    if ours and doc["benchmark"] != "memory" and not hindsight:
         out.append(f"{', '.join(ours)}: acr's implementations of the paper's baselines (it publishes no code for "
                    "them); a \"paper\" line under one is the paper's own run")
     for r in doc["results"]:
@@ -130,7 +141,7 @@ def notes(doc: dict[str, Any]) -> list[str]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    cols = columns(doc["benchmark"])
+    cols = columns(doc)
     lines = ["| policy | n | " + " | ".join(HEAD[m] for m in cols) + " |",
              "|---|---:|" + "---:|" * len(cols)]
     for r in doc["results"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from acr_cli import interrupts, profiles
-from acr_cli.bench import contexts, data, from_memory, metrics, policies
+from acr_cli.bench import contexts, data, from_memory, metrics, policies, results
 from acr_cli.bench import matrix as matrix_mod
 from acr_cli.bench import replay as replay_mod
 from acr_cli.bench import spec as spec_mod
@@ -54,6 +54,8 @@ class ReplayRequest:
     # labels | prompt: what the router sees of a task (acr_cli.bench.contexts); None: labels on a benchmark,
     # prompt on your memory (the only one it has)
     context: str | None = None
+    every_arm: bool = False  # --baselines all: every arm alone too (a results folder)
+    time_weight: float = 0.0  # USD a minute of waiting is worth to the learned policy's plan
 
 
 Progress = Callable[[str, int, int], None]  # (policy label, task-runs done, task-runs in all)
@@ -75,6 +77,7 @@ class Source:
     live_tasks: list = field(default_factory=list)  # a memory replay: what acr run actually did
     warnings: list[str] = field(default_factory=list)
     context: str = "labels"  # what the router saw of each task (acr_cli.bench.contexts)
+    hindsight: dict = field(default_factory=dict)  # a results folder: its best arm and two-arm cascade in hindsight
 
 
 def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
@@ -124,6 +127,8 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
             raise AcrError("--context labels: your memory's tasks carry no benchmark labels; they replay with the "
                            "context `acr run` recorded for them (--context prompt)")
         return _memory_source(req)
+    if req.benchmark not in spec_mod.NAMES and results.is_results_dir(req.benchmark):
+        return _results_source(req)
     context = req.context or "labels"
     paths = _paths()
     spec = spec_mod.load(req.benchmark)
@@ -177,6 +182,34 @@ def _memory_source(req: ReplayRequest) -> Source:
                   names=names, live_tasks=live_tasks, context="prompt")
 
 
+def _results_source(req: ReplayRequest) -> Source:
+    """A folder of anyone's results (acr_cli.bench.results): its arms with no priors unless --profile names them."""
+    folder = Path(req.benchmark).expanduser()
+    context = req.context or "labels"
+    matrix = results.load(folder, context)
+    protocol = req.protocol or ("cascade" if matrix.binary else "single")
+    if protocol not in results.PROTOCOLS:
+        raise AcrError(f"--protocol {protocol!r} does not apply to a results folder (use {', '.join(results.PROTOCOLS)})")
+    prof = _profile(req.profile) if req.profile else profiles.bare("results", f"the arms of {folder}")
+    names = list(req.policies)
+    best, pair = policies.hindsight(matrix, req.cost_weight, cascade=protocol == "cascade")
+    if req.baselines or req.every_arm or not names:
+        names += [p for p in policies.results_baselines(matrix, req.cost_weight, protocol, req.every_arm)
+                  if p not in names]
+    warnings = []
+    if matrix.skipped:
+        warnings.append(f"{matrix.skipped} task(s) of {results.TASKS} have no result at all and are left out")
+    arms = replay_mod.bench_arms(matrix, prof if req.profile else None, catalog=results.price_of)
+    unpriced = [m for m, a in arms.items() if a.price_in is None]
+    if unpriced:
+        warnings.append(f"no price for {len(unpriced)} arm(s) ({', '.join(unpriced[:3])}"
+                        f"{', ...' if len(unpriced) > 3 else ''}): learned takes their costs from the results as it "
+                        "meets them")
+    return Source(matrix, arms, prof, protocol, folder, f"Results in {folder}", names=names, warnings=warnings,
+                  context=context, hindsight={"arm": f"always:{best}",
+                                              "cascade": f"cascade:{pair[0]},{pair[1]}" if pair else None})
+
+
 @dataclass
 class Built:
     label: str
@@ -187,7 +220,7 @@ class Built:
 def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
     """One factory per distinct policy (a policy asked for twice is replayed once, with a warning)."""
     setup = policies.replay_setup(source.matrix, source.arms, data_dir=source.data_dir, profile=source.profile,
-                                  cost_weight=req.cost_weight, seed=req.seed, k=req.k)
+                                  cost_weight=req.cost_weight, seed=req.seed, k=req.k, time_weight=req.time_weight)
     built: list[Built] = []
     asked_as: dict[str, str] = {}
     for n in source.names:
@@ -266,7 +299,10 @@ def _document(source: Source, req: ReplayRequest, order_seeds, results, group) -
            "data_dir": str(source.data_dir),
            "results": results, "warnings": warnings,
            "published_note": spec.published_note if spec else ""}
-    if matrix.name == "memory":
+    if source.hindsight:
+        doc["hindsight"] = source.hindsight
+        doc["missing_cells"] = matrix.missing
+    elif matrix.name == "memory":
         doc["missing_cells"] = matrix.missing
         if matrix.missing:
             warnings.append(f"{matrix.missing} task x arm cells were never observed; policies needing them "

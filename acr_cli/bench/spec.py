@@ -40,7 +40,9 @@ def load(name: str) -> BenchSpec:
     import yaml
 
     if name not in NAMES:
-        raise AcrError(f"unknown benchmark {name!r}", hint=f"choose one of: {', '.join(NAMES)}, memory")
+        raise AcrError(f"unknown benchmark {name!r}: not ood176, id2919 or memory, and no such folder",
+                       hint=f"choose one of: {', '.join(NAMES)}, memory, or a folder holding results.jsonl "
+                            "(or results.csv) with your own results")
     path = bench_dir() / f"{name}.yaml"
     data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
     pub = data.get("published") or {}

@@ -12,7 +12,8 @@ from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, console, finite, paths, 
 from acr_cli.errors import AcrError
 from acr_cli.routing import registry
 
-app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919) or on your own memory.",
+app = typer.Typer(help="Replay routing policies on CodeRouterBench (OOD176, ID2919), on anyone's results (a folder "
+                       "with results.jsonl) or on your own memory.",
                   no_args_is_help=True)
 
 MAX_ORDERS = 10_000  # 100 orders of ID2919 take minutes; 10,000 take most of a day
@@ -21,14 +22,23 @@ DATA_HELP = "Folder with the CodeRouterBench files (default: $ACR_BENCH_DATA, el
 
 @app.command()
 def replay(
-    benchmark: str = typer.Argument(..., help="ood176, id2919, or memory (your own recorded runs)."),
+    benchmark: str = typer.Argument(..., help="ood176, id2919, memory (your own recorded runs), or a folder of "
+                                                   "results: results.jsonl or results.csv, one record per task and arm "
+                                                   "(bench/README.md, 'Your own results')."),
     policy: Optional[List[str]] = typer.Option(None, "--policy", "-P",
                                                help=f"Policy to replay (repeatable): {registry.help_text(live=False)}."),
-    baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines."),
+    baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines (on a results folder: "
+                                                              "oracle, the best arm and the best two-arm cascade in "
+                                                              "hindsight, random, linucb, lints, knn, learned)."),
+    all_arms: bool = typer.Option(False, "--all-arms", help="A results folder: the baselines and every arm alone."),
+    time_weight: float = typer.Option(0.0, "--time-weight", min=0, callback=finite,
+                                      help="USD a minute of waiting is worth to learned's plan (results with "
+                                           "duration_s; 0: time is not weighed)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_HELP),
     protocol: Optional[str] = typer.Option(None, "--protocol",
                                            help="cascade (OOD176, its only one), single (ID2919's default: one "
-                                                "action per task) or verify (ID2919: retry where execution-verified)."),
+                                                "action per task) or verify (ID2919: retry where execution-verified). "
+                                                "A results folder: cascade when every score is 0 or 1, else single."),
     cost_weight: float = typer.Option(0.1, "--cost-weight", min=0, callback=finite,
                                       help="lambda in reward = score - lambda x USD."),
     orders: int = typer.Option(1, "--orders", min=1, max=MAX_ORDERS,
@@ -62,13 +72,16 @@ def replay(
       acr bench replay ood176 --data-dir ../shared/coderouterbench --baselines
 
       acr bench replay id2919 --policy learned --protocol verify --orders 20
+
+      acr bench replay bench/examples/tiny --baselines --orders 20
     """
     from acr_cli.bench.runner import ReplayRequest, run_replays
     from acr_cli.cli.bench_render import check_formats, render
 
     req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
-                        profile=profile, memory=memory, context=context)
+                        profile=profile, memory=memory, context=context, every_arm=all_arms,
+                        time_weight=time_weight)
     check_formats(json_out, csv_out, md_out)  # before a replay that may take minutes
     if plot:
         from acr_cli.bench.report import check_plot

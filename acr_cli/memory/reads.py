@@ -92,7 +92,7 @@ class Reads(Base):
         return [dict(r) for r in self.db.execute(sql, (source,))]
 
     def attempts_of(self, source: str) -> list[dict[str, Any]]:
-        sql = ("SELECT a.task_id, t.ref, a.seq, a.agent, a.model, a.verdict, a.score, a.cost_usd, a.apply_ok"
+        sql = ("SELECT a.task_id, t.ref, a.seq, a.agent, a.model, a.verdict, a.score, a.cost_usd, a.apply_ok, a.duration_s"
                " FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.source = ? ORDER BY t.rowid, a.seq")
         return [dict(r) for r in self.db.execute(sql, (source,))]
 

@@ -45,6 +45,7 @@ class Setup:
     live: bool = False
     on_memory: bool = False  # a replay of your own memory (not CodeRouterBench)
     time_weight: float = 0.0  # USD a minute of waiting is worth (the learned policy's plan)
+    results: bool = False  # a replay of a results folder (anyone's matrix, not CodeRouterBench)
 
 
 def catalog_prices(arms: Sequence[Arm]) -> list[tuple[float, float] | None]:

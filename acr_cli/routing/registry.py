@@ -114,9 +114,10 @@ def parse(spec: str, *, live: bool, option: str = "--policy") -> tuple[Entry, st
 def build(spec: str, setup: Setup, *, option: str = "--policy") -> tuple[str, Factory]:
     """(label, factory) for one policy name, for a live run (``setup.live``) or a replay."""
     entry, arg = parse(spec, live=setup.live, option=option)
-    if setup.on_memory and entry.paper_only:
+    if (setup.on_memory or setup.results) and entry.paper_only:
+        where = "your memory" if setup.on_memory else "a results folder"
         raise AcrError(f"policy {entry.name} is CodeRouterBench's own (its models, its files): it replays on "
-                       "ood176 and id2919, not on your memory",
+                       f"ood176 and id2919, not on {where}",
                        hint="on your memory: " + ", ".join(e.usage for e in POLICIES.values() if not e.paper_only))
     return entry.build(setup, arg)
 
@@ -128,7 +129,8 @@ def live_setup(profile: Profile) -> Setup:
     s = profile.settings
     return Setup(arms=profile.arms, resolve=_profile_arm(profile), cost_weight=s.cost_weight,
                  prior_weight=s.prior_weight, typical_tokens=s.typical_tokens,
-                 order=lambda ctx: profile.order_for(ctx.kind), profile=profile, live=True)
+                 order=lambda ctx: profile.order_for(ctx.kind), profile=profile, live=True,
+                 time_weight=s.time_weight)
 
 
 def live_policy(profile: Profile, memory: Memory, *, arms: Sequence[str] | None = None,
