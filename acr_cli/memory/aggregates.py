@@ -406,6 +406,9 @@ class GroupCache:
         self.memory = memory
         self.scope = scope
         self.mark = max_task_rowid(memory, scope)
+        row = memory.db.execute(f"SELECT rowid FROM tasks {memory.dialect.index_hint('tasks_source')}"
+                                " WHERE source = ? ORDER BY rowid LIMIT 1", (scope,)).fetchone()
+        self._first = row[0] - 1 if row else None
         self.stats: dict[str, GroupStats] = {}
         self.version: dict[str, int] = {}  # bumps when a group's data changes
         self._overall: GroupStats | None = None
@@ -419,6 +422,19 @@ class GroupCache:
         if self._overall is None:
             self._overall = scope_arms(self.memory, self.scope, 0, self.mark)
         return self._overall
+
+    @property
+    def position(self) -> int:
+        """Where the scope's stream stands: the newest finished task's rowid counted from the scope's first
+        task (in a replay, whose tasks are written one after another, the number of tasks so far), so that
+        it does not depend on what else the memory holds."""
+        if self._first is None:  # the scope had no task when the cache was made: its first one starts it
+            row = self.memory.db.execute(f"SELECT rowid FROM tasks {self.memory.dialect.index_hint('tasks_source')}"
+                                         " WHERE source = ? ORDER BY rowid LIMIT 1", (self.scope,)).fetchone()
+            if row is None:
+                return 0
+            self._first = row[0] - 1
+        return max(self.mark - self._first, 0)
 
     def bounds(self) -> Bounds:
         """The largest cost and the most tokens of one attempt in the scope."""

@@ -24,6 +24,7 @@ class Evidence(Protocol):
     """What the learned policy reads from memory, all of it for one scope (``live`` or a replay run)."""
 
     version: dict[str, int]  # group key -> a number that changes when the group's data changes
+    position: int  # how far the scope's stream has come (changes with every finished task)
 
     def get(self, keys: Sequence[str]) -> list[GroupStats]:
         """For each group key, coarse to fine: the aggregates of its newest finished tasks."""

@@ -87,6 +87,7 @@ INPUT_SHARE = 0.95  # with only a profile's typical_tokens: agents read far more
 COST_S2_MAX = math.log(10.0) ** 2
 DURATION_PSEUDO = 1.0  # an arm's mean duration starts from every arm's, worth one attempt
 RECENT_HOURS = 24.0  # an arm that failed this very request within a day is tried after the others
+POPULATION_WORTH = 1e9  # an unseen arm's prior is the arms' population, whose width is all its uncertainty
 
 
 @dataclass
@@ -146,6 +147,7 @@ class LearnedPolicy(Policy):
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
         self._worths: dict[tuple, tuple] = {}  # (root group, depths) -> (chains version, worths)
+        self._population: tuple[float, float] | None = None  # (mean, variance) of an unseen arm's probit rate
 
     # ------------------------------------------------------------------ fitting
 
@@ -229,7 +231,13 @@ class LearnedPolicy(Policy):
         """The fit of the context's finest group, and the prior it makes for a level below it."""
         n = len(self.arms)
         p0, n0 = self._prior(ctx)
-        prior = _Prior([Phi_inv(p) for p in p0], [0.0] * n, list(n0), [FAIL_SCORE_PRIOR] * n,
+        mu0, v0 = [Phi_inv(p) for p in p0], [0.0] * n
+        if verified and self._population is not None:  # an arm the profile says nothing about: like the others
+            m, s2 = self._population
+            for i, a in enumerate(self.arms):
+                if a.prior_for(ctx.kind, ctx.kind_sure) is None:
+                    mu0[i], v0[i], n0[i] = m, s2, POPULATION_WORTH
+        prior = _Prior(mu0, v0, list(n0), [FAIL_SCORE_PRIOR] * n,
                        [FAIL_SCORE_PSEUDO] * n, None, [COST_PSEUDO] * n, [COST_SPREAD] * n, [1.0] * n,
                        [COST_PSEUDO] * n, [0] * n)
         fit = None
@@ -246,6 +254,8 @@ class LearnedPolicy(Policy):
             fit, prior = self._level(prior, own, verified, wkey, worth[depth])
             if coarsest:
                 root_var = list(fit.vmu)
+                if depth == 0 and verified:
+                    self._population = self._arms_population(fit, own)
         if fit is None:  # no data at any level: the profile itself (and its typical_tokens, if any)
             m0 = self._price_prior(GroupStats())
             fit = Fit(prior.mu, [tau2_of(prior.mu[i], prior.n[i]) for i in range(n)], prior.f, m0,
@@ -253,6 +263,24 @@ class LearnedPolicy(Policy):
             root_var = list(fit.vmu)
         fit.vmu_root = [min(a, b) for a, b in zip(root_var, fit.vmu)]
         return fit, prior
+
+    def _arms_population(self, fit: Fit, own: GroupStats) -> tuple[float, float] | None:
+        """What an arm is like before anything is known of it, from the arms memory has seen at the root:
+        the mean of their probit pass rates and how far they spread beyond the noise of their estimates,
+        each averaged with the default (a pass rate of 0.5 worth ``prior_weight``) by its degrees of
+        freedom, the default counting ``spread.PRIOR_DOF`` as a parent's worth does. None: fewer than
+        two arms seen (nothing to learn a population from)."""
+        seen = [i for i, a in enumerate(self.arms) if own.arm(a.id).n > 0]
+        k = len(seen)
+        if k < 2:
+            return None
+        mus = [fit.mu[i] for i in seen]
+        mean = sum(mus) / k
+        spread_ = max(sum((x - mean) ** 2 for x in mus) / (k - 1) - sum(fit.vmu[i] for i in seen) / k, 0.0)
+        default_mean, default_var = Phi_inv(UNKNOWN_PRIOR), tau2_of(Phi_inv(UNKNOWN_PRIOR), self.prior_weight)
+        dof = self.spread_prior
+        return ((k * mean + dof * default_mean) / (k + dof),
+                ((k - 1) * spread_ + dof * default_var) / (k - 1 + dof))
 
     def worths(self, groups: Sequence[str], below: int = 0) -> list[float]:
         """What a group at depth 1 .. len(groups) + below counts its parent as (observations of a pass
@@ -306,7 +334,10 @@ class LearnedPolicy(Policy):
                 n_m.append(0.0)
                 continue
             mi = ((w * base if base is not None else 0.0) + a.s_lc) / (w + a.n_pos)
-            dev = max(a.ss_lc - 2 * mi * a.s_lc + a.n_pos * mi * mi, 0.0)
+            # the spread of the arm's own attempts around their own mean (how far its mean is from the prior's
+            # is the mean's business, not the spread's)
+            own_mean = a.s_lc / a.n_pos if a.n_pos else mi
+            dev = max(a.ss_lc - 2 * own_mean * a.s_lc + a.n_pos * own_mean * own_mean, 0.0)
             ws = max(w, COST_PSEUDO)  # the spread's prior counts even when the mean's does not
             si = min((ws * par.s2[i] + dev) / (ws + a.n_pos), COST_S2_MAX)
             m.append(mi)
@@ -445,12 +476,13 @@ class LearnedPolicy(Policy):
         return out
 
     def draw(self, ctx: Context) -> list[float]:
-        """One standard normal per arm, the same for every decision of one task on one memory: seeded by
-        the policy's seed, the task (its benchmark id, project and request) and the newest finished
-        task in memory, so ``acr route`` and the ``acr run`` after it draw alike."""
-        mark = getattr(self.stats, "mark", 0)
-        rng = random.Random(f"{self.seed}|{mark}|{ctx.ref}|{ctx.project}|{ctx.prompt}")
-        return [rng.gauss(0.0, 1.0) for _ in self.arms]
+        """Two standard normals per arm (its pass rate's, then its cost's where that is unknown), the same
+        for every decision of one task on one memory: seeded by
+        the policy's seed, the task (its benchmark id, project and request) and how far the memory's
+        stream has come, so ``acr route`` and the ``acr run`` after it draw alike, and a replay draws
+        alike whatever else its memory holds."""
+        rng = random.Random(f"{self.seed}|{self.stats.position}|{ctx.ref}|{ctx.project}|{ctx.prompt}")
+        return [rng.gauss(0.0, 1.0) for _ in range(2 * len(self.arms))]
 
     # ------------------------------------------------------------------ deciding
 
@@ -465,11 +497,16 @@ class LearnedPolicy(Policy):
         explore = self.explore if explore is None else explore
         fit = self.fit(ctx, verified, near)
         n = len(self.arms)
+        z = self.draw(ctx) if explore else None
         cost = self.expected_costs(fit, state, fit.corr)
-        known = sorted(c for c in cost if c is not None)
-        if known:  # an unknown cost is planned as the middle of the known ones (it says nothing either way)
-            middle = known[len(known) // 2]
-            money = [c if c is not None else middle for c in cost]
+        logs = [math.log(c) for c in cost if c is not None and c > 0]
+        if logs:  # an unknown cost is like the known ones: a draw from their spread (its median without one)
+            mean = sum(logs) / len(logs)
+            var = ((sum((x - mean) ** 2 for x in logs) + COST_PSEUDO * COST_SPREAD) / (len(logs) - 1 + COST_PSEUDO))
+            money = [c if c is not None else math.exp(mean + (z[n + i] * math.sqrt(var) if z else 0.0))
+                     for i, c in enumerate(cost)]
+        elif any(c is not None for c in cost):  # only free arms known
+            money = [c if c is not None else 0.0 for c in cost]
         else:  # no cost known at all: plan on success, break ties by list price
             money = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(n)]
         minutes = self.durations(ctx)
@@ -488,7 +525,6 @@ class LearnedPolicy(Policy):
                       "minutes": minutes, "failed_before": [i for i in failed if i in left]}
         if not left:
             return fit, cost, verified, [], info
-        z = self.draw(ctx) if explore else None
         if not verified:
             score = fit.score
             if z is not None:
@@ -527,7 +563,7 @@ class LearnedPolicy(Policy):
             found = self.latent.plan(w0, [qs[i] for i in pool], [charge[i] for i in pool],
                                      [fit.fail_score[i] for i in pool], best0, self.cost_weight,
                                      force=not (state and state.tried), max_steps=steps, budget=budget,
-                                     spend=[money[i] for i in pool])
+                                     spend=[cost[i] or 0.0 for i in pool])  # the budget holds whatever is drawn
             return w0, [pool[j] for j in found]
 
         w0, plan = plan_with(qs_all)
