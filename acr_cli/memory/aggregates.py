@@ -416,9 +416,10 @@ class GroupCache:
         self._chains: dict[str, Chains] = {}
         self._near: tuple[tuple, list[Near]] | None = None
 
-    def overall(self) -> GroupStats:
+    def overall(self, refresh: bool = True) -> GroupStats:
         """Per-arm token and cost sums over the whole scope."""
-        self.refresh()
+        if refresh:
+            self.refresh()
         if self._overall is None:
             self._overall = scope_arms(self.memory, self.scope, 0, self.mark)
         return self._overall
@@ -436,9 +437,10 @@ class GroupCache:
             self._first = row[0] - 1
         return max(self.mark - self._first, 0)
 
-    def bounds(self) -> Bounds:
+    def bounds(self, refresh: bool = True) -> Bounds:
         """The largest cost and the most tokens of one attempt in the scope."""
-        self.refresh()
+        if refresh:
+            self.refresh()
         if self._bounds is None:
             self._bounds = scope_bounds(self.memory, self.scope, 0, self.mark)
         return self._bounds
@@ -456,9 +458,10 @@ class GroupCache:
         sha = hashlib.sha256(prompt.encode()).hexdigest()  # as the task's record has it (memory.writes)
         return recent_failures(self.memory, self.scope, sha, project, now_iso(time.time() - hours * 3600))
 
-    def chains(self, root: str) -> Chains:
+    def chains(self, root: str, refresh: bool = True) -> Chains:
         """Every finished task under group ``root`` by its chain of finer groups (windowed like ``get``)."""
-        self.refresh()
+        if refresh:
+            self.refresh()
         ch = self._chains.get(root)
         if ch is None:
             ch = self._chains[root] = Chains(root)
@@ -486,8 +489,11 @@ class GroupCache:
     def show_outcomes(self, near: Sequence[Near]) -> None:
         similar.outcomes(self.memory.db, [n.task for n in near])
 
-    def get(self, keys: Sequence[str]) -> list[GroupStats]:
-        self.refresh()
+    def get(self, keys: Sequence[str], refresh: bool = True) -> list[GroupStats]:
+        """The stats of these groups; ``refresh=False``: as of the last refresh (groups not read yet are read
+        up to that point)."""
+        if refresh:
+            self.refresh()
         missing = [k for k in keys if k not in self.stats]
         if missing:
             coarsest = keys[:1]

@@ -26,19 +26,23 @@ class Evidence(Protocol):
     version: dict[str, int]  # group key -> a number that changes when the group's data changes
     position: int  # how far the scope's stream has come (changes with every finished task)
 
-    def get(self, keys: Sequence[str]) -> list[GroupStats]:
+    def refresh(self) -> None:
+        """Read what memory gained since the last read (the other methods, with ``refresh=False``, answer as
+        of the last one)."""
+
+    def get(self, keys: Sequence[str], refresh: bool = True) -> list[GroupStats]:
         """For each group key, coarse to fine: the aggregates of its newest finished tasks."""
 
-    def overall(self) -> GroupStats:
+    def overall(self, refresh: bool = True) -> GroupStats:
         """Per-arm token and cost sums over the whole scope (the cost prior's fallback)."""
 
-    def bounds(self) -> Bounds:
+    def bounds(self, refresh: bool = True) -> Bounds:
         """The largest cost and the most tokens of one attempt in the scope (what caps a cost estimate)."""
 
     def failures(self, prompt: str, project: str | None, hours: float) -> list[str]:
         """The arms that failed this very request in this project within ``hours``, newest first."""
 
-    def chains(self, root: str) -> Chains:
+    def chains(self, root: str, refresh: bool = True) -> Chains:
         """Every finished task under group ``root`` by its chain of finer groups."""
 
     def similar(self, text: str, project: str | None) -> list[Near]:

@@ -88,6 +88,7 @@ class Effects:
         self.up: dict[tuple[str, ...], _Up] = {}
         self.root_j: Matrix = self.j0
         self.root_h: list[float] = self.h0
+        self._down: dict[tuple[str, ...], tuple[Matrix, list[float]]] = {}  # chain prefix -> posterior (cov, mean)
 
     def _message(self, j: Matrix, h: list[float], diagonal: list[float] | None = None) -> tuple[Matrix, list[float]]:
         """What information (j, h) about a group's eta says about its neighbour's eta, one step of Q away.
@@ -117,24 +118,25 @@ class Effects:
         much as it is alike. They are one more sub-group below the chain, with its own shared
         difficulty and arm effects (whose spread is v / ``near_worth``, default ``n_hier``), and the
         task is scored as one of them."""
-        j, h = self.root_j, self.root_h
-        depth = 0
-        for i in range(1, len(chain) + 1):
-            key = tuple(chain[:i])
-            node = self.up.get(key)
-            if node is None:
-                break
-            cav_j, cav_h = _sub(j, node.msg_j), [x - y for x, y in zip(h, node.msg_h)]
-            down_j, down_h = self._message(cav_j, cav_h)
-            j, h = _add(node.j, down_j), [x + y for x, y in zip(node.h, down_h)]
-            depth = i
-        cov = _inv(j)
-        mean = _mv(cov, h)
+        depth = 0  # the finest group of the chain that has effects; the rest of the chain adds only steps of Q
+        while depth < len(chain) and tuple(chain[:depth + 1]) in self.up:
+            depth += 1
+        hit = self._down.get(tuple(chain[:depth]))
+        if hit is None:
+            j, h = self.root_j, self.root_h
+            for i in range(1, depth + 1):
+                node = self.up[tuple(chain[:i])]
+                cav_j, cav_h = _sub(j, node.msg_j), [x - y for x, y in zip(h, node.msg_h)]
+                down_j, down_h = self._message(cav_j, cav_h)
+                j, h = _add(node.j, down_j), [x + y for x, y in zip(node.h, down_h)]
+            cov = _inv(j)
+            hit = self._down[tuple(chain[:depth])] = (cov, _mv(cov, h))
+        cov, mean = hit
         extra = len(chain) - depth  # finer groups without effects yet: each adds one step of Q
         index = {a: i for i, a in enumerate(self.params[0])}
         data = {index[a]: x for a, x in (near or {}).items() if a in index and x[0] > 0}
         if not data:
-            return mean, [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
+            return list(mean), [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
         worth = near_worth or self.n_hier
         prior = [[cov[a][b] + extra * (self.tau_b + (self.v[a] / self.n_hier if a == b else 0.0))
                   + self.tau_b + (self.v[a] / worth if a == b else 0.0) for b in range(self.k)] for a in range(self.k)]

@@ -87,6 +87,8 @@ INPUT_SHARE = 0.95  # with only a profile's typical_tokens: agents read far more
 COST_S2_MAX = math.log(10.0) ** 2
 DURATION_PSEUDO = 1.0  # an arm's mean duration starts from every arm's, worth one attempt
 RECENT_HOURS = 24.0  # an arm that failed this very request within a day is tried after the others
+STALE = 0.05  # a fit is made again once its coarsest group has grown by 5% (at least one task): see fit
+ALL = "*"  # every task (what a context without groups depends on)
 POPULATION_WORTH = 1e9  # an unseen arm's prior is the arms' population, whose width is all its uncertainty
 
 
@@ -109,6 +111,8 @@ class Fit:
     score_var: list[float] = field(default_factory=list)  # ... and its posterior variance
     # the posterior variance of the coarsest level's pass rates: what an exploring draw is as wide as
     vmu_root: list[float] = field(default_factory=list)
+    durations: list[float | None] = field(default_factory=list)  # expected seconds of an attempt per arm
+    ceiling: float | None = None  # the most an attempt can be expected to cost (LearnedPolicy.ceiling)
 
 
 class LearnedPolicy(Policy):
@@ -148,6 +152,8 @@ class LearnedPolicy(Policy):
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
         self._worths: dict[tuple, tuple] = {}  # (root group, depths) -> (chains version, worths)
         self._population: tuple[float, float] | None = None  # (mean, variance) of an unseen arm's probit rate
+        self._done: dict[str, int] = {}  # group key -> tasks finished under it in this process (task_done)
+        self._epochs: dict[str, tuple[int, int, int]] = {}  # root group -> (epoch, tasks done then, its size then)
 
     # ------------------------------------------------------------------ fitting
 
@@ -159,16 +165,38 @@ class LearnedPolicy(Policy):
             weights.append(self.prior_weight if a.prior_weight is None else a.prior_weight)
         return means, weights
 
+    def task_done(self, ctx: Context, state: TaskState) -> None:
+        for g in (*ctx.groups, ALL):  # what makes a fit made before this task stale (see fit)
+            self._done[g] = self._done.get(g, 0) + 1
+
+    def _epoch(self, root: str) -> int:
+        """The epoch of what this process read of memory under ``root`` (see :meth:`fit`); -1 before any."""
+        found = self._epochs.get(root)
+        return found[0] if found else -1
+
     def fit(self, ctx: Context, verified: bool, near: bool = True) -> Fit:
-        """The posterior for this task: its context groups' and, with ``near``, its similar tasks'."""
-        levels = self.stats.get(ctx.groups)
+        """The posterior for this task: its context groups' and, with ``near``, its similar tasks'.
+
+        Within one process (a replay, a long-lived host), the fit of a context is made again once the
+        tasks finished under its coarsest group since it was made reach ``STALE`` of that group's
+        tasks (at least one): what one more task would move is a small fraction of what is known, and
+        a replay of thousands of tasks would otherwise refit for every one of them."""
         key = (ctx.groups, ctx.kind, ctx.kind_sure, verified)
-        versions = tuple(self.stats.version.get(g, 0) for g in ctx.groups)
+        root = ctx.groups[0] if ctx.groups else ALL
+        epoch = self._epochs.get(root)
+        if epoch is None or self._done.get(root, 0) - epoch[1] >= max(1.0, STALE * epoch[2]):
+            # a new epoch: memory is read again, and every fit under this root is made again when next asked for
+            self.stats.refresh()
+            size = self.stats.get(ctx.groups[:1], refresh=False)[0].n_tasks if ctx.groups else 0
+            epoch = self._epochs[root] = ((epoch[0] + 1) if epoch else 0, self._done.get(root, 0), size)
         cached = self._fits.get(key)
-        if cached and cached[0] == versions:
+        if cached and cached[0] == epoch[0]:
             base, prior = cached[1]
         else:
+            levels = self.stats.get(ctx.groups, refresh=False)
             base, prior = self._fit(ctx, levels, verified)
+            base.durations = self._durations(levels[0] if levels else GroupStats())
+            base.ceiling = self.ceiling()
             base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
             if verified:
                 base.qs = [self.latent.q(mu) for mu in base.mu]
@@ -176,8 +204,7 @@ class LearnedPolicy(Policy):
                 fitted = self.group_effects(ctx)
                 base.score, base.score_var = fitted.predict(ctx.groups[1:])
                 base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, base.score_var)]
-                base.vmu_root = [min(a, b) for a, b in zip(fitted.predict(())[1], base.score_var)]
-            self._fits[key] = (versions, (base, prior))
+            self._fits[key] = (epoch[0], (base, prior))
         found = self.similar(ctx) if near else []
         if not found:
             return base
@@ -190,6 +217,7 @@ class LearnedPolicy(Policy):
         prior = replace(prior, n=[min(x, NEAR_WORTH) for x in prior.n])
         fit, _ = self._level(prior, own, verified, (ctx.groups[-1] if ctx.groups else None, "similar"))
         fit.corr, fit.attempts, fit.vmu_root = base.corr, base.attempts, base.vmu_root
+        fit.durations, fit.ceiling = base.durations, base.ceiling
         if verified:
             fit.qs = [self.latent.q(mu) for mu in fit.mu]
         else:
@@ -217,14 +245,15 @@ class LearnedPolicy(Policy):
             return effects.fit({}, {}, [a.id for a in self.arms], means, weights, self.hier,
                                min_tasks=self.min_tasks)
         root = ctx.groups[0]
-        chains = self.stats.chains(root)
+        chains = self.stats.chains(root, refresh=False)
         key = (root, ctx.kind, ctx.kind_sure)
         cached = self._effects.get(key)
-        if cached and cached[0] == chains.version:
+        epoch = self._epoch(root)
+        if cached and cached[0] == epoch:
             return cached[1]
         fitted = effects.fit(chains.tasks, chains.sums, [a.id for a in self.arms], means, weights, self.hier,
                              warm=cached[1] if cached else None, min_tasks=self.min_tasks)
-        self._effects[key] = (chains.version, fitted)
+        self._effects[key] = (epoch, fitted)
         return fitted
 
     def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> tuple[Fit, "_Prior"]:
@@ -291,14 +320,15 @@ class LearnedPolicy(Policy):
         depths = len(groups) + below
         if self.n_hier is not None:
             return [self.n_hier] * depths
-        chains = self.stats.chains(groups[0])
+        chains = self.stats.chains(groups[0], refresh=False)
         key = (groups[0], depths)
         cached = self._worths.get(key)
-        if cached and cached[0] == chains.version:
+        epoch = self._epoch(groups[0])
+        if cached and cached[0] == epoch:
             return cached[1]
         found = spread.worths(chains.tasks, chains.sums, [a.id for a in self.arms], N_HIER, depths,
                               self.spread_prior)
-        self._worths[key] = (chains.version, found)
+        self._worths[key] = (epoch, found)
         return found
 
     def _level(self, par: "_Prior", own: GroupStats, verified: bool, wkey: tuple,
@@ -372,7 +402,7 @@ class LearnedPolicy(Policy):
         their arm's prices. With no such attempt anywhere, the profile's ``typical_tokens``
         (if any) stands in; else the cost scale is unknown (None).
         """
-        src = stats if any(a.n_tok for a in stats.arms.values()) else self.stats.overall()
+        src = stats if any(a.n_tok for a in stats.arms.values()) else self.stats.overall(refresh=False)
         n_tok = s_ltok = 0.0
         share_sum = share_n = 0.0
         for arm_id, a in src.arms.items():
@@ -405,7 +435,7 @@ class LearnedPolicy(Policy):
         """The most one attempt can be expected to cost: the dearest attempt recorded, or the dearest
         price (its output price) times the most tokens an attempt used (else ``typical_tokens``);
         None when nothing bounds it yet (then no estimate exists either)."""
-        b = self.stats.bounds()
+        b = self.stats.bounds(refresh=False)
         tokens = b.tokens or self.typical_tokens or 0.0
         top = max((max(p) for p in self.price if p is not None), default=0.0)
         bound = max(b.cost, top * tokens / 1e6)
@@ -444,7 +474,7 @@ class LearnedPolicy(Policy):
             i = self.index.get(f.arm.id)
             if i is not None and m[i] is not None and f.cost_usd and f.cost_usd > 0:
                 resid.append((math.log(f.cost_usd) - m[i]) / sd[i])
-        top = self.ceiling()
+        top = fit.ceiling
         k = len(resid)
         kappa = k * corr / (1 + (k - 1) * corr) if k else 0.0
         shift = kappa * sum(resid) / k if k else 0.0
@@ -460,11 +490,9 @@ class LearnedPolicy(Policy):
             out.append(min(value, top) if top is not None else value)
         return out
 
-    def durations(self, ctx: Context) -> list[float | None]:
+    def _durations(self, root: GroupStats) -> list[float | None]:
         """Each arm's expected seconds for one attempt, from the coarsest group's timed attempts: the
         arm's mean shrunk toward every arm's (worth ``DURATION_PSEUDO`` attempts); None: never timed."""
-        levels = self.stats.get(ctx.groups[:1]) if ctx.groups else []
-        root = levels[0] if levels else GroupStats()
         n_all = sum(a.n_dur for a in root.arms.values())
         if not n_all:
             return [None] * len(self.arms)
@@ -509,7 +537,7 @@ class LearnedPolicy(Policy):
             money = [c if c is not None else 0.0 for c in cost]
         else:  # no cost known at all: plan on success, break ties by list price
             money = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(n)]
-        minutes = self.durations(ctx)
+        minutes = fit.durations
         charge = list(money)
         if self.time_weight > 0:
             charge = [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, minutes)]
@@ -525,22 +553,10 @@ class LearnedPolicy(Policy):
                       "minutes": minutes, "failed_before": [i for i in failed if i in left]}
         if not left:
             return fit, cost, verified, [], info
-        if not verified:
-            score = fit.score
-            if z is not None:
-                score = [min(max(fit.score[i] + z[i] * math.sqrt(max(fit.vmu_root[i], 0.0)), 0.0), 1.0)
-                         for i in range(n)]
+        if not verified:  # one action: the best expected reward (no draw: see the module's docstring)
             pool = fresh or left
-
-            def best(values: list[float]) -> list[int]:
-                return sorted(pool, key=lambda i: -(values[i] - self.cost_weight * charge[i]))[:1]  # stable
-
-            order = best(score)
+            order = sorted(pool, key=lambda i: -(fit.score[i] - self.cost_weight * charge[i]))[:1]  # stable
             info["p"] = {i: fit.score[i] for i in left}
-            if compare and z is not None:
-                info["mean_plan"] = best(fit.score)
-                lost = [(fit.score[i] - self.cost_weight * charge[i]) for i in (info["mean_plan"][0], order[0])]
-                info["exploring"] = lost[0] - lost[1]
             return fit, cost, verified, order, info
         qs_mean = fit.qs
         qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + z[i] * math.sqrt(max(fit.vmu_root[i], 0.0)))
