@@ -113,6 +113,12 @@ def validate(
                 close = difflib.get_close_matches(kind, sorted(known), n=1)
                 typer.echo(f"acr: warning: {prof.path}: {where}: {kind!r} is not a task kind acr knows, so it never "
                            f"applies" + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
+        no_price = profiles.unpriced(prof)
+        if no_price:
+            typer.echo(f"acr: warning: {prof.path}: no price for {', '.join(no_price)}, neither here nor in the price "
+                       "catalog: the learned router cannot tell what an attempt costs until it has seen one (their "
+                       "cost shows as unknown, and --max-cost cannot stop their first attempt); add "
+                       "price: {input: USD, output: USD} per 1M tokens", err=True)
     if bad:
         raise Reported(EXIT_USAGE)
 

@@ -353,11 +353,11 @@ def scope_bounds(memory: Memory, scope: str, after: int = 0, upto: int | None = 
 
 
 def recent_failures(memory: Memory, scope: str, sha256: str, project: str | None, since: str) -> list[str]:
-    """The arms (ids, newest first) whose attempts failed a task of ``scope`` made since ``since`` (ISO time)
-    with this very request (its SHA-256) in this project."""
+    """The arms (ids, newest first) whose attempts failed a finished task of ``scope`` made since ``since`` (ISO
+    time) with this very request (its SHA-256) in this project (the task being routed is not finished)."""
     rows = memory.db.execute(
         "SELECT a.agent || ':' || a.model, MAX(a.id) FROM tasks t JOIN attempts a ON a.task_id = t.id"
-        f" WHERE t.source = ? AND t.created_at >= ? AND t.prompt_sha256 = ? AND {FAILED}"
+        f" WHERE t.source = ? AND t.created_at >= ? AND t.prompt_sha256 = ? AND t.finished_at IS NOT NULL AND {FAILED}"
         f" AND {'t.project IS NULL' if project is None else 't.project = ?'}"
         " GROUP BY a.agent, a.model ORDER BY 2 DESC",
         [scope, since, sha256] + ([] if project is None else [project])).fetchall()

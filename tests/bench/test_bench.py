@@ -193,7 +193,10 @@ SWALLOWED_SIGNAL = """
 import gc, signal, sys, time
 start, fired = time.monotonic(), []
 def swallow(phase, info):
-    if not fired and phase == "start" and time.monotonic() - start > 0.5:
+    # once acr's handlers are installed (the replay has begun), and it has run a while: no earlier, where a
+    # signal before them is Python's own KeyboardInterrupt, lost in a callback on a slow start
+    handlers = getattr(sys.modules.get("acr_cli.interrupts"), "_previous", None)
+    if not fired and phase == "start" and handlers and time.monotonic() - start > 0.5:
         fired.append(1)
         print("fired", file=sys.stderr)
         signal.raise_signal(signal.SIGINT)
