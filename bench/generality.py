@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import random
 import statistics
 import sys
@@ -146,7 +145,27 @@ def main() -> None:
     ap.add_argument("--worlds", default="stationary,arrival,drift", help="synthetic worlds to run")
     ap.add_argument("--swebench-pro", type=Path, help="nilenso's data/agent_runs_data.csv (see the docstring)")
     ap.add_argument("--orders", type=int, default=5, help="orders (seeds) of the SWE-bench Pro worlds")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the learned policy for a sensitivity row (explore=false, explore_width=finest, "
+                         "population=false, stale=0); repeatable")
     args = ap.parse_args()
+    if args.set:
+        from acr_cli.routing import builders, learned
+
+        overrides = {}
+        for item in args.set:
+            key, _, value = item.partition("=")
+            overrides[key] = {"true": True, "false": False}.get(value, value)
+            if key in ("stale",):
+                overrides[key] = float(value)
+        base = learned.LearnedPolicy
+
+        class Moved(base):
+            def __init__(self, *a, **k):
+                super().__init__(*a, **{**k, **overrides})
+
+        builders.LearnedPolicy = Moved
+        print(f"learned with {overrides}")
     seeds = 1 if args.quick else args.seeds
     n_tasks = 600 if args.quick else args.tasks
     import os

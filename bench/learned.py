@@ -190,7 +190,8 @@ def main() -> None:
     print("\nsensitivity (one setting moved at a time)")
     variants = [("spread_prior", 1.0), ("spread_prior", 16.0), ("n_hier", 3.0), ("n_hier", 5.0), ("n_hier", 10.0),
                 ("n_hier", 20.0), ("n_hier", 40.0), ("rho", 0.3), ("rho", 0.7),
-                ("min_tasks", 2), ("min_tasks", 10)]
+                ("min_tasks", 2), ("min_tasks", 10), ("explore", False), ("explore_width", "finest"),
+                ("population", False), ("stale", 0.0), ("stale", 0.2)]
     for name, protocol in [c for c in cases if c[1] != "verify"]:
         m, prof = loaded[name]
         ctx = args.context if name == "ood176" else "labels"
@@ -199,6 +200,12 @@ def main() -> None:
                 continue  # single-action decisions use neither the latent model nor estimated worths
             if protocol != "single" and key == "min_tasks":
                 continue  # only the single-action model has sub-group effects
+            if protocol == "single" and key in ("explore", "explore_width", "population"):
+                continue  # single-action decisions do not draw, and take no population prior
+            if isinstance(value, str) or isinstance(value, bool):
+                can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, context=ctx, **{key: value})
+                print(line(f"{name} {protocol} {key}={value}", can, regs, secs))
+                continue
             can, regs, secs = evaluate(m, prof, protocol, args.orders, args.seed, context=ctx, **{key: value})
             print(line(f"{name} {protocol} {key}={value:g}", can, regs, secs))
         base = prof.settings.prior_weight

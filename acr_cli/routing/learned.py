@@ -26,17 +26,25 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
    already paid on this task predict the others (their ln-costs correlate across arms,
    estimated from arms tried on the same tasks).
    An arm with no price (neither the profile's nor the catalog's) and no cost observed has
-   an ``unknown`` cost: it is planned as if it cost the middle of the known arms' estimates
-   (on skill alone when none is known), never with a made-up figure, and ``--max-cost``
-   cannot stop its first attempt (the loop says so). No estimate exceeds the dearest
-   attempt recorded, nor the dearest price times the most tokens an attempt has used.
+   an ``unknown`` cost: it is shown as unknown and planned as one more draw from the known
+   arms' spread of ln(cost) (their median when not exploring; on skill alone when no cost
+   is known), never with a made-up figure, and ``--max-cost`` cannot stop its first
+   attempt (the loop says so). No estimate exceeds the dearest attempt recorded, nor the
+   dearest price times the most tokens an attempt has used.
 4. **Explore.** Before the first attempt of a task the planner draws each arm's pass rate
    from its posterior (posterior sampling, also called Thompson sampling) and plans with
    the draw: an arm memory knows little about has a wide posterior and is sometimes drawn
-   high enough to be tried, an arm known to be worse almost never is. The draw is seeded by
-   the task (its request, project and the memory it was decided on), so ``acr route`` shows
-   the plan ``acr run`` will follow, and a replay is reproducible. The expected money of a
-   plan is always the posterior mean, so ``--max-cost`` holds whatever is drawn.
+   high enough to be tried, an arm known to be worse almost never is. The draw is as wide
+   as the coarsest level's posterior (what a try teaches about the arm everywhere), not
+   the finest group's (a project's few tasks would make every arm worth a try in every new
+   project). The draw is seeded by the task (its request, project and how far memory has
+   come), so ``acr route`` shows the plan ``acr run`` will follow, and a replay is
+   reproducible. The money a plan may spend is always the posterior mean, so
+   ``--max-cost`` holds whatever is drawn. A single-action decision (no verifier, or one
+   attempt allowed) does not draw: with no second try on the task, a try that only teaches
+   costs the whole task, and against good priors exploring there cost more than it taught
+   (ID2919: 268.8 -> 322.4; bench/README.md); it takes the best expected reward, an arm
+   known nothing about starting at a pass rate of 0.5 (optimistic where arms pass less).
 5. **Plan.** A dynamic program over the untried arms (exact over at most
    ``latent.EXACT_ARMS`` of them, see :mod:`acr_cli.routing.latent`): the next arm is worth
    trying only while its expected score gain beats lambda x its expected cost (plus
@@ -51,7 +59,8 @@ Settings (fixed from first principles, bench/README.md "The learned router" expl
 cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
 single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score;
 exploration by posterior sampling (no setting to tune: its width is the posterior's own);
-the spread of one arm's ln(cost) at most ``COST_S2_MAX`` (a factor of 10 per standard deviation).
+the spread of one arm's ln(cost) at most ``COST_S2_MAX`` (a factor of 10 per standard deviation);
+``STALE`` 0.05 (a long-lived process refits a context once its coarsest group grew by 5%).
 """
 
 from __future__ import annotations
@@ -123,11 +132,14 @@ class LearnedPolicy(Policy):
                  typical_tokens: float | None = None, n_hier: float | None = None, rho: float = RHO,
                  min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF,
                  prices: Sequence[tuple[float, float] | None] | None = None, explore: bool = True,
-                 seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False):
+                 seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False,
+                 explore_width: str = "root", population: bool = True, stale: float = STALE):
         """``prices``: per arm, (USD per 1M input, output tokens) where the arm itself has none (the
         price catalog's), or None; ``explore``: plan on a posterior draw (else on the means);
         ``seed``: of the draws (None: live); ``time_weight``: USD a minute of waiting is worth;
-        ``say_exploring``: name an exploring choice in its reason (costs a second plan: live only)."""
+        ``say_exploring``: name an exploring choice in its reason (costs a second plan: live only).
+        ``explore_width`` (``root`` or ``finest``), ``population`` and ``stale`` exist for the sensitivity
+        tables of bench/ (see the module's docstring for what the defaults are and why)."""
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -147,6 +159,7 @@ class LearnedPolicy(Policy):
         self.pin = [p[0] if p else 0.0 for p in self.price]
         self.pout = [p[1] if p else 0.0 for p in self.price]
         self.explore, self.seed, self.time_weight, self.say_exploring = explore, seed, time_weight, say_exploring
+        self.explore_width, self.population, self.stale = explore_width, population, stale
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
@@ -184,7 +197,7 @@ class LearnedPolicy(Policy):
         key = (ctx.groups, ctx.kind, ctx.kind_sure, verified)
         root = ctx.groups[0] if ctx.groups else ALL
         epoch = self._epochs.get(root)
-        if epoch is None or self._done.get(root, 0) - epoch[1] >= max(1.0, STALE * epoch[2]):
+        if epoch is None or self._done.get(root, 0) - epoch[1] >= max(1.0, self.stale * epoch[2]):
             # a new epoch: memory is read again, and every fit under this root is made again when next asked for
             self.stats.refresh()
             size = self.stats.get(ctx.groups[:1], refresh=False)[0].n_tasks if ctx.groups else 0
@@ -261,7 +274,7 @@ class LearnedPolicy(Policy):
         n = len(self.arms)
         p0, n0 = self._prior(ctx)
         mu0, v0 = [Phi_inv(p) for p in p0], [0.0] * n
-        if verified and self._population is not None:  # an arm the profile says nothing about: like the others
+        if verified and self.population and self._population is not None:  # an arm the profile has no prior for
             m, s2 = self._population
             for i, a in enumerate(self.arms):
                 if a.prior_for(ctx.kind, ctx.kind_sure) is None:
@@ -509,7 +522,8 @@ class LearnedPolicy(Policy):
         the policy's seed, the task (its benchmark id, project and request) and how far the memory's
         stream has come, so ``acr route`` and the ``acr run`` after it draw alike, and a replay draws
         alike whatever else its memory holds."""
-        rng = random.Random(f"{self.seed}|{self.stats.position}|{ctx.ref}|{ctx.project}|{ctx.prompt}")
+        words = " ".join(ctx.prompt.split())  # the same request, however it was typed or piped in
+        rng = random.Random(f"{self.seed}|{self.stats.position}|{ctx.ref}|{ctx.project}|{words}")
         return [rng.gauss(0.0, 1.0) for _ in range(2 * len(self.arms))]
 
     # ------------------------------------------------------------------ deciding
@@ -559,7 +573,8 @@ class LearnedPolicy(Policy):
             info["p"] = {i: fit.score[i] for i in left}
             return fit, cost, verified, order, info
         qs_mean = fit.qs
-        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + z[i] * math.sqrt(max(fit.vmu_root[i], 0.0)))
+        width = fit.vmu_root if self.explore_width == "root" else fit.vmu
+        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + z[i] * math.sqrt(max(width[i], 0.0)))
                                             for i in range(n)]
         # attempts on this task judged so far, and this very request's recent failures: evidence on its ease
         seen = [(self.index[f.arm.id], f.passed) for f in (state.tried if state else [])

@@ -8,10 +8,9 @@ import random
 import time
 from pathlib import Path
 
-import pytest
+import worlds
 from conftest import BAD, GOOD, VERIFY, acr, git
 
-import worlds
 from acr_cli.domain import Arm, TaskState
 from acr_cli.routing.latent import EXACT_ARMS, Latent, Phi_inv, candidates
 
