@@ -42,9 +42,10 @@ TARGETS = {("ood176", "cascade"): "CumReg <= 12.5 (canonical and 20-order mean),
            ("id2919", "verify"): "canonical <= 70, AvgPerf >= 57"}
 
 
-def run(m, prof, protocol, order_seed, per_task=None, context="labels", no_priors=False, **overrides):
+def run(m, prof, protocol, order_seed, per_task=None, context="labels", no_priors=False, seed=1, **overrides):
     """One replay's metrics; with ``per_task`` (a dict), also fills it with each task's regret by ref.
-    ``no_priors``: every arm without the profile's priors (a cold start on the same arms)."""
+    ``no_priors``: every arm without the profile's priors (a cold start on the same arms). The policy's
+    draws are seeded as `acr bench replay --seed SEED` seeds them: the order's seed, else ``seed``."""
     arms = rp.bench_arms(m, prof)
     if context == "prompt":
         arms = contexts.prompt_arms(arms)
@@ -54,7 +55,7 @@ def run(m, prof, protocol, order_seed, per_task=None, context="labels", no_prior
 
     def make(mem, src):
         kw = dict(cost_weight=0.1, prior_weight=prof.settings.prior_weight,
-                  typical_tokens=prof.settings.typical_tokens)
+                  typical_tokens=prof.settings.typical_tokens, seed=seed if order_seed is None else order_seed)
         kw.update(overrides)
         return learned.LearnedPolicy(ordered, GroupCache(mem, src), **kw)
 
@@ -73,13 +74,13 @@ def evaluate(m, prof, protocol, orders, seed=1, per_task=None, shuffled=None, **
     """Canonical metrics and the shuffled orders' regrets; ``per_task`` gets the canonical order's regret
     per task, ``shuffled`` (a list) one such dict per shuffled order."""
     start = time.perf_counter()
-    can = run(m, prof, protocol, None, per_task, **overrides)
+    can = run(m, prof, protocol, None, per_task, seed=seed, **overrides)
     rng = random.Random(seed)
     seeds = [rng.randrange(2**31) for _ in range(orders)]
     regs = []
     for s in seeds:
         mine = {} if shuffled is not None else None
-        regs.append(run(m, prof, protocol, s, mine, **overrides)["cum_regret"])
+        regs.append(run(m, prof, protocol, s, mine, seed=seed, **overrides)["cum_regret"])
         if mine is not None:
             shuffled.append(mine)
     return can, regs, time.perf_counter() - start
