@@ -133,7 +133,8 @@ class LearnedPolicy(Policy):
                  min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF,
                  prices: Sequence[tuple[float, float] | None] | None = None, explore: bool = True,
                  seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False,
-                 explore_width: str = "root", population: bool = True, stale: float = STALE):
+                 explore_width: str = "root", population: bool = True, stale: float = STALE,
+                 optimistic: bool = False):
         """``prices``: per arm, (USD per 1M input, output tokens) where the arm itself has none (the
         price catalog's), or None; ``explore``: plan on a posterior draw (else on the means);
         ``seed``: of the draws (None: live); ``time_weight``: USD a minute of waiting is worth;
@@ -160,6 +161,7 @@ class LearnedPolicy(Policy):
         self.pout = [p[1] if p else 0.0 for p in self.price]
         self.explore, self.seed, self.time_weight, self.say_exploring = explore, seed, time_weight, say_exploring
         self.explore_width, self.population, self.stale = explore_width, population, stale
+        self.optimistic = optimistic
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
@@ -412,8 +414,9 @@ class LearnedPolicy(Policy):
 
         Token level = mean ln(tokens) of the attempts with tokens and cost (the group's, else
         the whole scope's); the input share of those tokens is solved from their cost and
-        their arm's prices. With no such attempt anywhere, the profile's ``typical_tokens``
-        (if any) stands in; else the cost scale is unknown (None).
+        their arm's prices. With no such attempt, the tokens the costs of priced arms stand for
+        (cost / price: results that record a cost and no tokens); else the profile's
+        ``typical_tokens`` (if any); else the cost scale is unknown (None).
         """
         src = stats if any(a.n_tok for a in stats.arms.values()) else self.stats.overall(refresh=False)
         n_tok = s_ltok = 0.0
@@ -429,6 +432,15 @@ class LearnedPolicy(Policy):
                 share = (self.pout[i] - per_token) / (self.pout[i] - self.pin[i])
                 share_sum += min(max(share, 0.0), 1.0) * a.n_tok
                 share_n += a.n_tok
+        if not n_tok:  # no attempt with tokens: the tokens a priced arm's costs stand for (cost / price)
+            for arm_id, a in stats.arms.items():
+                i = self.index.get(arm_id)
+                if a.n_pos and i is not None and self.price[i] is not None:
+                    price = INPUT_SHARE * self.pin[i] + (1 - INPUT_SHARE) * self.pout[i]
+                    if price > 0:
+                        n_tok += a.n_pos
+                        s_ltok += a.s_lc - a.n_pos * math.log(price / 1e6)
+            share_sum, share_n = INPUT_SHARE * n_tok, n_tok
         if not n_tok:
             if not self.typical_tokens:
                 return None
@@ -574,7 +586,8 @@ class LearnedPolicy(Policy):
             return fit, cost, verified, order, info
         qs_mean = fit.qs
         width = fit.vmu_root if self.explore_width == "root" else fit.vmu
-        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + z[i] * math.sqrt(max(width[i], 0.0)))
+        lift = [max(x, 0.0) for x in z[:n]] if z is not None and self.optimistic else z
+        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + lift[i] * math.sqrt(max(width[i], 0.0)))
                                             for i in range(n)]
         # attempts on this task judged so far, and this very request's recent failures: evidence on its ease
         seen = [(self.index[f.arm.id], f.passed) for f in (state.tried if state else [])
