@@ -177,6 +177,9 @@ def bench_figures(data_dir: Path) -> None:
             print(f"  {name}: {p:24} single pass {one:.2f}s, 20 shuffled orders {sweep:.2f}s")
         if name == "id2919":
             print(f"  {name}: learned, verify protocol, single pass {run(['learned'], protocol='verify'):.2f}s")
+            rand, learned = run(["random"], orders=range(20)), run(["learned"], orders=range(20))
+            print(f"  {name}: 20 shuffled orders: random {rand:.1f}s, learned {learned:.1f}s: "
+                  f"{learned / rand:.2f}x (target <= 3x)")
     print("targets: all OOD176 baselines < 1 s; ID2919 single pass < 2 s; 20-order sweep of one policy < 10 s")
 
 
@@ -438,6 +441,13 @@ def main() -> None:
             f"acr memory show ({args.attempts:,} attempts)": [py, "-m", "acr_cli", "memory", "show", "--memory",
                                                               str(big)],
         }
+        for n in (4, 50):  # the plan's cost in the number of arms (issue 39: 50 arms within 1.5x of 4)
+            lines = ["arms:"] + [f"  - {{agent: {('codex', 'claude', 'opencode')[i % 3]}, model: m{i:02d}, "
+                                 f"price: {{input: {0.1 + i / 10:.2f}, output: {1 + i}}}}}" for i in range(n)]
+            (tmp / f"arms{n}.yaml").write_text("\n".join(lines) + "\n")
+            cases[f"acr route, {n} arms (empty memory)"] = [py, "-m", "acr_cli", "route", "fix the failing parser test",
+                                                           "--profile", str(tmp / f"arms{n}.yaml")]
+        env["PATH"] = f"{Path(__file__).resolve().parents[1] / 'tests' / 'fakes'}{os.pathsep}{env.get('PATH', '')}"
         res = measure(cases, env, repeat)
     help_base, run_base = res["bare typer app --help"], res["bare typer app (run)"]
     print(f"seeded {args.attempts:,} synthetic attempts in {seeded:.1f}s; medians of {repeat} interleaved runs\n")
@@ -445,6 +455,8 @@ def main() -> None:
     for name, t in res.items():
         print(f"{name:42} {t * 1000:7.0f}ms {t / help_base:13.2f}x {t / run_base:10.2f}x")
     print(f"\ntargets: acr --help <= 1.30x bare --help; acr route with {args.attempts // 2:,} tasks <= 2.00x the bare app")
+    four, fifty = res["acr route, 4 arms (empty memory)"], res["acr route, 50 arms (empty memory)"]
+    print(f"acr route with 50 arms / with 4 arms: {fifty / four:.2f}x (target <= 1.5x)")
     postgres_section(args, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)

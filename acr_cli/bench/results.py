@@ -88,22 +88,28 @@ def load(folder: Path, context: str = "labels") -> Matrix:
                   binary=scores <= {0.0, 1.0}, skipped=len(order) - len(kept))
 
 
-def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    text = read_text(path)
+def _json_lines(path: Path, what: str, hint: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSON-lines file as (``file:line``, its object); ``what`` names an object."""
     out: list[tuple[str, dict[str, Any]]] = []
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{lineno}"
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise AcrError(f"{where}: not JSON ({e})", hint=hint) from None
+        if not isinstance(rec, dict):
+            raise AcrError(f"{where}: {what} is a JSON object, got {type(rec).__name__}", hint=hint)
+        out.append((where, rec))
+    return out
+
+
+def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     if path.suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise AcrError(f"{where}: not JSON ({e})", hint=FORMAT_HINT) from None
-            if not isinstance(rec, dict):
-                raise AcrError(f"{where}: a record is a JSON object, got {type(rec).__name__}", hint=FORMAT_HINT)
-            out.append((where, rec))
-        return out
+        return _json_lines(path, "a record", FORMAT_HINT)
+    out: list[tuple[str, dict[str, Any]]] = []
+    text = read_text(path)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         raise AcrError(f"{path.name}: empty (a CSV file needs a header line)", hint=FORMAT_HINT)
@@ -121,16 +127,7 @@ def _tasks(path: Path) -> tuple[list[str], dict[str, dict[str, Any]] | None]:
         return [], None
     order: list[str] = []
     meta: dict[str, dict[str, Any]] = {}
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except ValueError as e:
-            raise AcrError(f"{where}: not JSON ({e})") from None
-        if not isinstance(rec, dict):
-            raise AcrError(f"{where}: a task is a JSON object with a task_id")
+    for where, rec in _json_lines(path, "a task (with its task_id)"):
         ref = rec.get("task_id")
         if not isinstance(ref, str) or not ref:
             raise AcrError(f"{where}: field task_id: expected text, got {ref!r}")

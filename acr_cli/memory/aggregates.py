@@ -394,6 +394,13 @@ def max_task_rowid(memory: Memory, scope: str) -> int:
     return row[0] if row else 0
 
 
+def _before_first(memory: Memory, scope: str) -> int | None:
+    """The rowid just before the scope's first task (an index walk), or None while it has none."""
+    row = memory.db.execute(f"SELECT rowid FROM tasks {memory.dialect.index_hint('tasks_source')}"
+                            " WHERE source = ? ORDER BY rowid LIMIT 1", (scope,)).fetchone()
+    return row[0] - 1 if row else None
+
+
 class GroupCache:
     """``group_stats`` for the keys a policy asks for, kept current by adding newly finished tasks.
 
@@ -406,9 +413,7 @@ class GroupCache:
         self.memory = memory
         self.scope = scope
         self.mark = max_task_rowid(memory, scope)
-        row = memory.db.execute(f"SELECT rowid FROM tasks {memory.dialect.index_hint('tasks_source')}"
-                                " WHERE source = ? ORDER BY rowid LIMIT 1", (scope,)).fetchone()
-        self._first = row[0] - 1 if row else None
+        self._first = _before_first(memory, scope)
         self.stats: dict[str, GroupStats] = {}
         self.version: dict[str, int] = {}  # bumps when a group's data changes
         self._overall: GroupStats | None = None
@@ -430,11 +435,9 @@ class GroupCache:
         task (in a replay, whose tasks are written one after another, the number of tasks so far), so that
         it does not depend on what else the memory holds."""
         if self._first is None:  # the scope had no task when the cache was made: its first one starts it
-            row = self.memory.db.execute(f"SELECT rowid FROM tasks {self.memory.dialect.index_hint('tasks_source')}"
-                                         " WHERE source = ? ORDER BY rowid LIMIT 1", (self.scope,)).fetchone()
-            if row is None:
+            self._first = _before_first(self.memory, self.scope)
+            if self._first is None:
                 return 0
-            self._first = row[0] - 1
         return max(self.mark - self._first, 0)
 
     def bounds(self, refresh: bool = True) -> Bounds:
