@@ -163,7 +163,8 @@ class LearnedPolicy(Policy):
         self.explore_width, self.population, self.stale = explore_width, population, stale
         self.optimistic = optimistic
         self._warm: dict[tuple, list[float]] = {}
-        self._fits: dict[tuple, tuple] = {}  # (groups, verified) -> (versions, Fit)
+        self._fits: dict[tuple, tuple] = {}  # (groups, kind, kind_sure, verified) -> (epoch, (Fit, _Prior))
+        self._cores: dict[tuple, tuple] = {}  # the same for the groups with data: (epoch, (Fit, _Prior))
         self._effects: dict[tuple, tuple] = {}  # (root group, kind) -> (chains version, Effects)
         self._worths: dict[tuple, tuple] = {}  # (root group, depths) -> (chains version, worths)
         self._population: tuple[float, float] | None = None  # (mean, variance) of an unseen arm's probit rate
@@ -209,13 +210,22 @@ class LearnedPolicy(Policy):
             base, prior = cached[1]
         else:
             levels = self.stats.get(ctx.groups, refresh=False)
-            base, prior = self._fit(ctx, levels, verified)
-            base.durations = self._durations(levels[0] if levels else GroupStats())
-            base.ceiling = self.ceiling()
-            base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
-            if verified:
-                base.qs = [self.latent.q(mu) for mu in base.mu]
+            used = len(levels)  # finer groups with no task yet add nothing: contexts that differ only there share a fit
+            while used > 1 and not levels[used - 1].n_tasks and not levels[used - 1].arms:
+                used -= 1
+            core_key = (ctx.groups[:used], ctx.kind, ctx.kind_sure, verified)
+            core = self._cores.get(core_key)
+            if core and core[0] == epoch[0]:
+                base, prior = replace(core[1][0]), core[1][1]
             else:
+                base, prior = self._fit(ctx, levels, verified)
+                base.durations = self._durations(levels[0] if levels else GroupStats())
+                base.ceiling = self.ceiling()
+                base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
+                if verified:
+                    base.qs = [self.latent.q(mu) for mu in base.mu]
+                self._cores[core_key] = (epoch[0], (replace(base), prior))
+            if not verified:
                 fitted = self.group_effects(ctx)
                 base.score, base.score_var = fitted.predict(ctx.groups[1:])
                 base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, base.score_var)]
