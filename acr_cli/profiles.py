@@ -13,7 +13,7 @@ A profile is a YAML file::
       policy: learned         # learned | fixed | cascade:A,B | always:ARM | linucb | ... (acr_cli/routing/registry.py)
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
-      time_weight: 0.1        # USD a minute of waiting is worth to the learned policy's plan
+      time_weight: 0.05       # USD a minute of waiting is worth to the learned policy's plan
       verify: null            # default verifier command
       tell_verifier: true     # the first attempt's prompt names the command that will check its work
     arms:
@@ -70,7 +70,7 @@ class Settings:
     typical_tokens: float | None = None
     verify: str | None = None
     tell_verifier: bool = True
-    time_weight: float = 0.1  # USD a minute of waiting is worth (see README, "How acr learns")
+    time_weight: float = 0.05  # USD a minute of waiting is worth (see README, "How acr learns")
 
 
 @dataclass(frozen=True)

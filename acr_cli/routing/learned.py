@@ -32,14 +32,18 @@ For a task with context groups g_1 (coarse) ... g_n (fine):
    attempt (the loop says so). No estimate exceeds the dearest attempt recorded, nor the
    dearest price times the most tokens an attempt has used.
 4. **Explore.** Before the first attempt of a task the planner draws each arm's pass rate
-   from its posterior (posterior sampling, also called Thompson sampling) and plans with
-   the draw: an arm memory knows little about has a wide posterior and is sometimes drawn
-   high enough to be tried, an arm known to be worse almost never is. The draw is as wide
-   as the coarsest level's posterior (what a try teaches about the arm everywhere), not
-   the finest group's (a project's few tasks would make every arm worth a try in every new
-   project). The draw is seeded by the task (its request, project and how far memory has
-   come), so ``acr route`` shows the plan ``acr run`` will follow, and a replay is
-   reproducible. The money a plan may spend is always the posterior mean, so
+   and plans with the draw. The draw is where the coarsest level's estimate of the arm could
+   be after one more attempt (the predictive distribution of that posterior mean: a normal of
+   variance v^2 / (v + t), v the estimate's posterior variance and t one verdict's variance as
+   evidence on it, p (1 - p) / phi(mu)^2): an arm memory knows nothing about is drawn as
+   widely as the arms' population, one tried a few times much less, one tried often hardly
+   at all. So an arm that could be the best is tried within a few tasks, and a known one is
+   not sampled again and again for the little each try still teaches (plain posterior
+   sampling, drawing from the whole posterior, did that and cost every world we measured;
+   drawing from the finest group's posterior, a project's few tasks, made every arm worth a
+   try in every new project). The draw is seeded by the task (its request's words, project
+   and how far memory has come), so ``acr route`` shows the plan ``acr run`` will follow, and
+   a replay is reproducible. The money a plan may spend is always the posterior mean, so
    ``--max-cost`` holds whatever is drawn. A single-action decision (no verifier, or one
    attempt allowed) does not draw: with no second try on the task, a try that only teaches
    costs the whole task, and against good priors exploring there cost more than it taught
@@ -58,7 +62,7 @@ Settings (fixed from first principles, bench/README.md "The learned router" expl
 ``N_HIER`` 20 (and ``spread.PRIOR_DOF`` 4), ``RHO`` 0.5, cost prior worth 1 attempt with a spread of one e-fold,
 cost correlation prior 0 worth 2 pairs, partial credit of a failure prior 0 worth 1;
 single-action: ``effects.MIN_TASKS`` 5, a group's shared difficulty as wide as a mean score;
-exploration by posterior sampling (no setting to tune: its width is the posterior's own);
+exploration by drawing where an estimate could be after one more attempt (no setting to tune);
 the spread of one arm's ln(cost) at most ``COST_S2_MAX`` (a factor of 10 per standard deviation);
 ``STALE`` 0.05 (a long-lived process refits a context once its coarsest group grew by 5%).
 """
@@ -133,14 +137,16 @@ class LearnedPolicy(Policy):
                  min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF,
                  prices: Sequence[tuple[float, float] | None] | None = None, explore: bool = True,
                  seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False,
-                 explore_width: str = "root", population: bool = True, stale: float = STALE,
+                 explore_width: str = "next", population: bool = True, stale: float = STALE,
                  optimistic: bool = False):
         """``prices``: per arm, (USD per 1M input, output tokens) where the arm itself has none (the
         price catalog's), or None; ``explore``: plan on a posterior draw (else on the means);
         ``seed``: of the draws (None: live); ``time_weight``: USD a minute of waiting is worth;
         ``say_exploring``: name an exploring choice in its reason (costs a second plan: live only).
-        ``explore_width`` (``root`` or ``finest``), ``population`` and ``stale`` exist for the sensitivity
-        tables of bench/ (see the module's docstring for what the defaults are and why)."""
+        ``explore_width`` (``next``: after one more attempt, the default; ``root``: the coarsest level's
+        whole posterior; ``finest``: the finest group's; ``unseen``: only arms never tried), ``optimistic``
+        (draws never below the mean), ``population`` and ``stale`` exist for the sensitivity tables of
+        bench/ (see the module's docstring for what the defaults are and why)."""
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -596,6 +602,10 @@ class LearnedPolicy(Policy):
             return fit, cost, verified, order, info
         qs_mean = fit.qs
         width = fit.vmu_root if self.explore_width == "root" else fit.vmu
+        if self.explore_width == "unseen":
+            width = [fit.vmu_root[i] if not fit.attempts[i] else 0.0 for i in range(n)]
+        elif self.explore_width == "next":  # where the estimate could be after one more attempt
+            width = [v * v / (v + _one_attempt(mu)) for v, mu in zip(fit.vmu_root, fit.mu)]
         lift = [max(x, 0.0) for x in z[:n]] if z is not None and self.optimistic else z
         qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + lift[i] * math.sqrt(max(width[i], 0.0)))
                                             for i in range(n)]
@@ -714,6 +724,15 @@ class _Prior:
     pp: list[float]  # P(cost > 0), and its worth
     n_pp: list[float]
     attempts: list[int]  # attempts behind the estimate in the finest group with data
+
+
+def _one_attempt(mu: float) -> float:
+    """The variance of one attempt's verdict as evidence on a probit pass rate mu (the inverse of its Fisher
+    information): p (1 - p) / phi(mu)^2."""
+    from acr_cli.routing.latent import phi
+
+    p = min(max(0.5 * math.erfc(-mu / math.sqrt(2)), 1e-6), 1 - 1e-6)
+    return p * (1 - p) / max(phi(mu) ** 2, 1e-12)
 
 
 def _shrink(prior: float, weight: float, total: float, count: float) -> float:

@@ -107,5 +107,4 @@ def test_a_source_no_model_solves_does_not_steer_single_action_routing(tmp_path)
     assert r.returncode == 0, r.stderr
     rows = {x["policy"]: x for x in json.loads(r.stdout)["results"]}
     assert rows["learned"]["cum_regret"] < rows["always:mid"]["cum_regret"] - 10
-    # it explores (posterior sampling): each worse arm costs a few tries on the 60 tasks that tell them apart
-    assert rows["learned"]["cum_regret"] <= rows["always:cheap"]["cum_regret"] + 6
+    assert rows["learned"]["cum_regret"] <= rows["always:cheap"]["cum_regret"] + 3
