@@ -441,11 +441,16 @@ class GroupCache:
         return max(self.mark - self._first, 0)
 
     def bounds(self, refresh: bool = True) -> Bounds:
-        """The largest cost and the most tokens of one attempt in the scope."""
+        """The largest cost and the most tokens of one attempt among the scope's newest ``WINDOW`` tasks
+        (what routing reads; a bound that follows prices as they change, and an index walk, not a scan)."""
         if refresh:
             self.refresh()
         if self._bounds is None:
-            self._bounds = scope_bounds(self.memory, self.scope, 0, self.mark)
+            row = self.memory.db.execute(
+                f"SELECT rowid FROM tasks {self.memory.dialect.index_hint('tasks_source')}"
+                " WHERE source = ? AND finished_at IS NOT NULL ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (self.scope, WINDOW - 1)).fetchone()
+            self._bounds = scope_bounds(self.memory, self.scope, row[0] - 1 if row else 0, self.mark)
         return self._bounds
 
     def failures(self, prompt: str, project: str | None, hours: float) -> list[str]:
