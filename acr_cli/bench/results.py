@@ -58,11 +58,26 @@ def load(folder: Path, context: str = "labels") -> Matrix:
     if len(found) > 1:
         raise AcrError(f"{folder}: both results.jsonl and results.csv: which one is meant?",
                        hint="keep one of them in the folder")
-    records = _records(found[0])
     order, meta = _tasks(folder / TASKS)
+    cells, arms, first_seen = _cells(_records(found[0]), meta)
+    if not cells:
+        raise AcrError(f"{found[0]}: no records", hint=FORMAT_HINT)
+    order = order if meta is not None else first_seen
+    kept = [ref for ref in order if ref in cells]  # a task listed with no result at all cannot be replayed
+    tasks = [_task(ref, (meta or {}).get(ref, {}), context, folder) for ref in kept]
+    scores = {c.score for row in cells.values() for c in row.values()}
+    return Matrix(folder.resolve().name or str(folder), tasks, arms, cells, {a: None for a in arms}, None,
+                  missing=sum(len(arms) - len(cells[t.ref]) for t in tasks), unavailable_when_missing=True,
+                  binary=scores <= {0.0, 1.0}, skipped=len(order) - len(kept))
+
+
+def _cells(records: list[tuple[str, dict[str, Any]]], meta: dict[str, dict[str, Any]] | None
+           ) -> tuple[dict[str, dict[str, Cell]], list[str], list[str]]:
+    """The cells by task and arm, the arms and the tasks in the order they first appear; a record for a task
+    ``meta`` (tasks.jsonl) does not list, or a second one for the same task and arm, is refused."""
     cells: dict[str, dict[str, Cell]] = {}
     seen_at: dict[tuple[str, str], str] = {}
-    arms: list[str] = []
+    arms: dict[str, None] = {}  # (ordered, as a set)
     for where, rec in records:
         ref, arm, cell = _cell(where, rec)
         if meta is not None and ref not in meta:
@@ -73,19 +88,8 @@ def load(folder: Path, context: str = "labels") -> Matrix:
                            hint="one record per task and arm")
         seen_at[ref, arm] = where
         cells.setdefault(ref, {})[arm] = cell
-        if arm not in arms:
-            arms.append(arm)
-        if meta is None and ref not in order:
-            order.append(ref)
-    if not cells:
-        raise AcrError(f"{found[0]}: no records", hint=FORMAT_HINT)
-    kept = [ref for ref in order if ref in cells]  # a task listed with no result at all cannot be replayed
-    info = meta or {}
-    tasks = [_task(ref, info.get(ref, {}), context, folder) for ref in kept]
-    scores = {c.score for row in cells.values() for c in row.values()}
-    return Matrix(folder.resolve().name or str(folder), tasks, arms, cells, {a: None for a in arms}, None,
-                  missing=sum(len(arms) - len(cells[t.ref]) for t in tasks), unavailable_when_missing=True,
-                  binary=scores <= {0.0, 1.0}, skipped=len(order) - len(kept))
+        arms.setdefault(arm)
+    return cells, list(arms), list(cells)
 
 
 def _json_lines(path: Path, what: str, hint: str | None = None) -> list[tuple[str, dict[str, Any]]]:

@@ -137,16 +137,15 @@ class LearnedPolicy(Policy):
                  min_tasks: int = effects.MIN_TASKS, spread_prior: float = spread.PRIOR_DOF,
                  prices: Sequence[tuple[float, float] | None] | None = None, explore: bool = True,
                  seed: int | None = None, time_weight: float = 0.0, say_exploring: bool = False,
-                 explore_width: str = "next", population: bool = True, stale: float = STALE,
-                 optimistic: bool = False):
+                 explore_width: str = "next", population: bool = True, stale: float = STALE):
         """``prices``: per arm, (USD per 1M input, output tokens) where the arm itself has none (the
         price catalog's), or None; ``explore``: plan on a posterior draw (else on the means);
         ``seed``: of the draws (None: live); ``time_weight``: USD a minute of waiting is worth;
         ``say_exploring``: name an exploring choice in its reason (costs a second plan: live only).
         ``explore_width`` (``next``: after one more attempt, the default; ``root``: the coarsest level's
-        whole posterior; ``finest``: the finest group's; ``unseen``: only arms never tried), ``optimistic``
-        (draws never below the mean), ``population`` and ``stale`` exist for the sensitivity tables of
-        bench/ (see the module's docstring for what the defaults are and why)."""
+        whole posterior; ``finest``: the finest group's; ``unseen``: only arms never tried),
+        ``population`` and ``stale`` exist for the sensitivity tables of bench/ (see the module's
+        docstring for what the defaults are and why)."""
         self.arms = list(arms)
         self.index = {a.id: i for i, a in enumerate(self.arms)}
         self.stats = stats
@@ -167,7 +166,6 @@ class LearnedPolicy(Policy):
         self.pout = [p[1] if p else 0.0 for p in self.price]
         self.explore, self.seed, self.time_weight, self.say_exploring = explore, seed, time_weight, say_exploring
         self.explore_width, self.population, self.stale = explore_width, population, stale
-        self.optimistic = optimistic
         self._warm: dict[tuple, list[float]] = {}
         self._fits: dict[tuple, tuple] = {}  # (groups, kind, kind_sure, verified) -> (epoch, (Fit, _Prior))
         self._cores: dict[tuple, tuple] = {}  # the same for the groups with data: (epoch, (Fit, _Prior))
@@ -204,38 +202,17 @@ class LearnedPolicy(Policy):
         tasks (at least one): what one more task would move is a small fraction of what is known, and
         a replay of thousands of tasks would otherwise refit for every one of them."""
         key = (ctx.groups, ctx.kind, ctx.kind_sure, verified)
-        root = ctx.groups[0] if ctx.groups else ALL
-        epoch = self._epochs.get(root)
-        if epoch is None or self._done.get(root, 0) - epoch[1] >= max(1.0, self.stale * epoch[2]):
-            # a new epoch: memory is read again, and every fit under this root is made again when next asked for
-            self.stats.refresh()
-            size = self.stats.get(ctx.groups[:1], refresh=False)[0].n_tasks if ctx.groups else 0
-            epoch = self._epochs[root] = ((epoch[0] + 1) if epoch else 0, self._done.get(root, 0), size)
+        epoch = self._epoch_now(ctx)
         cached = self._fits.get(key)
-        if cached and cached[0] == epoch[0]:
+        if cached and cached[0] == epoch:
             base, prior = cached[1]
         else:
-            levels = self.stats.get(ctx.groups, refresh=False)
-            used = len(levels)  # finer groups with no task yet add nothing: contexts that differ only there share a fit
-            while used > 1 and not levels[used - 1].n_tasks and not levels[used - 1].arms:
-                used -= 1
-            core_key = (ctx.groups[:used], ctx.kind, ctx.kind_sure, verified)
-            core = self._cores.get(core_key)
-            if core and core[0] == epoch[0]:
-                base, prior = replace(core[1][0]), core[1][1]
-            else:
-                base, prior = self._fit(ctx, levels, verified)
-                base.durations = self._durations(levels[0] if levels else GroupStats())
-                base.ceiling = self.ceiling()
-                base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
-                if verified:
-                    base.qs = [self.latent.q(mu) for mu in base.mu]
-                self._cores[core_key] = (epoch[0], (replace(base), prior))
+            base, prior = self._group_fit(ctx, verified, epoch)
             if not verified:
                 fitted = self.group_effects(ctx)
                 base.score, base.score_var = fitted.predict(ctx.groups[1:])
                 base.n_score = [_pseudo_count(p, v) for p, v in zip(base.score, base.score_var)]
-            self._fits[key] = (epoch[0], (base, prior))
+            self._fits[key] = (epoch, (base, prior))
         found = self.similar(ctx) if near else []
         if not found:
             return base
@@ -287,17 +264,41 @@ class LearnedPolicy(Policy):
         self._effects[key] = (epoch, fitted)
         return fitted
 
+    def _epoch_now(self, ctx: Context) -> int:
+        """The epoch of the context's coarsest group, a new one (memory read again) once the tasks finished
+        under it since the last reach ``stale`` of its size (see :meth:`fit`)."""
+        root = ctx.groups[0] if ctx.groups else ALL
+        epoch = self._epochs.get(root)
+        if epoch is None or self._done.get(root, 0) - epoch[1] >= max(1.0, self.stale * epoch[2]):
+            self.stats.refresh()
+            size = self.stats.get(ctx.groups[:1], refresh=False)[0].n_tasks if ctx.groups else 0
+            epoch = self._epochs[root] = ((epoch[0] + 1) if epoch else 0, self._done.get(root, 0), size)
+        return epoch[0]
+
+    def _group_fit(self, ctx: Context, verified: bool, epoch: int) -> tuple[Fit, "_Prior"]:
+        """The fit of the context's groups (a copy: the caller may add to it), shared by contexts that differ
+        only in finer groups with no task yet (such levels add nothing)."""
+        levels = self.stats.get(ctx.groups, refresh=False)
+        used = len(levels)
+        while used > 1 and not levels[used - 1].n_tasks and not levels[used - 1].arms:
+            used -= 1
+        key = (ctx.groups[:used], ctx.kind, ctx.kind_sure, verified)
+        core = self._cores.get(key)
+        if core is None or core[0] != epoch:
+            base, prior = self._fit(ctx, levels, verified)
+            base.durations = self._durations(levels[0] if levels else GroupStats())
+            base.ceiling = self.ceiling()
+            base.corr = self._cost_correlation(levels[0]) if levels else COST_CORR_PRIOR
+            if verified:
+                base.qs = [self.latent.q(mu) for mu in base.mu]
+            core = self._cores[key] = (epoch, (base, prior))
+        return replace(core[1][0]), core[1][1]
+
     def _fit(self, ctx: Context, levels: list[GroupStats], verified: bool) -> tuple[Fit, "_Prior"]:
         """The fit of the context's finest group, and the prior it makes for a level below it."""
         n = len(self.arms)
-        p0, n0 = self._prior(ctx)
-        mu0, v0 = [Phi_inv(p) for p in p0], [0.0] * n
-        if verified and self.population and self._population is not None:  # an arm the profile has no prior for
-            m, s2 = self._population
-            for i, a in enumerate(self.arms):
-                if a.prior_for(ctx.kind, ctx.kind_sure) is None:
-                    mu0[i], v0[i], n0[i] = m, s2, POPULATION_WORTH
-        prior = _Prior(mu0, v0, list(n0), [FAIL_SCORE_PRIOR] * n,
+        mu0, v0, n0 = self._root_prior(ctx, verified)
+        prior = _Prior(mu0, v0, n0, [FAIL_SCORE_PRIOR] * n,
                        [FAIL_SCORE_PSEUDO] * n, None, [COST_PSEUDO] * n, [COST_SPREAD] * n, [1.0] * n,
                        [COST_PSEUDO] * n, [0] * n)
         fit = None
@@ -323,6 +324,18 @@ class LearnedPolicy(Policy):
             root_var = list(fit.vmu)
         fit.vmu_root = [min(a, b) for a, b in zip(root_var, fit.vmu)]
         return fit, prior
+
+    def _root_prior(self, ctx: Context, verified: bool) -> tuple[list[float], list[float], list[float]]:
+        """The coarsest level's prior per arm: probit mean, variance beyond its worth, worth. The profile's
+        prior; for an arm it has none for, the arms' population when verdicts decide (see _arms_population)."""
+        p0, n0 = self._prior(ctx)
+        mu0, v0 = [Phi_inv(p) for p in p0], [0.0] * len(p0)
+        if verified and self.population and self._population is not None:
+            m, s2 = self._population
+            for i, a in enumerate(self.arms):
+                if a.prior_for(ctx.kind, ctx.kind_sure) is None:
+                    mu0[i], v0[i], n0[i] = m, s2, POPULATION_WORTH
+        return mu0, v0, list(n0)
 
     def _arms_population(self, fit: Fit, own: GroupStats) -> tuple[float, float] | None:
         """What an arm is like before anything is known of it, from the arms memory has seen at the root:
@@ -564,82 +577,69 @@ class LearnedPolicy(Policy):
         plan is expected to give up against it."""
         # escalation on verdicts needs a verifier and room for a second attempt; else one action decides
         verified = state is None or (state.verified and (state.max_attempts is None or state.max_attempts > 1))
-        explore = self.explore if explore is None else explore
         fit = self.fit(ctx, verified, near)
-        n = len(self.arms)
-        z = self.draw(ctx) if explore else None
+        z = self.draw(ctx) if (self.explore if explore is None else explore) else None
         cost = self.expected_costs(fit, state, fit.corr)
-        logs = [math.log(c) for c in cost if c is not None and c > 0]
-        if logs:  # an unknown cost is like the known ones: a draw from their spread (its median without one)
-            mean = sum(logs) / len(logs)
-            var = ((sum((x - mean) ** 2 for x in logs) + COST_PSEUDO * COST_SPREAD) / (len(logs) - 1 + COST_PSEUDO))
-            money = [c if c is not None else math.exp(mean + (z[n + i] * math.sqrt(var) if z else 0.0))
-                     for i, c in enumerate(cost)]
-        elif any(c is not None for c in cost):  # only free arms known
-            money = [c if c is not None else 0.0 for c in cost]
-        else:  # no cost known at all: plan on success, break ties by list price
-            money = [1e-9 * (self.pin[i] + self.pout[i]) for i in range(n)]
-        minutes = fit.durations
+        money = self._planned_money(cost, z[len(self.arms):] if z else None)
         charge = list(money)
         if self.time_weight > 0:
-            charge = [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, minutes)]
+            charge = [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, fit.durations)]
+        left, failed = self._untried(ctx, state)
+        pool = [i for i in left if i not in failed] or left  # an arm that failed this request lately comes last
+        info: dict = {"verified": verified, "charge": charge, "minutes": fit.durations, "failed_before": failed}
+        if not left:
+            return fit, cost, verified, [], info
+        if not verified:  # one action: the best expected reward (no draw: see the module's docstring)
+            info["p"] = {i: fit.score[i] for i in left}
+            return fit, cost, verified, sorted(pool, key=lambda i: -(fit.score[i] - self.cost_weight * charge[i]))[:1], info
+        # attempts on this task judged so far, and this very request's recent failures: evidence on its ease
+        seen = [(self.index[f.arm.id], f.passed) for f in (state.tried if state else [])
+                if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
+        seen += [(i, False) for i in failed]
+        escalate = _Escalation(self, fit, state, pool, seen, charge, [cost[i] or 0.0 for i in range(len(cost))])
+        qs_mean = fit.qs
+        w0, plan = escalate.plan(qs_mean if z is None else self._drawn(fit, z))
+        w_mean = w0 if z is None else self.latent.posterior([(qs_mean[i], ok) for i, ok in seen])
+        info["p"] = {i: sum(w * q for w, q in zip(w_mean, qs_mean[i])) for i in left}
+        if compare and z is not None:
+            info["mean_plan"] = escalate.plan(qs_mean)[1]
+            info["exploring"] = escalate.value(w_mean, qs_mean, info["mean_plan"]) - escalate.value(w_mean, qs_mean, plan)
+        return fit, cost, verified, plan, info
+
+    def _planned_money(self, cost: list[float | None], z: Sequence[float] | None) -> list[float]:
+        """The USD the plan weighs per arm: its expected cost; an unknown one as one more draw (``z``) from the
+        known arms' spread of ln(cost), or their median; with no cost known at all, a tie-break by list price."""
+        logs = [math.log(c) for c in cost if c is not None and c > 0]
+        if logs:
+            mean = sum(logs) / len(logs)
+            var = (sum((x - mean) ** 2 for x in logs) + COST_PSEUDO * COST_SPREAD) / (len(logs) - 1 + COST_PSEUDO)
+            return [c if c is not None else math.exp(mean + (z[i] * math.sqrt(var) if z else 0.0))
+                    for i, c in enumerate(cost)]
+        if any(c is not None for c in cost):  # only free arms known
+            return [c if c is not None else 0.0 for c in cost]
+        return [1e-9 * (self.pin[i] + self.pout[i]) for i in range(len(cost))]
+
+    def _untried(self, ctx: Context, state: TaskState | None) -> tuple[list[int], list[int]]:
+        """The arms this task may still try, in the profile's order for its kind (what breaks ties), and
+        those of them that failed this very request lately."""
         done = (state.tried_ids | state.excluded) if state else set()
         left = [i for i, a in enumerate(self.arms) if a.id not in done]
-        if self.tie_order is not None:  # equal plans: the profile's order for the kind decides
+        if self.tie_order is not None:
             rank = {a.id: k for k, a in enumerate(self.tie_order(ctx))}
             left.sort(key=lambda i: rank.get(self.arms[i].id, len(rank)))
         failed = [self.index[a] for a in self.stats.failures(ctx.prompt, ctx.project, RECENT_HOURS)
                   if a in self.index] if ctx.prompt else []
-        fresh = [i for i in left if i not in failed]
-        info: dict = {"known": [c is not None for c in cost], "verified": verified, "charge": charge,
-                      "minutes": minutes, "failed_before": [i for i in failed if i in left]}
-        if not left:
-            return fit, cost, verified, [], info
-        if not verified:  # one action: the best expected reward (no draw: see the module's docstring)
-            pool = fresh or left
-            order = sorted(pool, key=lambda i: -(fit.score[i] - self.cost_weight * charge[i]))[:1]  # stable
-            info["p"] = {i: fit.score[i] for i in left}
-            return fit, cost, verified, order, info
-        qs_mean = fit.qs
-        width = fit.vmu_root if self.explore_width == "root" else fit.vmu
-        if self.explore_width == "unseen":
-            width = [fit.vmu_root[i] if not fit.attempts[i] else 0.0 for i in range(n)]
-        elif self.explore_width == "next":  # where the estimate could be after one more attempt
+        return left, [i for i in failed if i in left]
+
+    def _drawn(self, fit: Fit, z: Sequence[float]) -> list[list[float]]:
+        """Each arm's pass chances on the nodes of the task's ease, its rate drawn (see the module's docstring)."""
+        if self.explore_width == "next":  # where the coarsest level's estimate could be after one more attempt
             width = [v * v / (v + _one_attempt(mu)) for v, mu in zip(fit.vmu_root, fit.mu)]
-        lift = [max(x, 0.0) for x in z[:n]] if z is not None and self.optimistic else z
-        qs_all = qs_mean if z is None else [self.latent.q(fit.mu[i] + lift[i] * math.sqrt(max(width[i], 0.0)))
-                                            for i in range(n)]
-        # attempts on this task judged so far, and this very request's recent failures: evidence on its ease
-        seen = [(self.index[f.arm.id], f.passed) for f in (state.tried if state else [])
-                if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
-        seen += [(i, False) for i in info["failed_before"]]
-        best0 = state.best_score if state else 0.0
-        steps = budget = None
-        if state is not None:
-            if state.max_attempts is not None:
-                steps = state.max_attempts - len(state.tried)
-            if state.max_cost is not None:
-                budget = state.max_cost - state.spent
-        pool = fresh or left  # an arm that failed this request lately comes after every other
-
-        def plan_with(qs: list[list[float]]) -> tuple[list[float], list[int]]:
-            w0 = self.latent.posterior([(qs[i], ok) for i, ok in seen])
-            found = self.latent.plan(w0, [qs[i] for i in pool], [charge[i] for i in pool],
-                                     [fit.fail_score[i] for i in pool], best0, self.cost_weight,
-                                     force=not (state and state.tried), max_steps=steps, budget=budget,
-                                     spend=[cost[i] or 0.0 for i in pool])  # the budget holds whatever is drawn
-            return w0, [pool[j] for j in found]
-
-        w0, plan = plan_with(qs_all)
-        w_mean = w0 if z is None else self.latent.posterior([(qs_mean[i], ok) for i, ok in seen])
-        info["p"] = {i: sum(w * q for w, q in zip(w_mean, qs_mean[i])) for i in left}
-        if compare and z is not None:
-            _, mean_plan = plan_with(qs_mean)
-            info["mean_plan"] = mean_plan
-            value = [plan_value(w_mean, [qs_mean[i] for i in p], [self.cost_weight * charge[i] for i in p],
-                                       [fit.fail_score[i] for i in p], best0) for p in (mean_plan, plan)]
-            info["exploring"] = value[0] - value[1]
-        return fit, cost, verified, plan, info
+        elif self.explore_width == "unseen":
+            width = [v if not n else 0.0 for v, n in zip(fit.vmu_root, fit.attempts)]
+        else:
+            width = fit.vmu_root if self.explore_width == "root" else fit.vmu
+        return [self.latent.q(mu + x * math.sqrt(max(w, 0.0))) for mu, x, w in zip(fit.mu, z, width)]
 
     def next(self, ctx: Context, state: TaskState) -> Decision | None:
         fit, cost, verified, plan, info = self._analyse(ctx, state, compare=self.say_exploring)
@@ -663,6 +663,23 @@ class LearnedPolicy(Policy):
         without = self._analyse(ctx, state, near=False, explore=False)[4].get("p", {})
         return found, {self.arms[i].id: (without[i], with_them[i]) for i in with_them if i in without}
 
+    def _why(self, ctx: Context, fit: Fit, cost: list[float | None], info: dict, plan: list[int], pos: int,
+             i: int) -> str:
+        """Why arm ``i`` stands at ``pos`` of the ranking (``plan`` first, then the rest)."""
+        in_plan = pos < len(plan)
+        why = ("planned" if in_plan else "not worth trying now") if info["verified"] else "best expected reward"
+        if pos == 0 and in_plan:
+            why += _exploring(self, info, plan)
+        if i in info["failed_before"]:
+            why += "; failed this very request lately: tried after the others"
+        if fit.attempts[i]:
+            why += f"; {fit.attempts[i]} attempt{'s' if fit.attempts[i] != 1 else ''} in its finest group"
+        elif self.arms[i].prior_for(ctx.kind) is None:
+            why += "; no prior for this kind"
+        if cost[i] is None:
+            why += "; cost unknown (no price, none observed)"
+        return why
+
     def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
         fit, cost, verified, plan, info = self._analyse(ctx, state, compare=True)
         left = [i for i in range(len(self.arms)) if i in info.get("p", {})]
@@ -670,21 +687,9 @@ class LearnedPolicy(Policy):
         value = {i: info["p"][i] - self.cost_weight * charge[i] for i in left}
         tie = {a.id: k for k, a in enumerate(self.tie_order(ctx) if self.tie_order else self.arms)}
         rest = sorted((i for i in left if i not in plan), key=lambda i: (-value[i], tie.get(self.arms[i].id, 0)))
-        failed = set(info["failed_before"])
         out = []
         for pos, i in enumerate(plan + rest):
-            in_plan = pos < len(plan)
-            why = ("planned" if in_plan else "not worth trying now") if verified else "best expected reward"
-            if pos == 0 and in_plan:
-                why += _exploring(self, info, plan)
-            if i in failed:
-                why += "; failed this very request lately: tried after the others"
-            if fit.attempts[i]:
-                why += f"; {fit.attempts[i]} attempt{'s' if fit.attempts[i] != 1 else ''} in its finest group"
-            elif self.arms[i].prior_for(ctx.kind) is None:
-                why += "; no prior for this kind"
-            if cost[i] is None:
-                why += "; cost unknown (no price, none observed)"
+            why = self._why(ctx, fit, cost, info, plan, pos, i)
             p = info["p"][i]
             mu = fit.mu[i] if verified else None
             r = Ranked(self.arms[i], p, cost[i], value[i] if cost[i] is not None else p, fit.attempts[i], why,
@@ -696,6 +701,37 @@ class LearnedPolicy(Policy):
                 r.alpha, r.beta = p * n, (1 - p) * n
             out.append(r)
         return out
+
+
+class _Escalation:
+    """One task's escalation plan over ``pool``, given what was seen on it (``seen``: arm, passed)."""
+
+    def __init__(self, policy: LearnedPolicy, fit: Fit, state: TaskState | None, pool: list[int],
+                 seen: list[tuple[int, bool]], charge: list[float], spend: list[float]):
+        self.policy, self.fit, self.pool, self.seen, self.charge, self.spend = policy, fit, pool, seen, charge, spend
+        self.best0 = state.best_score if state else 0.0
+        self.force = not (state and state.tried)  # the first attempt of a task is always made
+        self.steps = self.budget = None
+        if state is not None and state.max_attempts is not None:
+            self.steps = state.max_attempts - len(state.tried)
+        if state is not None and state.max_cost is not None:
+            self.budget = state.max_cost - state.spent
+
+    def plan(self, qs: list[list[float]]) -> tuple[list[float], list[int]]:
+        """The weights of the task's ease after what was seen, and the plan (arm indexes), for pass chances ``qs``."""
+        latent, pool = self.policy.latent, self.pool
+        w0 = latent.posterior([(qs[i], ok) for i, ok in self.seen])
+        found = latent.plan(w0, [qs[i] for i in pool], [self.charge[i] for i in pool],
+                            [self.fit.fail_score[i] for i in pool], self.best0, self.policy.cost_weight,
+                            force=self.force, max_steps=self.steps, budget=self.budget,
+                            spend=[self.spend[i] for i in pool])  # the budget holds whatever is drawn
+        return w0, [pool[j] for j in found]
+
+    def value(self, w0: list[float], qs: list[list[float]], plan: list[int]) -> float:
+        """What trying ``plan`` in turn is expected to gain, under pass chances ``qs``."""
+        lam = self.policy.cost_weight
+        return plan_value(w0, [qs[i] for i in plan], [lam * self.charge[i] for i in plan],
+                          [self.fit.fail_score[i] for i in plan], self.best0)
 
 
 def _exploring(policy: LearnedPolicy, info: dict, plan: list[int]) -> str:
