@@ -11,7 +11,8 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
 
     {"log": "/tmp/calls.jsonl",            # optional: every call appended here
      "rules": [                             # first rule whose `match` fits wins
-        {"match": {"agent": "codex", "model": "gpt-5.4"},
+        {"match": {"agent": "codex", "model": "gpt-5.4"},   # also "call": N, the Nth call of this
+                                                            # scenario (1-based, counted from its log)
          "write": {"calc.py": "def add(a, b):\\n    return a + b\\n"},
          "append": {}, "delete": [],
          "commands": [["git", "stash", "pop"]],   # run in the project before the files above, as its shell tool would
@@ -128,11 +129,15 @@ def emit(obj: dict) -> None:
 
 
 def pick_rule(scenario: dict, agent: str, model: str | None) -> dict:
+    log = scenario.get("log")
+    call = 1 + (len(Path(log).read_text().splitlines()) if log and Path(log).exists() else 0)
     for rule in scenario.get("rules", []):
         m = rule.get("match", {})
         if m.get("agent") not in (None, agent):
             continue
         if m.get("model") not in (None, model):
+            continue
+        if m.get("call") not in (None, call):
             continue
         return rule
     return {}
