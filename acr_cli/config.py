@@ -122,13 +122,22 @@ def _anchor_profile_path(data: dict[str, Any], file: Path | None) -> None:
 
 
 class Settings:
-    """Layered settings with provenance."""
+    """Layered settings with provenance. A project file the user has not trusted (acr_cli.trust) ranks below
+    the user's config.toml, and what it may never set is dropped: ``ignored`` says what, and why."""
 
-    def __init__(self, user_file: Path, project: Path | None):
+    def __init__(self, user_file: Path, project: Path | None, data_dir: Path | None = None):
         self.user_file = user_file
         self.user = read_toml(user_file)
         self.project_file = find_project_file(project) if project else None
         self.project = read_toml(self.project_file) if self.project_file else {}
+        self.trusted = True
+        self.ignored: dict[str, str] = {}  # key -> why an untrusted project file's value was not used
+        if self.project_file is not None and self.project:
+            from acr_cli import trust
+
+            self.trusted = trust.is_trusted(self.project_file, data_dir or Paths.from_env().data_dir)
+            if not self.trusted:
+                self._drop_untrusted()
         for data, where in ((self.user, user_file), (self.project, self.project_file)):
             _anchor_profile_path(data, where)
         for key in USER_ONLY:
@@ -138,6 +147,34 @@ class Settings:
                 raise ConfigError(f"{self.project_file}: setting {key!r} belongs in the user's config.toml "
                                   f"({user_file}) or ACR_MEMORY, not in a project file",
                                   hint="a project file may name a team's shared memory: memory = \"postgresql://...\"")
+
+    def _drop_untrusted(self) -> None:
+        from acr_cli import trust
+
+        for key, value in list(self.project.items()):
+            if trust.CAREFUL.get(key, ()) == (value,) and key not in self.user:
+                continue  # only more careful than anything else could make it
+            if key in trust.NEVER:
+                why = trust.NEVER[key]
+            elif key == "profile" and profiles.is_path(str(value)):
+                why = trust.PROFILE_FILE
+            elif key in self.user:
+                why = f"your {self.user_file.name} sets it"
+            else:
+                continue
+            if key == "memory":  # never a password on the screen
+                from acr_cli.memory.postgres import masked
+
+                value = masked(str(value))
+            self.ignored[key] = f"{key} = {value!r} ({why})"
+            del self.project[key]
+
+    def tell(self) -> None:
+        """Say (once per command, on stderr) what an untrusted project file set that was not used."""
+        if self.ignored and self.project_file is not None:
+            from acr_cli import trust
+
+            trust.tell(self.project_file, self.ignored)
 
     def resolve(self, key: str, cli_value: Any = None, profile_value: Any = None,
                 default: Any = None) -> tuple[Any, str]:

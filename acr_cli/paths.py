@@ -98,7 +98,13 @@ class Paths:
         if project_file is not None:
             named = read_toml(project_file).get("memory")
             if is_url(named):
-                return named, str(project_file)
+                from acr_cli import trust
+
+                if trust.is_trusted(project_file, self.data_dir):
+                    return ProjectURL(named), str(project_file)
+                from acr_cli.memory.postgres import masked
+
+                trust.tell(project_file, {"memory": f"memory = {masked(named)!r} ({trust.NEVER['memory']})"})
         configured = read_toml(self.config_file).get("memory")
         if configured:
             if is_url(configured):
@@ -107,8 +113,25 @@ class Paths:
             return (path if path.is_absolute() else self.config_dir / path), str(self.config_file)
         return self.local_memory, "default"
 
+    def local_copy(self, location: Path | str) -> Path:
+        """The local file a team's memory at ``location`` records into first and copies the server into: the
+        personal memory for a server the user named, a file of the server's own for one a project named."""
+        if isinstance(location, ProjectURL):
+            import hashlib
+
+            from acr_cli.memory.postgres import masked
+
+            return self.data_dir / "teams" / f"{hashlib.sha256(masked(location).encode()).hexdigest()[:16]}.sqlite"
+        return self.local_memory
+
     def memory_path(self, override: str | os.PathLike | None = None, project: Path | None = None) -> Path | str:
         return self.memory_choice(override, project)[0]
+
+
+class ProjectURL(str):
+    """A memory server's URL that a (trusted) project file named, not the user: its connection may not be
+    redirected by libpq options, and it is never offered ``PGPASSWORD`` (acr_cli.memory.postgres); its
+    local copy is a file of its own, never the personal memory (:meth:`Paths.local_copy`)."""
 
 
 def is_url(value: object) -> bool:

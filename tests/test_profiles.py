@@ -170,6 +170,7 @@ def test_a_relative_profile_path_in_a_settings_file_means_the_same_file_from_any
     proj = init_repo(tmp_path / "proj", {"a.py": "x = 1\n"})
     write(proj, GOOD, "team.yaml")
     (proj / ".acr.toml").write_text('profile = "./team.yaml"\n')
+    assert acr("trust", cwd=proj).returncode == 0  # (an untrusted file may not name a profile file)
     (proj / "sub" / "deeper").mkdir(parents=True)
     r = acr("profiles", "show", "--json", cwd=proj / "sub" / "deeper")
     assert r.returncode == 0, r.stderr

@@ -217,6 +217,9 @@ def test_a_project_verify_empty_means_no_verifier_over_the_users(project, fakes_
     assert acr("config", "set", "verify", "exit 1").returncode == 0
     (project / ".acr.toml").write_text('verify = ""\n')
     scenario({"write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)  # untrusted: the user's wins
+    assert r.returncode == 1 and json.loads(r.stdout)["verdict"] == "failed" and "not trusted" in r.stderr
+    assert acr("trust", cwd=project).returncode == 0
     r = acr("run", "fix add", "--arms", "codex:gpt-5.4", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "unverified" and "verify: none" in r.stderr

@@ -530,7 +530,10 @@ def test_memory_setting_in_config_toml_moves_the_memory(project, tmp_path, acr_h
     r = acr("doctor", "--json", cwd=project)
     assert json.loads(r.stdout)["memory"]["path"] == str(target)
     (project / ".acr.toml").write_text('memory = "/tmp/x.sqlite"\n')
-    r = acr("route", "fix add", cwd=project)
+    r = acr("route", "fix add", cwd=project)  # a cloned repository's file: ignored, and said
+    assert "not trusted" in r.stderr and "memory = '/tmp/x.sqlite'" in r.stderr and "belongs in" not in r.stderr
+    assert acr("trust", cwd=project).returncode == 0
+    r = acr("route", "fix add", cwd=project)  # trusted, it still may not move your memory file
     assert r.returncode == 2 and "belongs in the user's config.toml" in r.stderr
 
 

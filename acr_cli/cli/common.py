@@ -42,7 +42,7 @@ def open_memory(memory: str | Path | None, create: bool = True, read_only: bool 
         try:
             return Memory.open(path)
         except ServerUnreachable as e:
-            local = paths().local_memory
+            local = paths().local_copy(path)
             if not (local_copy and e.away):  # a wrong URL or password is for the user to fix, not to show past
                 raise
             typer.echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
@@ -56,10 +56,10 @@ def open_memory(memory: str | Path | None, create: bool = True, read_only: bool 
     return Memory.open(path, read_only=read_only)
 
 
-def open_local_memory(read_only: bool = False):
-    """With a team's shared memory: the local file, which holds this machine's own runs and arm health (None
-    while there is none yet)."""
-    path = paths().local_memory
+def open_local_memory(read_only: bool = False, memory: str | None = None):
+    """With a team's shared memory (``--memory``, else the one in effect): the local file, which holds this
+    machine's own runs and arm health (None while there is none yet)."""
+    path = paths().local_copy(paths().memory_choice(memory)[0])
     return open_memory(str(path), create=False, read_only=read_only) if path.exists() else None
 
 
@@ -184,7 +184,8 @@ def load_profile(spec: str | None, project: Path | None = None):
     from acr_cli.config import Settings
 
     p = paths()
-    settings = Settings(p.config_file, project)
+    settings = Settings(p.config_file, project, p.data_dir)
+    settings.tell()
     name, source = settings.resolve("profile", spec, default=profiles.DEFAULT_PROFILE)
     try:
         return profiles.load(name, p.profiles_dir, cache_dir=p.cache_dir / "profiles"), settings

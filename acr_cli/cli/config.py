@@ -21,7 +21,7 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
 
     from acr_cli.config import KEYS, Settings, resolve_options
     p = paths()
-    s = Settings(p.config_file, Path.cwd())
+    s = Settings(p.config_file, Path.cwd(), p.data_dir)
     prof = problem = None
     try:
         prof, _ = load_profile(None, Path.cwd())
@@ -52,15 +52,19 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
         rows[k] = {"value": value, "source": source}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
+                    "project_trusted": s.trusted if s.project_file else None, "ignored": s.ignored,
                     "settings": rows, "profile_error": problem})
         return
     typer.echo(f"user config: {p.config_file}")
-    typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}")
+    trusted = "" if not s.project_file else (" (trusted)" if s.trusted else " (not trusted: `acr trust` trusts it)")
+    typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}{trusted}")
     for k, r in rows.items():
         shown = "-" if r["value"] is None else str(r["value"])
         if k == "verify" and r["value"] is None and r["source"] != "default":
             shown = "(none: no verifier)"  # `verify = ""`: set on purpose, as `--verify ""`
         typer.echo(f"  {k:15} {shown:30} ({r['source']})")
+    for why in s.ignored.values():
+        typer.echo(f"  ignored from the untrusted project file: {why}")
     if problem:
         typer.echo(f"(the profile could not be loaded: {problem})", err=True)
 

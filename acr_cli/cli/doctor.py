@@ -119,7 +119,7 @@ def doctor(
     arms = arm_readiness(prof, p.cache_dir, refresh=refresh)
     mem_path = p.memory_path(memory)
     shared = isinstance(mem_path, str)
-    health_memory = str(p.local_memory) if shared else memory  # arm health is this machine's: the local file's
+    health_memory = str(p.local_copy(mem_path)) if shared else memory  # arm health is this machine's: the local file's
     forgotten = _arm_health(health_memory, prof, arms, reset)
     counts = readiness_counts(arms)
     mem_info: dict = {"path": str(mem_path), "exists": True} if not shared else _shared_figures(mem_path, p)
@@ -274,13 +274,13 @@ def _shared_figures(url: str, p) -> dict:
     from acr_cli.memory.team import latency_ms, open_team, pending
 
     try:
-        team = open_team(url, p.local_memory)
+        team = open_team(url, p.local_copy(url))
     except MemoryFileError as e:
         from acr_cli.memory.postgres import masked
 
         return {"path": masked(url), "exists": True, "shared": True, "problem": e.message}
     try:
-        info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_memory),
+        info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_copy(url)),
                       "pending": pending(team.local, team.label)}
         cached = team.local.db.execute("SELECT at FROM downloads WHERE target = ?", (team.label,)).fetchone()
         info["local_copy_at"] = cached[0] if cached else None

@@ -72,7 +72,7 @@ def show(
         if not mem.shared:
             health = HealthBook(mem).of(prof.arms)
         else:  # arm health is this machine's (its logins, its quota): the local file's
-            local = open_local_memory(read_only=True)
+            local = open_local_memory(read_only=True, memory=memory)
             health = HealthBook(local).of(prof.arms) if local is not None else {}
             if local is not None:
                 local.close()
@@ -250,11 +250,11 @@ def sync(
                        "to sync with", hint='name the team\'s server: memory = "postgresql://USER@HOST/DB" in '
                                             "config.toml or .acr.toml, ACR_MEMORY or --memory")
     try:
-        team = open_team(location, p.local_memory, required=True)
+        team = open_team(location, p.local_copy(location), required=True)
     except AcrError as e:  # the server cannot be reached: --json still says so, and what waits
         if json_out:
             label = masked(location)
-            print_json({"server": label, **_unsynced(label, e.message).to_json()})
+            print_json({"server": label, **_unsynced(label, e.message, memory).to_json()})
         raise
     try:
         result = team.sync()
@@ -275,11 +275,11 @@ def sync(
         raise typer.Exit(1)
 
 
-def _unsynced(label: str, why: str):
+def _unsynced(label: str, why: str, memory: str | None):
     """A sync that could not start: what waits in the local file for the server named ``label``."""
     from acr_cli.memory.team import SyncResult, pending
 
-    local = open_local_memory(read_only=True)
+    local = open_local_memory(read_only=True, memory=memory)
     try:
         return SyncResult(pending=pending(local, label) if local is not None else 0, error=why)
     finally:
@@ -295,12 +295,11 @@ def _held_by_own_memory(task_ids: list[str], forgotten_from) -> set[str]:
         return set()
     own = {paths().local_memory}
     default = paths().memory_choice(None)[0]
-    if not isinstance(default, str):
-        own.add(default)
+    own.add(paths().local_copy(default) if isinstance(default, str) else default)
     chosen = None if forgotten_from.shared else Path(str(forgotten_from.path))
     held: set[str] = set()
     for path in own:
-        if not path.is_file() or (forgotten_from.shared and path == paths().local_memory):
+        if not path.is_file() or (forgotten_from.shared and path == paths().local_copy(default)):
             continue  # a team's local copy was forgotten from above, on purpose
         if chosen is not None and path.resolve() == chosen.resolve():
             continue
@@ -342,7 +341,7 @@ def forget(
         # a shared memory's tasks go from the local file too (its copy would bring them back to routing
         # offline), and so do this machine's runs of that server not uploaded yet; with --all, history
         # from before the team stays there (`--memory FILE` forgets it)
-        local = open_local_memory() if mem.shared and not bench else None
+        local = open_local_memory(memory=memory) if mem.shared and not bench else None
         found = set() if bench else set(mem.live_task_ids(None if all_ else task_ids))
         here: set[str] = set()
         if local is not None:

@@ -131,7 +131,8 @@ def _close_tasks(task_ids: list[str]) -> int:
 
     p = paths()
     # with a team's memory (a URL) runs record into the local file first: that is where they are
-    named = None if not isinstance(p.memory_choice(None)[0], str) else str(p.local_memory)
+    location = p.memory_choice(None)[0]
+    named = None if not isinstance(location, str) else str(p.local_copy(location))
     try:
         mem = open_memory(named, create=False)
     except AcrError:

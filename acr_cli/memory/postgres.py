@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory.dialect import POSTGRES
-from acr_cli.paths import is_url
+from acr_cli.paths import ProjectURL, is_url
 
 __all__ = ["Connection", "ServerUnreachable", "connect", "is_url", "masked"]
 
@@ -134,9 +134,43 @@ class ServerUnreachable(MemoryFileError):
     away = True
 
 
+# libpq settings that choose where a connection really goes, or which secrets it offers, apart from the URL's
+# host: a URL a project file names may not use them (the ~/.pgpass line for the host it names would go to
+# the address in hostaddr=; a service file or passfile swaps in other hosts and passwords)
+REDIRECTS = ("hostaddr", "host", "service", "servicefile", "passfile", "sslkey", "sslcert", "sslpassword")
+
+
+def foreign_problem(url: str) -> str | None:
+    """What makes a URL a project file named unsafe to connect to (None: nothing): a setting of
+    :data:`REDIRECTS` in its query, or more than one host (libpq tries each, offering each the password)."""
+    from urllib.parse import parse_qsl
+
+    rest = url.split("://", 1)[1]
+    netloc, _, query = rest.partition("?")
+    hosts = netloc.rsplit("@", 1)[-1].split("/", 1)[0]
+    if "," in hosts:
+        return "it lists more than one host"
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key.strip().lower() == "host" and not hosts.rsplit(":", 1)[0] and value.startswith("/") \
+                and "," not in value:
+            continue  # a Unix socket's directory on this machine, the URL naming no host of its own
+        if key.strip().lower() in REDIRECTS:
+            return f"it sets {key.strip()}="
+    return None
+
+
 def connect(url: str) -> Connection:
-    """Connect to the memory at ``url`` (migrations are :mod:`acr_cli.memory.db`'s)."""
+    """Connect to the memory at ``url`` (migrations are :mod:`acr_cli.memory.db`'s). A :class:`ProjectURL` (named
+    by a project file, not the user) may not redirect the connection, and is never offered ``PGPASSWORD``: the
+    password it gets is its own, or the ``~/.pgpass`` line for the host it names."""
     label = masked(url)
+    if isinstance(url, ProjectURL):
+        problem = foreign_problem(url)
+        if problem:
+            raise MemoryFileError(f"the memory server {label}, named by a project file, is refused: {problem}, "
+                                  "which could send your credentials to another machine",
+                                  hint="a team's URL names its host plainly (postgresql://user@host:5432/db); set "
+                                       "what else you need in your own config.toml or ACR_MEMORY")
     try:
         import psycopg
     except ImportError:  # pragma: no cover - psycopg is a dependency; a broken install
@@ -148,8 +182,11 @@ def connect(url: str) -> Connection:
     for key, value in KEEPALIVE.items():  # unless the URL says otherwise
         if key not in url:
             kwargs[key] = value
+    if isinstance(url, ProjectURL):
+        kwargs["passfile"] = _own_passfile()
     try:
-        conn = psycopg.connect(url, **kwargs)
+        conn = _connect_without_env_password(psycopg, url, kwargs) if isinstance(url, ProjectURL) else \
+            psycopg.connect(url, **kwargs)
         # a session of ours left inside a transaction this long (a laptop shut mid-upload, a network
         # gone) is ended by the server, and the write turn it held with it
         conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_S}s'")
@@ -160,6 +197,27 @@ def connect(url: str) -> Connection:
 
     conn.adapters.register_loader("numeric", FloatLoader)
     return Connection(conn, label)
+
+
+def _own_passfile() -> str:
+    """The user's password file (``PGPASSFILE``, else ``~/.pgpass``), named explicitly: libpq reads only the line
+    for the host the URL names from it."""
+    import os
+
+    return os.environ.get("PGPASSFILE") or os.path.join(os.path.expanduser("~"), ".pgpass")
+
+
+def _connect_without_env_password(psycopg: Any, url: str, kwargs: dict[str, Any]) -> Any:
+    """Connect with ``PGPASSWORD`` (and the environment's redirects) out of libpq's sight: they are for the
+    servers the user names, not for one a repository names."""
+    import os
+
+    hidden = {k: os.environ.pop(k) for k in ("PGPASSWORD", "PGHOSTADDR", "PGSERVICE", "PGSERVICEFILE")
+              if k in os.environ}
+    try:
+        return psycopg.connect(url, **kwargs)
+    finally:
+        os.environ.update(hidden)
 
 
 def error(e: Exception, label: str) -> MemoryFileError:

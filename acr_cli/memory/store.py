@@ -28,7 +28,7 @@ class Memory(Writes, Transfer):
         from acr_cli.memory.postgres import is_url, masked
 
         if is_url(path):
-            return cls(dbmod.connect_url(str(path)), masked(str(path)))
+            return cls(dbmod.connect_url(path if isinstance(path, str) else str(path)), masked(str(path)))
         return cls(dbmod.connect(path, create=create, read_only=read_only), path)
 
     def close(self) -> None:

@@ -164,7 +164,7 @@ def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team
     if not isinstance(location, str):
         return None
     share, _ = settings.resolve("share_prompts", default=True)
-    return open_team(location, paths.local_memory, share_prompts=bool(share))
+    return open_team(location, paths.local_copy(location), share_prompts=bool(share))
 
 
 def recorded_for(local: Memory, target: str) -> set[str]:

@@ -269,6 +269,12 @@ def test_config_set_show_and_project_file(acr_home, tmp_path, monkeypatch, fakes
     monkeypatch.delenv("ACR_MEMORY")
     assert invoke("config", "unset", "memory").exit_code == 0
     (tmp_path / ".acr.toml").write_text('profile = "quality"\nverify = "make test"\n')
+    untrusted = invoke("config", "show", "--json")  # a cloned repository's file: below the user's own settings
+    out = json.loads(untrusted.stdout)
+    assert out["settings"]["profile"]["value"] == "cheap" and out["settings"]["verify"]["value"] == "make test"
+    assert out["project_trusted"] is False and "your config.toml sets it" in out["ignored"]["profile"]
+    assert "is not trusted" in untrusted.stderr and "acr trust" in untrusted.stderr
+    assert json.loads(invoke("trust", "--json").stdout)["trusted"] is True
     out = json.loads(invoke("config", "show", "--json").output)
     assert out["settings"]["profile"]["value"] == "quality" and out["settings"]["verify"]["value"] == "make test"
     assert json.loads(invoke("route", "fix it", "--json").output)["profile"] == "quality"
