@@ -291,7 +291,7 @@ def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path,
     r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", cwd=root)
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
-    assert "besides the work tree, the attempt changed: changed .git/config" in out and "review these" in out
+    assert "besides the work tree, the attempt changed: (review these:" in out and "- changed .git/config" in out
     assert git(root, "config", "core.hooksPath").strip() == "/tmp/elsewhere"  # kept with the passing work
 
 
