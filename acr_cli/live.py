@@ -256,8 +256,8 @@ class LiveEnvironment:
             log.write(f"--- {guard.kept_before}\n")
         if guard.report is None and guard.side_effects:
             fb.side_effects = list(guard.side_effects)
-            log.write("--- besides the work tree the attempt changed (kept with its work): "
-                      f"{', '.join(guard.side_effects)}\n")
+            log.write("--- besides the work tree the attempt changed (kept with its work):\n"
+                      + "".join(f"---   {line}\n" for line in guard.side_effects))
 
     def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float,
              marker: str) -> Feedback:

@@ -192,9 +192,11 @@ def print_run_summary(report) -> None:
             con.print("No file changed.")
         if fb.kept_before:
             con.print("[yellow]" + escape(fb.kept_before) + "[/]")
-        if fb.side_effects:  # not in the diff a person reviews: say it
-            con.print("[yellow]besides the work tree, the attempt changed:[/] " + escape("; ".join(fb.side_effects))
-                      + " [dim](review these: .git's files can run code on your next git command)[/]")
+        if fb.side_effects:  # not in the diff a person reviews: say it, one a line (many hold a command to paste)
+            con.print("[yellow]besides the work tree, the attempt changed:[/] [dim](review these: they are in no diff, "
+                      "and .git's files can run code on your next git command)[/]")
+            for line in fb.side_effects:
+                con.print(Text(f"  - {line}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
     elif result.cancelled:
         con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
                   f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}.")

@@ -238,11 +238,18 @@ class Workspace:
     def side_effects(self, cp: Checkpoint) -> list[str]:
         """What a passing attempt changed besides the work tree (kept, and not in the diff a person
         reviews): the control files (``.git/config``, hooks, ``info/``), git lock files it left, files
-        outside the project it changed through a symlink."""
+        outside the project it changed through a symlink, and HEAD, branches, tags and the stash list: what it
+        deleted, moved or rewrote is kept under ``refs/acr/put-aside/<checkpoint>/`` (:func:`refs.kept_changes`).
+        Call before :meth:`drop`: until then the checkpoint's keep-alive commit holds what the attempt deleted."""
         out = control.differences(control.bases(self.root, self.git_dir, self.common_dir), cp.control)
         new_locks = set(rollback.git_locks(self.git_dir, self.common_dir)) - set(cp.locks)
         out += [f"left a lock file {p} (no process of the attempt is alive: `rm {p}`)" for p in sorted(new_locks)
                 if not Path(p).name.startswith("acr-")]
+        try:
+            out += refs.kept_changes(self.git, cp.refs, cp.stash, cp.head, cp.branch, cp.name,
+                                     lambda: self.publish(loose=False), cp.worktrees)
+        except WorkspaceError as e:  # (refs the attempt damaged): the attempt is kept all the same
+            out.append(f"could not compare HEAD, branches, tags and the stash with the checkpoint: {e.message}")
         return out + cp.outside_changes()
 
     def keep_overwritten(self, cp: Checkpoint, changed: list[str]) -> str | None:

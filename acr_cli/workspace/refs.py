@@ -6,6 +6,9 @@ its order: what the attempt deleted is recreated (a dropped stash entry where it
 is put back as it was, its own version kept under ``refs/acr/put-aside/<checkpoint>/`` and named
 (:func:`restore_refs`). Only a branch checked out in another work tree is left as it moved.
 
+After a passing attempt nothing is undone: :func:`kept_changes` reads the same record and names what the
+attempt did to them, keeping what it deleted, moved or rewrote (HEAD's commit too) under the same names.
+
 While an attempt runs, a commit under ``refs/acr/keep/<name>`` has HEAD and every branch, tag and
 stash commit as parents, so a ``git gc`` during the attempt cannot prune one it deleted.
 """
@@ -154,9 +157,7 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     if kept is None:
         return back, aside, taken
     store = f"{PUT_ASIDE_REFS}{name}/"
-    ours = dict(line.split("\0", 1) for line in git(
-        "for-each-ref", "--format=%(refname)%00%(objectname)", "refs/acr").decode("utf-8", "surrogateescape").split("\n")
-        if "\0" in line)
+    ours = _acr_refs(git)
     taken += _clear_way(git, store, ours)
     earlier = sorted(r for r in ours if r.startswith(store))  # kept by an earlier try of this rollback
     symbolic_now: dict[str, str] = {}
@@ -208,6 +209,113 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     if earlier:
         taken.append(f"kept aside by an earlier try of this rollback: {few([printable(r) for r in earlier], SHOWN_MAX)}")
     return back, aside, taken
+
+
+def kept_changes(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
+                 head_then: str | None, branch_then: str | None, name: str, publish,
+                 worktrees: dict[str, str | None] | None = None) -> list[str]:
+    """What a passing attempt, kept as it is, did to HEAD, branches, tags and the stash list, for people.
+
+    Nothing is undone, but nothing is lost either: each branch or tag it deleted or moved, each stash entry it
+    took (``pop``, ``drop``, ``clear``) and HEAD's commit when HEAD's history no longer holds it (``commit
+    --amend``, ``reset --hard HEAD~1``, a rebase) are kept under ``refs/acr/put-aside/<name>/`` (the names a
+    rollback uses) and named with the command that takes each back, quoted for a shell. What it made (a
+    branch, a tag, a stash entry, commits on top of HEAD) is named. ``publish``: copies acr's objects into the
+    repository (a stash entry the attempt dropped and pruned is in acr's store). ``worktrees``: the checkpoint's
+    (:func:`worktree_branches`): a branch another work tree had checked out, and still has, may have moved with
+    commits made there meanwhile, which the line says."""
+    if kept is None:  # a checkpoint from before acr recorded refs
+        return []
+    store = f"{PUT_ASIDE_REFS}{name}/"
+    now, stash_now, _ = listed(git)
+    head_now, branch_now = head(git)
+    switched = branch_now != branch_then
+    # (keep-as, object, what happened, the command that takes it back, what that command does)
+    aside: list[tuple[str, str, str, tuple[str, ...], str]] = []
+    made: list[str] = []
+    if switched:
+        back = ("git", "symbolic-ref", "HEAD", branch_then) if branch_then else \
+            ("git", "update-ref", "--no-deref", "HEAD", head_then or "")
+        was = printable(branch_then) if branch_then else f"a detached HEAD at {_short(head_then)}"
+        made.append(f"switched HEAD from {was} to {printable(branch_now) if branch_now else 'a detached HEAD'} "
+                    f"({_command(back, store)} puts it back, your files and index as they are)"
+                    if branch_then or head_then else f"switched HEAD to {printable(branch_now or 'a detached HEAD')}")
+    if head_then and head_now != head_then:
+        if head_now and _descends(git, head_then, head_now):
+            if not switched:
+                n = git("rev-list", "--count", f"{head_then}..{head_now}", check=False).decode().strip() or "?"
+                made.append(f"made {n} commit(s) on HEAD ({_short(head_then)}..{_short(head_now)}, not in the "
+                            f"uncommitted diff; {_command(('git', 'reset', '--soft', head_then), store)} uncommits "
+                            "them, your files as they are)")
+        else:
+            back = ("git", "reset", "--soft", head_then) if not switched else ()
+            aside.append((store + "HEAD", head_then, f"HEAD's commit before the attempt, {_short(head_then)}, is no "
+                          "longer in HEAD's history (an amend, a reset to an earlier commit or a rebase)", back,
+                          "puts HEAD back on it, your files and index as they are"))
+    others = {b: where for b, where in _worktrees(git).values() if b}
+    for r in sorted(set(kept) | set(now)):
+        if r == branch_then and not switched:  # HEAD's own branch: said above
+            continue
+        old, new = kept.get(r), now.get(r)
+        if old == new:
+            continue
+        if old is None:
+            made.append(f"made {printable(r)} ({_short(new)}"
+                        + ("; a `git push --tags` would publish it)" if r.startswith("refs/tags/") else ")"))
+        elif new is None:
+            aside.append((store + r[len("refs/"):], old, f"deleted {printable(r)} ({_short(old)})",
+                          ("git", "update-ref", r, old), "brings it back"))
+        else:
+            note = "" if _descends(git, old, new) else ", which no longer holds the old one"
+            if r in others and (worktrees is None or r in worktrees.values()):
+                note += (f" (the work tree {printable(others[r])} has it checked out: commits made there meanwhile "
+                         "may be yours)")
+            aside.append((store + r[len("refs/"):], old, f"moved {printable(r)} from {_short(old)} to "
+                          f"{_short(new)}{note}", ("git", "update-ref", r, old), "puts it back"))
+    present, known = {sha for sha, _ in stash_now}, {sha for sha, _ in stash_then}
+    for sha, msg in stash_then:
+        if sha not in present:
+            aside.append((f"{store}stash/{sha}", sha, f"took your stash entry ({printable(msg)}) off the list",
+                          ("git", "stash", "store", "-m", msg, sha), "puts it back on your list"))
+    made += [f"made the stash entry ({printable(msg)}): your next `git stash pop` applies it"
+             for sha, msg in stash_now if sha not in known]
+    if [s for s, _ in stash_then if s in present] != [s for s, _ in stash_now if s in known]:
+        made.append("reordered your stash list (`git stash list` shows it; stash@{n} names another entry now)")
+    out = _clear_way(git, store, _acr_refs(git)) if aside else []
+    if aside:
+        publish()
+    done = _keep(git, [(keep, obj) for keep, obj, *_ in aside])
+    for keep, _, what, back, does in aside:
+        if keep not in done:
+            out.append(f"{what}; it could not be kept: its objects are gone, pruned meanwhile")
+        else:
+            out.append(f"{what}: kept as {printable(keep)}" + (f" ({_command(back, store)} {does})" if back else ""))
+    return _at_most(out + made, store)
+
+
+def _keep(git: Git, refs: list[tuple[str, str]]) -> set[str]:
+    """Point each (name, object) at its object, only where the repository holds it: in one transaction, else one
+    by one (a missing object must not stop the others). Returns the names done."""
+    def lines(pairs: list[tuple[str, str]]) -> bytes:
+        return "".join(f"update {r} {obj}\n" for r, obj in pairs).encode("utf-8", "surrogateescape")
+
+    if not refs or git.ok("update-ref", "--stdin", input=lines(refs), repo_objects=True):
+        return {r for r, _ in refs}
+    return {r for r, obj in refs if git.ok("update-ref", "--stdin", input=lines([(r, obj)]), repo_objects=True)}
+
+
+def _descends(git: Git, ancestor: str, commit: str) -> bool:
+    return git.ok("merge-base", "--is-ancestor", ancestor, commit)
+
+
+def _short(obj: str | None) -> str:
+    return obj[:12] if obj else "nothing"
+
+
+def _acr_refs(git: Git) -> dict[str, str]:
+    """The refs under ``refs/acr``: name -> object."""
+    out = git("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/acr").decode("utf-8", "surrogateescape")
+    return dict(line.split("\0", 1) for line in out.split("\n") if "\0" in line)
 
 
 def _move_aside(git: Git, moves: list[tuple[str, str, str]], kept: dict[str, str]) -> set[str]:

@@ -291,7 +291,7 @@ def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path,
     r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", cwd=root)
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())
-    assert "besides the work tree, the attempt changed: changed .git/config" in out and "review these" in out
+    assert "besides the work tree, the attempt changed: (review these:" in out and "- changed .git/config" in out
     assert git(root, "config", "core.hooksPath").strip() == "/tmp/elsewhere"  # kept with the passing work
 
 
@@ -334,6 +334,113 @@ def test_a_passing_attempt_that_overwrites_an_ignored_env_keeps_the_users_versio
     for ref in git(root, "for-each-ref", "--format=%(refname)").split():  # in no ref a push could carry
         assert b"hunter2" not in subprocess.run(["git", "grep", "-a", "hunter2", ref], cwd=root,
                                                 capture_output=True).stdout
+
+
+def _passing_run(root: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``acr run`` whose attempt passes (the scenario says what the agent does)."""
+    r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", *extra, cwd=root)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _command_in(text: str, start: str) -> str:
+    """The command a line of the run's output gives, between backquotes, beginning with ``start``."""
+    i = text.index("`" + start) + 1
+    return text[i:text.index("`", i)]
+
+
+def test_a_passing_attempt_that_drops_a_stash_entry_names_it_and_keeps_it(project, fakes_on_path, scenario,
+                                                                           tmp_path):
+    """Nothing is undone after a pass, but the entry the agent dropped is not lost: kept under
+    refs/acr/put-aside/, and the command the run prints (quoted: a message may hold `$(`) puts it back."""
+    from conftest import GOOD
+
+    root = project
+    (root / "calc.py").write_text("the user's stashed work\n")
+    git(root, "stash", "push", "-q", "-m", f"mine; $(touch {tmp_path}/pwned)")
+    (root / "calc.py").write_text("more stashed work\n")
+    git(root, "stash", "push", "-q", "-m", "newer")
+    stashes = git(root, "stash", "list", "--format=%H %gs")
+    scenario({"commands": [["git", "stash", "drop", "-q", "stash@{1}"]], "write": {"calc.py": GOOD}})
+    r = _passing_run(root, "--json")
+    effects = json.loads(r.stdout)["attempts"][0]["side_effects"]
+    line = [e for e in effects if "mine; $(touch" in e]
+    assert len(line) == 1 and "off the list: kept as refs/acr/put-aside/" in line[0], effects
+    assert git(root, "stash", "list", "--format=%H %gs") != stashes  # the pass is kept as the agent left it
+    subprocess.run(_command_in(line[0], "git stash store"), shell=True, cwd=root, check=True)
+    assert not (tmp_path / "pwned").exists()
+    listed = git(root, "stash", "list", "--format=%H %gs").splitlines()
+    assert sorted(listed) == sorted(stashes.splitlines())  # back on the list (on top: `git stash store` puts it there)
+    assert git(root, "show", "stash@{0}:calc.py") == "the user's stashed work\n"  # and holds the user's work
+
+
+def test_a_passing_attempt_that_deletes_a_branch_and_a_tag_names_them_and_keeps_them(project, fakes_on_path,
+                                                                                       scenario):
+    """A branch with commits pushed nowhere and an annotated tag, deleted by an attempt that passes: each named in
+    the run's output, kept under refs/acr/put-aside/<task>-<n>/, and the printed command recreates it."""
+    from conftest import GOOD
+
+    root = project
+    git(root, "checkout", "-qb", "feature")
+    (root / "feature.txt").write_text("unpushed work\n")
+    git(root, "add", "feature.txt")
+    git(root, "commit", "-qm", "unpushed")
+    git(root, "checkout", "-q", "-")
+    git(root, "tag", "-a", "-m", "release", "v1", "feature")
+    before = git(root, "for-each-ref", "refs/heads", "refs/tags")
+    objects = {ref: git(root, "rev-parse", ref).strip() for ref in ("refs/heads/feature", "refs/tags/v1")}
+    scenario({"commands": [["git", "branch", "-qD", "feature"], ["git", "tag", "-d", "v1"]],
+              "write": {"calc.py": GOOD}})
+    r = _passing_run(root)
+    out = " ".join(r.stdout.split())
+    assert "besides the work tree, the attempt changed:" in out
+    for ref in ("refs/heads/feature", "refs/tags/v1"):
+        assert f"deleted {ref} (" in out
+        kept = out.split(f"deleted {ref} (", 1)[1].split("kept as ", 1)[1].split()[0]
+        assert kept.startswith("refs/acr/put-aside/") and kept.endswith(ref[len("refs/"):])
+        assert git(root, "rev-parse", kept).strip() == objects[ref]
+        assert not git(root, "rev-parse", "--verify", "-q", ref, check=False)  # deleted: the pass is kept
+        subprocess.run(_command_in(out, f"git update-ref {ref}"), shell=True, cwd=root, check=True)
+    assert git(root, "for-each-ref", "refs/heads", "refs/tags") == before
+    assert git(root, "cat-file", "-t", "v1").strip() == "tag"  # the tag object itself, not only its commit
+
+
+@pytest.mark.parametrize("rewrite", [["git", "commit", "--amend", "-qm", "the agent's"],
+                                     ["git", "reset", "-q", "--hard", "HEAD~1"]])
+def test_a_passing_attempt_that_rewrites_head_keeps_the_old_head(project, fakes_on_path, scenario, rewrite):
+    """`git commit --amend` or `git reset --hard HEAD~1`, then a fix that passes: HEAD's commit before the
+    attempt is no longer in its history; it is named and kept, and `git reset --soft` puts HEAD back on it."""
+    from conftest import GOOD
+
+    root = project
+    (root / "notes.md").write_text("the user's last commit\n")
+    git(root, "add", "notes.md")
+    git(root, "commit", "-qm", "the user's")
+    old = git(root, "rev-parse", "HEAD").strip()
+    scenario({"commands": [rewrite], "write": {"calc.py": GOOD}})
+    r = _passing_run(root, "--json")
+    effects = json.loads(r.stdout)["attempts"][0]["side_effects"]
+    line = [e for e in effects if "is no longer in HEAD's history" in e]
+    assert len(line) == 1 and old[:12] in line[0], effects
+    kept = line[0].split("kept as ", 1)[1].split()[0]
+    assert kept.startswith("refs/acr/put-aside/") and kept.endswith("/HEAD")
+    assert git(root, "rev-parse", kept).strip() == old != git(root, "rev-parse", "HEAD").strip()
+    subprocess.run(_command_in(line[0], "git reset --soft"), shell=True, cwd=root, check=True)
+    assert git(root, "rev-parse", "HEAD").strip() == old
+    assert (root / "calc.py").read_text() == GOOD  # the agent's work stays
+
+
+def test_a_passing_attempt_that_commits_its_work_says_so(project, fakes_on_path, scenario):
+    """New commits on HEAD lose nothing (no ref kept aside), but they are not in the uncommitted diff: named."""
+    from conftest import GOOD
+
+    root = project
+    old = git(root, "rev-parse", "HEAD").strip()
+    scenario({"commands": [["sh", "-c", f"printf '{GOOD}' > calc.py && git commit -qam fix"]]})
+    r = _passing_run(root, "--json")
+    effects = json.loads(r.stdout)["attempts"][0]["side_effects"]
+    assert [e for e in effects if e.startswith(f"made 1 commit(s) on HEAD ({old[:12]}..")], effects
+    assert not git(root, "for-each-ref", "refs/acr/put-aside")
 
 
 def test_a_file_outside_changed_through_a_symlink_is_reported(project, tmp_path):
