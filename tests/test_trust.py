@@ -128,6 +128,10 @@ def test_an_untrusted_project_file_cannot_widen_permissions_or_beat_the_users_se
     assert "danger-full-access" not in " ".join(argv) and "read-only" in argv
     assert "permissions = 'full'" in r.stderr and "max_attempts = 3" in r.stderr  # said, with why
     assert json.loads(r.stdout)["attempts"][0]["verdict"] == "passed"  # its verify (not a user setting) ran
+    assert acr("config", "set", "share_prompts", "false").returncode == 0
+    _toml(project, "share_prompts = true\n")  # what leaves the machine is the user's to say
+    out = json.loads(acr("config", "show", "--json", cwd=project).stdout)
+    assert out["settings"]["share_prompts"]["value"] is False and "share_prompts" in out["ignored"]
 
 
 def test_an_untrusted_profile_file_runs_nothing_in_doctor_and_trust_is_per_content(project, fakes_on_path, tmp_path):
