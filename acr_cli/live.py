@@ -100,6 +100,13 @@ class AttemptLog:
         except (OSError, ValueError) as e:
             self._stop(e)
 
+    def tell(self) -> int:
+        """Bytes in the file so far: process.run's budget for the output it logs counts them."""
+        try:
+            return self._f.tell() if self._f is not None else 0
+        except (OSError, ValueError):
+            return 0
+
     def _stop(self, e: Exception) -> None:
         self.problem = self.problem or f"logging stopped: {getattr(e, 'strerror', None) or e}"
         f, self._f = self._f, None

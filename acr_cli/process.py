@@ -13,6 +13,13 @@
   dropped), so memory stays bounded whatever the output; lines are written
   (redacted) to the attempt's log file and handed to a callback for the live
   view;
+* the log is bounded by what is written to it: once a line would take the
+  file past ``log_max_bytes`` (:data:`LOG_MAX_BYTES`), counted in bytes as
+  written (each line's ``[out] `` tag, redaction and UTF-8 included, and the
+  file's size when the run began, so an agent's output and then the
+  verifier's share one budget), no more output is logged, after one note
+  saying so; the pipes keep being drained, so a flood of tiny lines neither
+  blocks the child nor makes the file larger than the cap and that note;
 * a log that cannot be written (a full disk...) stops being written for the
   rest of the run, the pipes keep being drained so the agent never blocks, and
   :attr:`ProcessResult.log_problem` says so;
@@ -71,7 +78,7 @@ KILL_GRACE_S = 3.0  # SIGTERM to SIGKILL, on timeout or Ctrl-C
 LEFTOVER_GRACE_S = 1.0  # the same for what an agent that exited left running
 KILL_ROUNDS = 20  # SIGKILL rounds for processes that keep forking while being killed
 LEFTOVERS_SHOWN = 50  # processes named in ProcessResult.leftovers; more are counted
-LOG_MAX_BYTES = 64 * 2**20  # per stream and attempt: a runaway agent must not fill the disk
+LOG_MAX_BYTES = 64 * 2**20  # an attempt's log file, as written: a runaway agent must not fill the disk
 KEEP_HEAD_BYTES = 2 * 2**20  # of a stream, kept in memory for parsing: its start (session, model)...
 KEEP_TAIL_BYTES = 16 * 2**20  # ...and its end (the result, the usage)
 LINE_MAX_BYTES = 2**20  # a longer line is cut: its first LINE_MAX_BYTES bytes are kept
@@ -151,12 +158,16 @@ def run(
     log: IO[str] | None = None,
     stdin_text: str | None = None,
     marker: str | None = None,
+    log_max_bytes: int = LOG_MAX_BYTES,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) and wait, bounded by ``timeout`` seconds.
 
     ``marker``: put ``ACR_ATTEMPT=<marker>`` in the child's environment; every descendant inherits it
     (unless it scrubs its environment), which is how the run's processes are found again, by this
     run and, after acr itself was killed, by :func:`find_marked`. It should be unique to the run.
+
+    ``log``: the output is written there line by line until the file holds ``log_max_bytes`` bytes (its
+    position when the run starts counts: what was written to it before this run is part of the file).
 
     When the child has ended (it exited, the timeout came, or Ctrl-C), every process of the run is
     ended too and named in ``leftovers`` (see the module docstring for what holds on Linux and on
@@ -171,7 +182,8 @@ def run(
     watch = _Watch(marker)  # before the child starts: acr's own children from before are not the run's
     watch.reaper = _subreaper_enter()
     try:
-        return _run(argv, cwd, child_environment, timeout, on_line, log, stdin_text, watch, start)
+        return _run(argv, cwd, child_environment, timeout, on_line, _LogSink(log, log_max_bytes), stdin_text, watch,
+                    start)
     finally:
         if watch.reaper:
             _subreaper_exit()
@@ -193,29 +205,56 @@ def program(name: str, env: Mapping[str, str], cwd: Path | str | None = None) ->
     return shutil.which(name, path=path) or name
 
 
+class _LogSink:
+    """Where one run writes its output: the log file, bounded in bytes as written (see run()). Once a line
+    would take the file past ``limit``, one note says so and nothing more of the run's output is written.
+    A write that fails (a full disk, an I/O error, a closed file) ends logging too; ``problem`` says why.
+    Called under the run's lock."""
+
+    def __init__(self, log: IO[str] | None, limit: int):
+        self.log, self.limit = log, limit
+        self.size = _position(log) if log is not None else 0  # bytes in the file so far
+        self.full = False
+        self.problem: str | None = None
+        self.redactors = {"out": LineRedactor(), "err": LineRedactor()}  # a key block spans lines: one per stream
+
+    def write(self, name: str, line: str) -> None:
+        if self.log is None or self.full or self.problem:
+            return
+        try:
+            entry = f"[{name}] {self.redactors[name].line(line)}\n"
+            size = len(entry) if entry.isascii() else len(entry.encode("utf-8", "replace"))
+            if self.size + size > self.limit:
+                self.full = True
+                self.log.write(f"[{name}] ... (the log reached {_bytes(self.limit)}, acr's limit for an attempt's "
+                               "log: the rest is not logged)\n")
+            else:
+                self.log.write(entry)
+                self.size += size
+        except Exception as e:  # a full disk, an I/O error, a closed file: stop logging, keep draining
+            why = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or type(e).__name__)
+            self.problem = f"logging stopped: {why}"
+
+
+def _position(log: IO[str]) -> int:
+    """The log file's size so far (its position; acr's logs are written from the start or appended to), 0 when
+    it cannot tell (a pipe)."""
+    try:
+        return max(0, int(log.tell()))
+    except (AttributeError, OSError, ValueError, TypeError):
+        return 0
+
+
+def _bytes(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n:,} bytes"
+
+
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
-         log: IO[str] | None, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
+         log: _LogSink, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
     out_lines = _Capture()
     err_lines = _Capture()
     lock = threading.Lock()
-    logged = {"out": 0, "err": 0}
-    log_problem: list[str] = []  # set once, by the first failed write
-    redactors = {"out": LineRedactor(), "err": LineRedactor()}  # a key block spans lines: one per stream
     done = threading.Event()  # run() has returned: keep draining, keep nothing
-
-    def write_log(name: str, line: str, size: int) -> None:
-        if log is None or log_problem or logged[name] > LOG_MAX_BYTES:
-            return
-        try:
-            logged[name] += size
-            if logged[name] > LOG_MAX_BYTES:
-                log.write(f"[{name}] ... (acr logs the first {LOG_MAX_BYTES >> 20} MiB of a stream; "
-                          "the rest is not logged)\n")
-            else:
-                log.write(f"[{name}] {redactors[name].line(line)}\n")
-        except Exception as e:  # a full disk, an I/O error, a closed file: stop logging, keep draining
-            why = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or type(e).__name__)
-            log_problem.append(f"logging stopped: {why}")
 
     def pump(stream: IO[bytes], name: str, sink: _Capture) -> None:
         try:
@@ -230,14 +269,11 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                     continue
                 try:
                     line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    size = len(raw)
                     if cut:
-                        note = f" [... line cut: {cut} bytes dropped]"
-                        line += note
-                        size += len(note)
+                        line += f" [... line cut: {cut} bytes dropped]"
                     sink.append(line)
                     with lock:
-                        write_log(name, line, size)
+                        log.write(name, line)
                         if on_line is not None:
                             try:
                                 on_line(name, line)
@@ -324,7 +360,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
         interrupted = True
     done.set()
     result = ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(), time.monotonic() - start,
-                           timed_out=timed_out, leftovers=leftovers, log_problem=log_problem[0] if log_problem else None)
+                           timed_out=timed_out, leftovers=leftovers, log_problem=log.problem)
     if cancelled or interrupted:
         result.cancelled = True
         raise Cancelled(result) from None

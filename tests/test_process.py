@@ -69,18 +69,56 @@ def test_stdin_text_is_delivered_then_closed(tmp_path):
 
 
 def test_a_flood_of_output_is_bounded_in_memory_and_in_the_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(process, "LOG_MAX_BYTES", 100_000)
     monkeypatch.setattr(process, "KEEP_HEAD_BYTES", 20_000)
     monkeypatch.setattr(process, "KEEP_TAIL_BYTES", 50_000)
     code = "print('FIRST'); [print('x' * 99) for _ in range(20000)]; print('LAST')"  # 2 MB
     log = tmp_path / "log"
     with open(log, "w") as f:
-        r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=60, log=f)
+        r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=60, log=f, log_max_bytes=100_000)
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
     assert lines[0] == "FIRST" and lines[-1] == "LAST"  # what parsers need: the start and the end
     assert len(r.stdout) < 80_000
     assert log.stat().st_size < 110_000 and "the rest is not logged" in log.read_text()
+
+
+def _note_bytes(log: Path) -> int:
+    """The size of the note that ends a full log (its last line)."""
+    return len(log.read_bytes().splitlines(keepends=True)[-1])
+
+
+def test_the_log_cap_counts_the_bytes_written_not_the_bytes_read(tmp_path):
+    # 1 MB of one-byte lines: each is logged as "[out] x\n", four times its size, and the same for
+    # characters that take more bytes in UTF-8 than in the output (an invalid byte is logged as U+FFFD)
+    cap = 100_000
+    code = ("import sys; w = sys.stdout.buffer.write; [w(b'x\\n') for _ in range(300000)]; "
+            "[w(b'\\xff\\n') for _ in range(200000)]; w(b'LAST\\n')")
+    log = tmp_path / "log"
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("--- agent: a header acr wrote first\n")
+        r = process.run([sys.executable, "-c", code], cwd=tmp_path, timeout=60, log=f, log_max_bytes=cap)
+    assert r.exit_code == 0 and not r.timed_out and r.log_problem is None
+    assert r.stdout.splitlines()[-1] == "LAST"  # drained to the end after the cap
+    text = log.read_text()
+    assert text.startswith("--- agent: a header acr wrote first\n")
+    assert text.endswith("the rest is not logged)\n") and text.count("the rest is not logged") == 1
+    assert log.stat().st_size <= cap + _note_bytes(log)
+    assert log.stat().st_size > cap - 100  # ...and the cap is used: lines are logged up to it
+
+
+def test_a_full_log_takes_one_note_from_each_later_run(tmp_path):
+    # the agent's run fills the log; the verifier's, on the same file, adds its note and nothing else
+    cap = 50_000
+    log = tmp_path / "log"
+    flood = [sys.executable, "-c", "import sys; [print(i) for i in range(100000)]; print('x' * 500, file=sys.stderr)"]
+    with open(log, "w", encoding="utf-8") as f:
+        process.run(flood, cwd=tmp_path, timeout=60, log=f, log_max_bytes=cap)
+        f.flush()
+        size = log.stat().st_size
+        assert size <= cap + _note_bytes(log)
+        process.run(flood, cwd=tmp_path, timeout=60, log=f, log_max_bytes=cap)
+    assert log.stat().st_size == size + _note_bytes(log)
+    assert log.read_text().count("the rest is not logged") == 2
 
 
 # --- Every process of a run ends with it -------------------------------------------------------------------

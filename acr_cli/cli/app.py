@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 from acr_cli import __version__
 from acr_cli.cli import bench, common, config, doctor, init, memory, profiles, recover, run, show, trust
 from acr_cli.cli.common import JSON_META, json_error, report_crash, report_error
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PIPE_CLOSED, AcrError, MemoryFileError, Reported
 
 
@@ -40,7 +41,7 @@ class AcrGroup(TyperGroup):
         except KeyboardInterrupt:  # Ctrl-C in a command with nothing to undo (a replay, a download)
             from acr_cli import interrupts
 
-            typer.echo("acr: cancelled", err=True)
+            echo("acr: cancelled", err=True)
             if as_json():
                 json_error("cancelled", None, interrupts.exit_code())
             raise typer.Exit(interrupts.exit_code()) from None
@@ -144,7 +145,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"acr {__version__}")
+        echo(f"acr {__version__}")
         raise typer.Exit()
 
 

@@ -9,6 +9,7 @@ from typing import Callable, Iterator, List, Optional
 import typer
 
 from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, console, finite, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
 from acr_cli.routing import registry
 
@@ -94,7 +95,7 @@ def replay(
     interrupts.install()
     try:
         with _progress_bar() as on_progress:
-            doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: typer.echo(f"acr: {m}", err=True))
+            doc = run_replays(req, on_progress=on_progress, on_notice=lambda m: echo(f"acr: {m}", err=True))
     finally:
         interrupts.uninstall()
     render(doc, json_out=json_out, csv_out=csv_out, md_out=md_out, plot=plot,
@@ -190,11 +191,11 @@ def download(
 
         got = data.download(files, target, revision=revision, progress=progress, force=force)
     for p in got:
-        typer.echo(f"ok  {p}")
+        echo(f"ok  {p}")
     if dest is None:
-        typer.echo(f"{len(got)} files in {target}; `acr bench replay ood176` now works without --data-dir")
+        echo(f"{len(got)} files in {target}; `acr bench replay ood176` now works without --data-dir")
     else:
-        typer.echo(f"{len(got)} files in {target}; replay them with `--data-dir {target}` "
-                   f"(or set ACR_BENCH_DATA={target})")
-    typer.echo("The paper's reference outputs (reference/: ACRouter's decisions and group map) are not part of "
-               "the dataset; copy them into that folder from the paper's release to replay them.")
+        echo(f"{len(got)} files in {target}; replay them with `--data-dir {target}` "
+             f"(or set ACR_BENCH_DATA={target})")
+    echo("The paper's reference outputs (reference/: ACRouter's decisions and group map) are not part of "
+         "the dataset; copy them into that folder from the paper's release to replay them.")

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from acr_cli.cli.common import console, print_json
+from acr_cli.cli.terminal import echo, terminal_safe
 from acr_cli.errors import AcrError
 
 
@@ -24,7 +25,7 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
     elif csv_out:
         sys.stdout.write(report.to_csv(doc))
     elif md_out:
-        sys.stdout.write(report.markdown(doc))
+        sys.stdout.write(terminal_safe(report.markdown(doc)))  # (a results folder names its arms)
     else:
         con = console()
         con.print(report.rich_table(doc, con.width))
@@ -41,11 +42,10 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
             con.print(f"[dim]stored as replay {doc.get('group')}: `acr bench report {doc.get('group')}{where}`[/]")
     if csv_out or md_out:  # the table and JSON carry the warnings; CSV and markdown have no place for them
         for w in doc.get("warnings") or []:
-            print(f"acr: warning: {w}", file=sys.stderr)
+            echo(f"acr: warning: {w}", err=True)
     if doc.get("not_stored"):
-        print(f"acr: warning: the replay was not stored, so `acr bench report` cannot show it again: "
-              f"{doc['not_stored']}\n  hint: replay with --memory FILE to keep it in a file of your choice",
-              file=sys.stderr)
+        echo(f"acr: warning: the replay was not stored, so `acr bench report` cannot show it again: "
+             f"{doc['not_stored']}\n  hint: replay with --memory FILE to keep it in a file of your choice", err=True)
     if plot:  # after the figures: a plot that fails must not lose them
         report.plot(doc.get("curves") or {}, plot, f"{doc['title']}: cumulative regret ({doc['order']})")
-        print(f"plot written to {plot}", file=sys.stderr)
+        echo(f"plot written to {plot}", err=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from acr_cli.cli.terminal import echo, json_safe
 from acr_cli.errors import EXIT_INTERNAL, AcrError, MemoryFileError
 
 MEMORY_HELP = ("Memory file, or a team's postgresql:// URL (default: ACR_MEMORY, else a URL in .acr.toml, "
@@ -45,8 +46,8 @@ def open_memory(memory: str | Path | None, create: bool = True, read_only: bool 
             local = paths().local_copy(path)
             if not (local_copy and e.away):  # a wrong URL or password is for the user to fix, not to show past
                 raise
-            typer.echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
-                       "machine's own runs", err=True)
+            echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
+                 "machine's own runs", err=True)
             return Memory.open(local, read_only=True) if local.exists() else Memory.open(":memory:")
     if not create and not path.exists():
         if source == "default":
@@ -63,19 +64,6 @@ def open_local_memory(read_only: bool = False, memory: str | None = None):
     return open_memory(str(path), create=False, read_only=read_only) if path.exists() else None
 
 
-def terminal_safe(text: str) -> str:
-    """``text`` from memory, an agent or a verifier, safe to print on a terminal: control characters (an
-    escape sequence that retitles the window or clears the screen) and bidirectional overrides shown as
-    ``\\xNN`` / ``\\uNNNN``; tabs and newlines stay; a carriage return is a newline, so nothing can
-    overwrite a line (a CRLF line ends as a line does; a redrawn progress line shows each draw)."""
-    import re
-
-    text = text.replace("\r\n", "\n").replace("\r", "\n")  # CRLF lines, and progress that redraws a line
-    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
-                  lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                  text)
-
-
 PIPE_WIDTH = 4096  # columns of output that goes to a pipe or a file: wide enough that no line is cut
 
 
@@ -83,15 +71,16 @@ def console(stderr: bool = False):
     """A rich Console on stdout (or stderr). On a terminal it wraps at the terminal's width; into a pipe or a
     file (``| less``, ``> out.txt``, a CI log) lines stay whole unless COLUMNS says otherwise: rich would
     otherwise wrap and cut at 80 columns, or at the width of a terminal on another stream, splitting the
-    commands, run ids and arm names people copy from it."""
+    commands, run ids and arm names people copy from it. Whatever it prints is made terminal-safe
+    (acr_cli/cli/terminal.py)."""
     import os
 
-    from rich.console import Console
+    from acr_cli.cli import terminal
 
     width = None
     if not _is_terminal(sys.stderr if stderr else sys.stdout) and not os.environ.get("COLUMNS", "").isdigit():
         width = PIPE_WIDTH
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    return terminal.console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def _is_terminal(stream) -> bool:
@@ -110,13 +99,14 @@ def forget_printed_json() -> None:
 
 
 def print_json(obj: Any) -> None:
-    """JSON that strict parsers (jq, JSON.parse) accept: a non-finite number is written as null."""
+    """JSON that strict parsers (jq, JSON.parse) accept: a non-finite number is written as null; no control
+    character or bidirectional override is written raw (json_safe)."""
     global _printed_json
     if sys.stdout is None:  # stdout closed (`>&-`): nobody to read it; the command's work is done
         return
     _printed_json = True
-    sys.stdout.write(json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, default=str,
-                                allow_nan=False) + "\n")
+    sys.stdout.write(json_safe(json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, default=str,
+                                          allow_nan=False)) + "\n")
 
 
 def _finite_or_null(obj: Any) -> Any:
@@ -138,9 +128,9 @@ def finite(value: float | None) -> float | None:
 
 def report_error(e: AcrError, as_json: bool = False) -> None:
     """The error on stderr; with ``--json`` also on stdout (:func:`json_error`)."""
-    typer.echo(f"acr: error: {e.message}", err=True)
+    echo(f"acr: error: {e.message}", err=True)  # a message may quote an agent's or a verifier's output
     if e.hint:
-        typer.echo(f"  hint: {e.hint}", err=True)
+        echo(f"  hint: {e.hint}", err=True)
     if as_json:
         json_error(e.message, e.hint, e.exit_code)
 
@@ -152,8 +142,8 @@ def json_error(message: str, hint: str | None, exit_code: int) -> None:
     if sys.stdout is None or _printed_json:
         return
     try:
-        sys.stdout.write(json.dumps({"error": {"message": message, "hint": hint or None, "exit_code": exit_code}},
-                                    ensure_ascii=False) + "\n")
+        sys.stdout.write(json_safe(json.dumps({"error": {"message": message, "hint": hint or None,
+                                                         "exit_code": exit_code}}, ensure_ascii=False)) + "\n")
         sys.stdout.flush()
     except (OSError, ValueError):  # the reader left, a full device, a closed stdout: stderr has said it
         pass
@@ -171,8 +161,8 @@ def report_crash(e: BaseException, as_json: bool = False) -> int:
     except OSError:
         traceback.print_exception(type(e), e, e.__traceback__)
     message, hint = f"{type(e).__name__}: {redact(str(e))}", f"this is a bug in acr; the traceback is in {where}"
-    typer.echo(f"acr: internal error: {message}", err=True)
-    typer.echo(f"  {hint}", err=True)
+    echo(f"acr: internal error: {message}", err=True)
+    echo(f"  {hint}", err=True)
     if as_json:
         json_error(f"internal error: {message}", hint, EXIT_INTERNAL)
     return EXIT_INTERNAL

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from acr_cli.cli.common import JSON_HELP, load_profile, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
 
 app = typer.Typer(help="User settings in <config>/config.toml (project settings go in .acr.toml).",
@@ -55,18 +56,18 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
                     "project_trusted": s.trusted if s.project_file else None, "ignored": s.ignored,
                     "settings": rows, "profile_error": problem})
         return
-    typer.echo(f"user config: {p.config_file}")
+    echo(f"user config: {p.config_file}")
     trusted = "" if not s.project_file else (" (trusted)" if s.trusted else " (not trusted: `acr trust` trusts it)")
-    typer.echo(f"project config: {s.project_file or '(no .acr.toml)'}{trusted}")
+    echo(f"project config: {s.project_file or '(no .acr.toml)'}{trusted}")
     for k, r in rows.items():
         shown = "-" if r["value"] is None else str(r["value"])
         if k == "verify" and r["value"] is None and r["source"] != "default":
             shown = "(none: no verifier)"  # `verify = ""`: set on purpose, as `--verify ""`
-        typer.echo(f"  {k:15} {shown:30} ({r['source']})")
+        echo(f"  {k:15} {shown:30} ({r['source']})")
     for why in s.ignored.values():
-        typer.echo(f"  ignored from the untrusted project file: {why}")
+        echo(f"  ignored from the untrusted project file: {why}")
     if problem:
-        typer.echo(f"(the profile could not be loaded: {problem})", err=True)
+        echo(f"(the profile could not be loaded: {problem})", err=True)
 
 
 @app.command("set", context_settings={"ignore_unknown_options": True})  # `max_cost -1` is a value, not an option
@@ -85,7 +86,7 @@ def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
         from acr_cli.memory.postgres import masked
 
         v = masked(v)  # a URL's password is not echoed back
-    typer.echo(f"{key} = {v!r} in {p.config_file}{note}")
+    echo(f"{key} = {v!r} in {p.config_file}{note}")
 
 
 @app.command()
@@ -97,4 +98,4 @@ def unset(key: str = typer.Argument(..., help="Setting name.")) -> None:
     from acr_cli.config import unset_user_value
 
     p = paths()
-    typer.echo(f"removed {key}" if unset_user_value(p.config_file, key) else f"{key} was not set")
+    echo(f"removed {key}" if unset_user_value(p.config_file, key) else f"{key} was not set")

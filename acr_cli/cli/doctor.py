@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, console, load_profile, open_memory, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PROBLEMS, AcrError, MemoryFileError, Reported
 
 
@@ -324,7 +325,7 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
     out = []
     for n in names:
         if not quiet:
-            typer.echo(f"checking {n}...", err=True)
+            echo(f"checking {n}...", err=True)
         out.append(asdict(check_agent(n, timeout=timeout)))
     return out
 

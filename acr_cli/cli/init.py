@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from acr_cli.cli.common import JSON_HELP, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PROBLEMS, AcrError, ConfigError, Reported
 
 BUILTIN_SOURCES = ("balanced", "quality", "cheap")  # where known models' prices and priors come from, in order
@@ -87,7 +88,6 @@ def init(
 
 
 def _print(out: dict) -> None:
-    echo = typer.echo
     for k in out["kept"]:
         echo(f"  ✓ {k['arm']}" + ("" if k["state"] == "ready" else f"  (unknown: {k['reason']})"))
     for k in out["left_out"]:

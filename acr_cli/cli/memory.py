@@ -23,6 +23,7 @@ from acr_cli.cli.common import (
     print_json,
     task_state,
 )
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
 
 app = typer.Typer(help="What acr has learned (show), what happened (log), and moving memory around.",
@@ -131,8 +132,8 @@ def log(
         return
     from rich.text import Text
 
-    from acr_cli.cli.common import terminal_safe
     from acr_cli.cli.render import MARK, VERDICT_STYLE
+    from acr_cli.cli.terminal import terminal_safe
 
     for t in tasks:
         state = task_state(t)
@@ -179,7 +180,7 @@ def export_(
         else:
             with atomic_write(output) as f:
                 n = mem.export(f)
-            typer.echo(f"wrote {n} records to {output}", err=True)
+            echo(f"wrote {n} records to {output}", err=True)
     finally:
         mem.close()
 
@@ -225,7 +226,7 @@ def import_(
             e.message = f"{source}: {e.message}"
         raise
     mem.close()
-    typer.echo(f"imported {added} records, skipped {skipped} already present")
+    echo(f"imported {added} records, skipped {skipped} already present")
 
 
 @app.command()
@@ -263,15 +264,15 @@ def sync(
     if json_out:
         print_json({"server": team.label, **result.to_json()})
     else:
-        typer.echo(f"{team.label}: uploaded {result.uploaded} task(s) ({result.already} were already there), "
-                   f"copied {result.downloaded} of the team's; {result.pending} pending")
+        echo(f"{team.label}: uploaded {result.uploaded} task(s) ({result.already} were already there), "
+             f"copied {result.downloaded} of the team's; {result.pending} pending")
     if result.error:
         raise AcrError(f"the sync stopped: {result.error}", hint="run `acr memory sync` again when the server is back")
     if result.refused:  # the others went; these wait, and the exit status says that not everything did
         from acr_cli.cli.render import refused_line
 
         for r in result.refused:
-            typer.echo(f"acr: warning: {refused_line(r)}", err=True)
+            echo(f"acr: warning: {refused_line(r)}", err=True)
         raise typer.Exit(1)
 
 
@@ -371,8 +372,8 @@ def forget(
         mem.close()
         if local is not None:
             local.close()
-    typer.echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else "")
-               + (f"; removed the logs of {orphans} task(s) no longer in memory" if orphans else ""))
+    echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else "")
+         + (f"; removed the logs of {orphans} task(s) no longer in memory" if orphans else ""))
     missing = len(task_ids or []) - n - orphans if not (all_ or bench) else 0
     if missing:
         raise AcrError(f"{missing} of the given task ids {'was' if missing == 1 else 'were'} not in memory",

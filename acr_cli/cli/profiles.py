@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from acr_cli.cli.common import JSON_HELP, console, fmt_money, load_profile, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_USAGE, AcrError, Reported
 
 app = typer.Typer(help="Routing profiles: the arms acr may use, prices, priors, order and settings.",
@@ -101,24 +102,24 @@ def validate(
     for n in names:
         try:
             prof = profiles.load(n, p.profiles_dir)
-            typer.echo(f"ok  {prof.path} ({len(prof.arms)} arms)")
+            echo(f"ok  {prof.path} ({len(prof.arms)} arms)")
         except AcrError as e:
             bad += 1
-            typer.echo(f"acr: error: {e.message}", err=True)
+            echo(f"acr: error: {e.message}", err=True)
             continue
         for where, kind in _kind_keys(prof):
             if kind not in known:
                 import difflib
 
                 close = difflib.get_close_matches(kind, sorted(known), n=1)
-                typer.echo(f"acr: warning: {prof.path}: {where}: {kind!r} is not a task kind acr knows, so it never "
-                           f"applies" + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
+                echo(f"acr: warning: {prof.path}: {where}: {kind!r} is not a task kind acr knows, so it never "
+                     f"applies" + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
         no_price = profiles.unpriced(prof)
         if no_price:
-            typer.echo(f"acr: warning: {prof.path}: no price for {', '.join(no_price)}, neither here nor in the price "
-                       "catalog: the learned router cannot tell what an attempt costs until it has seen one (their "
-                       "cost shows as unknown, and --max-cost cannot stop their first attempt); add "
-                       "price: {input: USD, output: USD} per 1M tokens", err=True)
+            echo(f"acr: warning: {prof.path}: no price for {', '.join(no_price)}, neither here nor in the price "
+                 "catalog: the learned router cannot tell what an attempt costs until it has seen one (their "
+                 "cost shows as unknown, and --max-cost cannot stop their first attempt); add "
+                 "price: {input: USD, output: USD} per 1M tokens", err=True)
     if bad:
         raise Reported(EXIT_USAGE)
 

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from acr_cli.cli.common import JSON_HELP, open_memory, print_json, project_dir
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError, WorkspaceError
 
 
@@ -105,22 +106,22 @@ def recover(
         print_json(out)
         return
     if not found:
-        typer.echo(f"nothing to recover: no interrupted acr run left a checkpoint in {ws.root}")
+        echo(f"nothing to recover: no interrupted acr run left a checkpoint in {ws.root}")
     elif list_:
         for n in found:
-            typer.echo(n)
+            echo(n)
     elif out["discarded"]:
-        typer.echo(f"deleted {len(out['discarded'])} checkpoint(s); the work tree is unchanged")
+        echo(f"deleted {len(out['discarded'])} checkpoint(s); the work tree is unchanged")
     else:
         if out["killed"]:
-            typer.echo(f"ended the killed run's processes: {', '.join(map(str, out['killed']))}")
-        typer.echo(f"restored the work tree from checkpoint {out['restored']}; what it held just before is saved "
-                   f"as {out['saved_as']} (`git checkout {out['saved_as']} -- .` brings it back)")
-        for line in report.lines():
-            typer.echo(line)
+            echo(f"ended the killed run's processes: {', '.join(map(str, out['killed']))}")
+        echo(f"restored the work tree from checkpoint {out['restored']}; what it held just before is saved "
+             f"as {out['saved_as']} (`git checkout {out['saved_as']} -- .` brings it back)")
+        for line in report.lines():  # (each names paths and refs: a newline in one is shown escaped)
+            echo(line, one_line=True)
         left = [n for n in found if n != out["restored"]]
         if left:
-            typer.echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")
+            echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")
 
 
 def _close_tasks(task_ids: list[str]) -> int:

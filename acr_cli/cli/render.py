@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from acr_cli.cli.common import console, fmt_money, fmt_pct, terminal_safe
+from acr_cli.cli.common import console, fmt_money, fmt_pct
+from acr_cli.cli.terminal import echo, terminal_safe
 
 
 def redact(text: str | None) -> str | None:
@@ -17,6 +18,14 @@ def redact(text: str | None) -> str | None:
     from acr_cli.redact import redact as mask
 
     return terminal_safe(mask(text)) if text else text
+
+
+def listed(sentences: list[str]) -> str:
+    """What the workspace reports (side effects: sentences that name files and refs), on one line: a
+    newline in a name the attempt made is shown as its escape, not as a line that may read like acr's."""
+    from acr_cli.redact import redact as mask
+
+    return "; ".join(terminal_safe(mask(s), one_line=True) for s in sentences)
 
 
 VERDICT_STYLE = {"passed": "green", "unverified": "cyan", "failed": "red", "error": "yellow", "timeout": "magenta",
@@ -76,7 +85,7 @@ class LiveView:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
                 if fb.side_effects:  # .git's files, refs, new ignored files: not in any diff, so say what it did
                     self.con.print("  [dim]besides the work tree, the rollback undid:[/] "
-                                   + escape(redact("; ".join(fb.side_effects)) or ""), highlight=False)
+                                   + escape(listed(fb.side_effects)), highlight=False)
             if fb.health:
                 self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
 
@@ -133,11 +142,14 @@ def print_baseline(base, verify: str, quiet: bool = False) -> None:
 
 
 def diffstat_lines(diffstat: list) -> list[str]:
-    """``calc.py | +2 -1`` per file, and a total."""
+    """``calc.py | +2 -1`` per file, and a total. A name is shown on its line whatever it holds (an agent
+    names the files it makes): a control character, newline or bidirectional override as its escape."""
     if not diffstat:
         return []
-    width = max(len(p) for p, _, _ in diffstat)
-    rows = [f"  {p.ljust(width)}  " + ("binary" if a is None else f"+{a} -{d}") for p, a, d in diffstat]
+    names = [terminal_safe(p, one_line=True) for p, _, _ in diffstat]
+    width = max(map(len, names))
+    rows = [f"  {name.ljust(width)}  " + ("binary" if a is None else f"+{a} -{d}")
+            for name, (_, a, d) in zip(names, diffstat)]
     added = sum(a or 0 for _, a, _ in diffstat)
     deleted = sum(d or 0 for _, _, d in diffstat)
     return rows + [f"  {len(diffstat)} file(s) changed, +{added} -{deleted}"]
@@ -191,12 +203,12 @@ def print_run_summary(report) -> None:
         elif report.rollback:
             con.print("No file changed.")
         if fb.kept_before:
-            con.print("[yellow]" + escape(fb.kept_before) + "[/]")
+            con.print("[yellow]" + escape(listed([fb.kept_before])) + "[/]")
         if fb.side_effects:  # not in the diff a person reviews: say it, one a line (many hold a command to paste)
             con.print("[yellow]besides the work tree, the attempt changed:[/] [dim](review these: they are in no diff, "
                       "and .git's files can run code on your next git command)[/]")
             for line in fb.side_effects:
-                con.print(Text(f"  - {line}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
+                con.print(Text(f"  - {listed([line])}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
     elif result.cancelled:
         con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
                   f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}.")
@@ -236,15 +248,13 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
     """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
     that cannot be tried now (arm id -> why), listed after the plan. ``similar``: the similar earlier
     tasks read and how they moved each arm's chance (``--explain`` lists them)."""
-    import typer
-
-    typer.echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
-               f" · policy {policy.name}")
+    echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
+         f" · policy {policy.name}")
     if explain:
         for r in ctx.reasons:
-            typer.echo(f"  - {r}")
-        typer.echo(f"  - groups (coarse to fine): {' > '.join(ctx.groups)}")
-        typer.echo("")
+            echo(f"  - {r}")
+        echo(f"  - groups (coarse to fine): {' > '.join(ctx.groups)}")
+        echo("")
     rows = []
     for i, r in enumerate(ranked, 1):
         row = [f"{i}.", r.arm.id]
@@ -257,22 +267,22 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
     head = ["#", "arm"] + (["score", "90% int.", "cost", "reward", "n", "why"] if explain else [])
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
     for row in ([head] if explain else []) + rows:
-        typer.echo("  ".join(c.ljust(w) if j in (1, len(head) - 1) else c.rjust(w)
+        echo("  ".join(c.ljust(w) if j in (1, len(head) - 1) else c.rjust(w)
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     for arm_id, why in (blocked or {}).items():
-        typer.echo(f"  -  {arm_id}: cannot run now: {why}")
+        echo(f"  -  {arm_id}: cannot run now: {why}")
     near, moved = similar
     if explain and near:
-        typer.echo("")
-        typer.echo("similar earlier tasks (each counts as much as it is alike; same project first):")
+        echo("")
+        echo("similar earlier tasks (each counts as much as it is alike; same project first):")
         for n in near:
             t = n.task
             outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
             where = "" if t.same_project else " (other project)"
-            typer.echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(t.prompt[:60])}")
-            typer.echo(f"        {outcome}")
+            echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(t.prompt[:60])}")
+            echo(f"        {outcome}")
         shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
-        typer.echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")
+        echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")
 
 
 def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None:

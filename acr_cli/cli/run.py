@@ -21,6 +21,7 @@ from acr_cli.cli.common import (
     print_json,
     project_dir,
 )
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_NOT_PASSED, AcrError, Reported
 from acr_cli.routing import registry
 
@@ -87,8 +88,7 @@ def _read_stdin(command: str, example: str) -> bytes:
     if sys.stdin is None:
         raise AcrError("`-` reads the request from stdin, but stdin is closed", hint=example)
     if sys.stdin.isatty():  # asked for with `-`: read what the user types, and say how to end it
-        sys.stderr.write(f"acr {command}: type the request, then Ctrl-D on a line of its own\n")
-        sys.stderr.flush()
+        echo(f"acr {command}: type the request, then Ctrl-D on a line of its own", err=True)
     stream = getattr(sys.stdin, "buffer", None)
     try:
         if stream is None:  # a text-only stdin (an embedding program's)
@@ -189,7 +189,7 @@ def run(
     view = LiveView(quiet=quiet)
     try:
         for warning in run.warnings:
-            typer.echo(f"acr: warning: {warning}", err=True)
+            echo(f"acr: warning: {warning}", err=True)
         base = run.baseline()
         if base is not None:
             print_baseline(base, run.verify, quiet=quiet)
@@ -200,7 +200,7 @@ def run(
                                     "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
         report = run.execute(on_event=view.event, on_output=view.output)
     except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
-        typer.echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
+        echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
         if json_out:
             json_error(f"cancelled ({interrupts.describe()}); no attempt was running", None, interrupts.exit_code())
         raise Reported(interrupts.exit_code()) from None
@@ -212,8 +212,8 @@ def run(
         print_run_summary(report)
     result = report.result
     if result.forgotten:
-        typer.echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "
-                   "attempts from then on are not in memory", err=True)
+        echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "
+             "attempts from then on are not in memory", err=True)
     if result.cancelled:
         raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
@@ -263,7 +263,7 @@ def route(
 
     team = for_command(memory, proj, settings)
     if team is not None and team.note:
-        typer.echo(f"acr: warning: {team.note}", err=True)
+        echo(f"acr: warning: {team.note}", err=True)
     mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
     try:
         pol = live_policy(prof, mem, arms=arm_list, policy=policy)

@@ -17,6 +17,7 @@ from acr_cli.cli.common import (
     print_json,
     task_state,
 )
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_NOT_PASSED, AcrError
 
 TASK_HELP = "The task's id (or the start of it, from `acr memory log`). Default: the latest task in this project."
@@ -124,21 +125,17 @@ def _block(text: str | None, indent: str = "    │ ") -> list[str]:
 
 
 def _section(title: str, text: str) -> None:
-    from acr_cli.cli.common import terminal_safe
-
-    typer.echo(f"  {title}:")
+    echo(f"  {title}:")
     for line in _block(text):
-        typer.echo(terminal_safe(line))
+        echo(line)
 
 
 def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them. ``unreadable``:
     memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run")."""
-    from acr_cli.cli.common import terminal_safe
     from acr_cli.cli.render import answer_label, diffstat_lines
 
-    def out(line: str = "") -> None:  # memory's text may hold what a request or an agent planted for a terminal
-        typer.echo(terminal_safe(line))
+    out = echo  # memory's text may hold what a request or an agent planted for a terminal: echo escapes it
     ctx = d["context"]
     out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], 4)} · {d['created_at']}")
     if d["project"]:

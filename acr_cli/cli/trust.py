@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, paths, print_json, terminal_safe
+from acr_cli.cli.common import JSON_HELP, paths, print_json
+from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
 
 
@@ -48,13 +49,13 @@ def trust(
         print_json({"file": str(file), "trusted": trusted, "changed": changed, "sha256": store.digest(file),
                     "settings": settings})
         return
-    name = terminal_safe(str(file))
+    name = str(file)
     if forget:
-        typer.echo(f"{name} is {'no longer' if changed else 'not'} trusted")
+        echo(f"{name} is {'no longer' if changed else 'not'} trusted")
     elif show:
-        typer.echo(f"{name} is {'trusted' if trusted else 'not trusted (`acr trust` trusts it)'}")
+        echo(f"{name} is {'trusted' if trusted else 'not trusted (`acr trust` trusts it)'}")
     else:
-        typer.echo(f"{name} is trusted{' (it was already)' if not changed else ''}; it sets:")
+        echo(f"{name} is trusted{' (it was already)' if not changed else ''}; it sets:")
     if not forget:
         for key, value in settings.items():
-            typer.echo(f"  {key} = {terminal_safe(repr(value))}")
+            echo(f"  {key} = {value!r}")
