@@ -106,7 +106,7 @@ def log(
     since: Optional[str] = typer.Option(None, "--since", help="Only tasks newer than this: 7d, 24h, 30m or a date."),
     kind: Optional[str] = typer.Option(None, "--kind", help="Only this task kind (bug_fix, feature, ...)."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Only tasks where this agent made an attempt."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1, max=2**62, help="At most this many tasks."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many tasks."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
 ) -> None:

@@ -128,7 +128,7 @@ class Reads(Base):
             " WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY t.rowid" if oldest_first else " ORDER BY t.created_at DESC, t.rowid DESC"
         if limit:
-            sql += f" LIMIT {int(limit)}"
+            sql += f" LIMIT {min(int(limit), 2**62)}"  # (a larger LIMIT overflows the database)
         tasks = [dict(r) for r in self.db.execute(sql, params)]
         if tasks:
             by_id = {t["id"]: t for t in tasks}

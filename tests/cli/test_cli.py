@@ -445,8 +445,10 @@ def test_memory_commands_refuse_what_they_cannot_honour(acr_home):
     r = runner.invoke(app, ["memory", "forget", tid, "--bench", "--yes"])
     assert r.exit_code == 2 and "not several" in r.output
     assert tid in invoke("memory", "log").output  # nothing was forgotten
-    r = runner.invoke(app, ["memory", "log", "-n", "99999999999999999999999"])
+    assert tid in invoke("memory", "log", "-n", "99999999999999999999999").output  # more than there are: all
+    r = runner.invoke(app, ["memory", "log", "-n", "0"])
     assert r.exit_code == 2 and "--limit" in r.output
+    assert "4611686018427387904" not in invoke("memory", "log", "--help").output
 
 
 def test_an_arm_listed_twice_is_refused(acr_home):
