@@ -21,8 +21,14 @@ What is masked (replaced by ``[REDACTED]``):
   guessable whatever a log shows. A multi-line value is also masked line by line (a key in an
   environment variable reaches a log one line at a time);
 * well-known token shapes: ``sk-...``, ``sk_live_...``, ``xai-...``,
-  ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``, ``AIza...``,
-  ``hf_...``, JWTs, ``Bearer ...``;
+  ``ghp_...``, ``github_pat_...``, GitLab ``glpat-...`` (and ``gldt-``, ``glrt-``,
+  ``glptt-``... 20 characters or more), ``xox?-...``, Slack ``xapp-...``, ``AKIA...``,
+  ``AIza...``, ``hf_...``, npm ``npm_`` + 36 letters and digits, PyPI
+  ``pypi-Ag...`` (50 characters or more), webhook secrets ``whsec_...`` (24 or
+  more), SendGrid ``SG.`` + 22 + ``.`` + 43, Google ``GOCSPX-...`` (24 or more),
+  Vault ``hvs.``/``hvb.``/``hvr.`` (24 or more), JWTs, ``Bearer ...``. Each needs
+  its token's length after the prefix, so ``npm_config_cache``, ``SG.`` in prose
+  or a file ``hvs.yaml`` stay readable;
 * bare AWS secret access keys: exactly 40 characters of ``[A-Za-z0-9/+]``
   standing alone, with upper case, lower case and digits (a git SHA or any
   other hex digest never has both cases) and not a path (``/Users/Alice/...``);
@@ -101,10 +107,19 @@ _TOKENS = re.compile(
             r"xai-[A-Za-z0-9]{20,}",
             r"gh[pousr]_[A-Za-z0-9]{20,}",
             r"github_pat_[A-Za-z0-9_]{20,}",
-            r"xox[abpors]-[A-Za-z0-9\-]{10,}",
+            # GitLab: personal, deploy, runner, trigger, CI job, OAuth app, feed... tokens; newer ones add .01.<crc>
+            r"gl(?:pat|dt|rt|ptt|cbt|oas|ft|soat|ffct|imt|agent)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+){0,2}",
+            r"xox[abeoprs]-[A-Za-z0-9\-]{10,}",
+            r"xapp-[0-9]+-[A-Za-z0-9\-]{20,}",  # Slack app-level token
             r"AKIA[0-9A-Z]{16}",
             r"AIza[0-9A-Za-z_\-]{30,}",
             r"hf_[A-Za-z0-9]{20,}",
+            r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])",  # 30 random + 6 checksum: never npm_config_cache
+            r"pypi-Ag[A-Za-z0-9_\-]{50,}",  # a macaroon: pypi-AgEIcHlwaS5vcmc... (test.pypi.org: pypi-AgENdGVzd...)
+            r"whsec_[A-Za-z0-9+/=]{24,}",  # Stripe and Svix webhook signing secrets
+            r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",  # SendGrid
+            r"GOCSPX-[A-Za-z0-9_\-]{24,}",  # Google OAuth client secret
+            r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",  # HashiCorp Vault service, batch and recovery tokens
             r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # a JWT (OAuth access tokens)
             r"Bearer [A-Za-z0-9._~+/=\-]{12,}",
         ]

@@ -150,6 +150,41 @@ def test_digests_and_paths_are_not_taken_for_aws_keys(text):
     assert redact(text) == text
 
 
+# Made-up tokens of each vendor's shape (prefix and length).
+VENDOR_TOKENS = [
+    "glpat-Zq8xW2vN4mK7pL9tR3sY",  # GitLab personal access token: 20 after the prefix
+    "glpat-Zq8xW2vN4mK7pL9tR3sYbH6j.01.0f1e2d3c4",  # the newer format, routing part and checksum after dots
+    "gldt-Zq8xW2vN4mK7pL9tR3sY",  # GitLab deploy token
+    "npm_Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2i",  # 36 after the prefix
+    "pypi-AgEIcHlwaS5vcmc" + "CJGZmZjYzE3ZC1hYjQ1LTQ4ZmQtOWM2Ni1lMDBhMmE5Y2I2ZjEAAixbWzEsWyJhY3IiXV1d" * 2,
+    "xapp-1-A0ZQ8XW2VN4-1234567890123-0f1e2d3c4b5a69788796a5b4c3d2e1f0",  # Slack app-level token
+    "whsec_Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0",  # Stripe webhook secret
+    "whsec_Zq8xW2vN4mK7/L9tR3sY+H6jD5cF1gA0==",  # Svix: base64
+    "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",  # SendGrid: 22 and 43
+    "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",  # Google OAuth client secret
+    "hvs.CAESIZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh2cy5",  # Vault service token
+    "hvb.AAAAAQZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2i",  # Vault batch token
+]
+
+
+@pytest.mark.parametrize("token", VENDOR_TOKENS)
+def test_vendor_tokens_are_masked(token):
+    assert redact(f"the deploy used {token} today") == f"the deploy used {MASK} today"
+    assert redact(json.dumps({"text": f"set it to '{token}'"})) == json.dumps({"text": f"set it to '{MASK}'"})
+
+
+@pytest.mark.parametrize("text", [
+    "npm_config_cache=/home/alice/.npm npm_package_version=1.2.3 npm_lifecycle_event=test",
+    "SG. is SendGrid's prefix; SG.send(message) returned 202",
+    "wrote hvs.yaml, hvb.json and hvr.txt",
+    "glpat- tokens expire; a glpat-XXXX placeholder",
+    "pypi-AgEI starts every PyPI token; whsec_ starts a webhook secret; GOCSPX- a client secret",
+    "xapp-1 is an app-level token's first part",
+])
+def test_vendor_prefixes_in_ordinary_text_stay_readable(text):
+    assert redact(text) == text
+
+
 @pytest.mark.parametrize("url, secret", [
     ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXX"),
     ("https://discord.com/api/webhooks/123456789012345678/Abc_DEFghiJKL-mnopQRS", "Abc_DEFghi"),
