@@ -35,11 +35,19 @@ What is masked (replaced by ``[REDACTED]``):
 * webhook URLs: Slack (``hooks.slack.com/services/...``), Discord
   (``discord.com`` / ``discordapp.com`` ``/api/webhooks/...``), Microsoft Teams
   (``*.webhook.office.com``, ``outlook.office.com/webhook/...``), Zapier
-  (``hooks.zapier.com/hooks/...``), and the value (6 characters or more) of a
+  (``hooks.zapier.com/hooks/...``), Telegram bots (``api.telegram.org/bot<id>:<secret>/sendMessage``:
+  the token goes, the method stays), and the value (6 characters or more) of a
   URL's query parameter named token, key, apikey, sig, signature, secret,
   password, passwd, credential or auth, alone or after ``_``, ``-`` or ``.``
   (``?token=``, ``&sig=``, ``access_token=``, ``X-Amz-Signature=``); the host
   and path up to the secret stay readable;
+* Azure connection strings: the value of ``AccountKey=``, ``SharedAccessKey=``
+  and ``SharedAccessSignature=`` (to the next ``;``), and the ``sr=...&sig=...``
+  after ``SharedAccessSignature`` in an Authorization header;
+* passwords on command lines: ``curl -u`` / ``--user`` / ``-U`` / ``--proxy-user``
+  ``user:PASSWORD`` (the user stays; ``curl -u user`` prompts, nothing to mask),
+  and ``mysql`` / ``mysqldump`` / ``mariadb``... ``-pPASSWORD`` and
+  ``--password=PASSWORD`` (``mysql -p`` alone prompts);
 * private keys in PEM form (``-----BEGIN ... PRIVATE KEY-----`` to its END line,
   PGP ``PRIVATE KEY BLOCK`` too), whole; a BEGIN with no END (the text was cut)
   is masked to the end of the text, an END with no BEGIN (the tail of an
@@ -144,8 +152,8 @@ _ASSIGNED_SOURCE = (
     r"((?:api[_-]?key|apikey|secret|token(?!iz)|passw(?:or)?d|passwd|passphrase|p(?<![a-z]p)ass(?![a-z])|"
     r"credentials?|access[_-]?key|private[_-]?key)[\w.-]{0,40}(?:\\?[\"'])?\s*[:=](?:[ \t]|\\t)*(?:\\?[\"'])?|"
     r"\\?\"key\\?\"\s*:\s*\\?\"|"
-    r"a(?<!\wa)uthorization(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest)\s+)?)"
-    r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"
+    r"a(?<!\wa)uthorization(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?:(?:basic|bearer|token|digest|sharedaccesssignature)\s+)?)"
+    r"(?!(?:true|false|null|none)\b|(?:basic|bearer|token|digest|sharedaccesssignature)\s)(?![0-9.]+\b)(?!\[redacted\](?:[\s\"',;&\\]|$))"
     # in quotes, to the same closing quote (a message that says password or token is a label, not a secret)
     # (a backslash inside a value goes with the character after it, a JSON or shell escape, never alone)
     r"((?<=\")(?![^\"\n]*\b(?:passw\w*|passphrase|tokens?)\b)(?![0-9.]+\\?\")(?:[^\"\n\\]|\\[^\"\n]){6,200}?(?=\\?\")|"
@@ -173,6 +181,29 @@ _QUERY_SECRET = re.compile(
     r"([?&#;](?:[\w.-]*[_.-])?(?:token|key|apikey|sig|signature|secret|password|passwd|credential|auth)=)"
     r"(?!\[REDACTED\])[^&#\s\"'<>`]{6,}",
     re.I,
+)
+_TELEGRAM = re.compile(r"(api\.telegram\.org/(?:file/)?bot)[0-9]{5,}:[A-Za-z0-9_\-]{30,}")  # .../bot<id>:<secret>/...
+
+# Azure connection strings (only looked for in text that has "accountkey" or "sharedaccess"): the value of
+# AccountKey=, SharedAccessKey=, SharedAccessSignature= up to the next ";" (a SAS holds "=" and "&"), and a
+# SharedAccessSignature header's "sr=...&sig=..." after a space. A backslash ends it (the \" of a JSON event).
+_AZURE = re.compile(
+    r"((?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*|SharedAccessSignature\s+(?=[^\s\"'<>`;]*sig=))"
+    r"(?!\[REDACTED\])[^;\s\"'<>`\\]+",
+    re.I,
+)
+
+# Passwords given on a command line (only looked for in text that has "curl", "mysql" or "mariadb"):
+# curl -u / --user / -U / --proxy-user USER:PASSWORD (the part after the first colon; quoted, to the
+# closing quote), and mysql's -pPASSWORD / --password=PASSWORD (`mysql -p` alone prompts: nothing to mask).
+_CURL_USER = re.compile(
+    r"(c(?<![\w-]c)url(?![\w-])[^\n;&|]*?\s(?:-[A-Za-z]{0,5}[uU]|--(?:proxy-)?user)(?:[ \t]+|=)?"
+    r"(?:(\\?\")|(\\?'))?[^\s:\"'\\]*:)"
+    r"(?!\[REDACTED\])(?(2)[^\"\n\\]+|(?(3)[^'\n\\]+|(?:[^\s\"'\\]|\\[^\s\"'])+))"
+)
+_MYSQL_PASSWORD = re.compile(
+    r"(m(?<![\w-]m)(?:ysql|ariadb)[\w-]*[^\n;&|]*?\s(?:-p|--password=))"
+    r"(?!\[REDACTED\])(?:'[^'\n]*'|\"[^\"\n]*\"|(?:[^\s\"'\\]|\\[^\s\"'])+)"
 )
 
 # Private keys in PEM form (only looked for in text that has "PRIVATE KEY").
@@ -275,10 +306,19 @@ def redact(text: str | None) -> str | None:
         text = _WEBHOOK.sub(lambda m: m.group(1) + MASK, text)
         text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK, text)
         text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    if "api.telegram.org/" in text:
+        text = _TELEGRAM.sub(lambda m: m.group(1) + MASK, text)
+    if "curl" in text:
+        text = _CURL_USER.sub(lambda m: m.group(1) + MASK, text)
+    if "mysql" in text or "mariadb" in text:
+        text = _MYSQL_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
     text = _TOKENS.sub(lambda m: "Bearer " + MASK if m.group().startswith("Bearer ") else MASK, text)
     if len(text) >= 40:
         text = _B64_RUN.sub(_b64_run, text)
     low = text.lower()  # a quick test for the words _ASSIGNED needs spares most texts its slow scan
+    if "ccountkey" in low or "sharedaccess" in low:
+        text = _AZURE.sub(lambda m: m.group(1) + MASK, text)
+        low = text.lower()
     if "token" in low or "secret" in low or "credential" in low or "authorization" in low or \
             ("key" in low and _KEY_WORD.search(low)) or ("pass" in low and _PASS_WORD.search(low)):
         text = _mask_assigned(text, low)

@@ -204,6 +204,56 @@ def test_webhook_urls_and_secret_query_parameters_are_masked(url, secret):
         assert "&callback=init" in out
 
 
+def test_a_telegram_bot_token_is_masked_and_the_host_and_method_stay():
+    out = redact("curl -s https://api.telegram.org/bot1234567890:AAZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0e/sendMessage -d x=1")
+    assert out == f"curl -s https://api.telegram.org/bot{MASK}/sendMessage -d x=1"
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    ("DefaultEndpointsProtocol=https;AccountName=acrdata;AccountKey=" + "Zq8xW2vN" * 11 + "==;EndpointSuffix=core.windows.net",
+     "Zq8xW2vN", ["AccountName=acrdata;", ";EndpointSuffix=core.windows.net"]),
+    ("Endpoint=sb://acr-bus.servicebus.windows.net/;SharedAccessKey=Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh=",
+     "Zq8xW2vN", ["Endpoint=sb://acr-bus.servicebus.windows.net/;"]),
+    ("BlobEndpoint=https://acr.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&sp=rl"
+     "&se=2030-01-01T00:00:00Z&sig=Zq8xW2vN4mK7pL9tR3sY%3D;", "sp=rl", ["BlobEndpoint=https://acr.blob.core.windows.net/;"]),
+    ("Authorization: SharedAccessSignature sr=acr.servicebus.windows.net&sig=Zq8xW2vN4mK7pL9tR3sY%3D&se=1700000000",
+     "Zq8xW2vN", ["Authorization: SharedAccessSignature "]),
+    (json.dumps({"c": "conn = \"AccountName=a;AccountKey=Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh==\""}), "Zq8xW2vN", []),
+])
+def test_an_azure_connection_string_loses_its_key(text, secret, kept):
+    out = redact(text)
+    assert secret not in out and MASK in out and all(k in out for k in kept)
+    if text.startswith("{"):
+        json.loads(out)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("curl -u alice:Hunter2-horse https://api.example.com", "curl -u alice:{} https://api.example.com"),
+    ("curl --user alice:Hunter2-horse -X POST https://x", "curl --user alice:{} -X POST https://x"),
+    ("curl --user=alice:Hunter2-horse https://x", "curl --user=alice:{} https://x"),
+    ("curl -ualice:Hunter2 https://x", "curl -ualice:{} https://x"),
+    ("curl -sSu 'alice:my pass phrase' https://x", "curl -sSu 'alice:{}' https://x"),
+    ("curl -U proxyuser:Pr0xyPass https://x", "curl -U proxyuser:{} https://x"),
+    (json.dumps({"command": 'curl -u "alice:my pw" https://x'}), json.dumps({"command": 'curl -u "alice:{}" https://x'})),
+    ("mysql -h db -u root -pS3cretPw appdb", "mysql -h db -u root -p{} appdb"),
+    ("mysql --user=root --password=pw1 -P3306", "mysql --user=root --password={} -P3306"),
+    ("mysqldump -uroot -p'my pass' appdb > dump.sql", "mysqldump -uroot -p{} appdb > dump.sql"),
+])
+def test_a_password_on_a_command_line_is_masked(text, shown):
+    assert redact(text) == shown.replace("{}", MASK)
+
+
+@pytest.mark.parametrize("text", [
+    "curl -u alice https://api.example.com:8443/x",  # no password: curl prompts for it
+    "curl -X POST -H 'Content-Type: application/json' https://host:8443/x",
+    "docker run -u 1000:1000 image && git push -u origin main:main",
+    "mysql -u root -p appdb",  # -p alone prompts
+    "mysql -P3306 -h db:local",
+])
+def test_command_lines_without_a_password_stay_readable(text):
+    assert redact(text) == text
+
+
 def test_a_whole_private_key_is_masked():
     key = pem_lines("OPENSSH PRIVATE KEY")
     out = redact("\n".join(["wrote ~/.ssh/id_ed25519:", *key, "done"]))
