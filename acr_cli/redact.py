@@ -273,7 +273,9 @@ def _secret_values() -> list[str]:
     secret ones keep their values (a variable removed and a secret one added is a new scan).
     """
     global _cache
-    names = frozenset(os.environ)
+    # The names as the process holds them (os.environ._data, encoded): iterating os.environ decodes every
+    # name, which cost more than redacting a short line (a stream is redacted line by line).
+    names = frozenset(getattr(os.environ, "_data", os.environ))
     if _cache is not None:
         known, seen, values = _cache
         if known == names and all(os.environ.get(k) == v for k, v in seen.items()):
