@@ -19,7 +19,19 @@ What is masked (replaced by ``[REDACTED]``):
   ``1``, ``true``, ``dev`` or ``admin`` occur in ordinary text everywhere, so
   masking every occurrence would garble logs, and a secret that short is
   guessable whatever a log shows. A multi-line value is also masked line by line (a key in an
-  environment variable reaches a log one line at a time);
+  environment variable reaches a log one line at a time). A value is also masked
+  encoded: in base64 (standard or URL-safe, padded or not, and inside a longer
+  base64 string such as HTTP Basic's ``base64("user:" + value)`` or a docker
+  config's ``auth``: there the characters made of the value's bits alone go, the
+  one or two at each end that share bits with its neighbours stay), in hex (either
+  case) and percent-encoded (``quote``, ``quote_plus``, ``encodeURIComponent``,
+  upper or lower-case escapes). And split over lines: in a text given whole,
+  the value with a line break anywhere in it (spaces around it, the next line
+  indented, a JSON-escaped ``\\n`` too), found for sure when it is split once or
+  wrapped with 32 characters of it or more to a line; in a stream redacted line
+  by line (:class:`LineRedactor`), each line's part of it when that part is 8
+  characters or more (a line that ends with the value's start, begins with its
+  end, or lies inside it): a part shorter than 8 stays readable there;
 * well-known token shapes: ``sk-...``, ``sk_live_...``, ``xai-...``,
   ``ghp_...``, ``github_pat_...``, GitLab ``glpat-...`` (and ``gldt-``, ``glrt-``,
   ``glptt-``... 20 characters or more), ``xox?-...``, Slack ``xapp-...``, ``AKIA...``,
@@ -65,15 +77,19 @@ What is masked (replaced by ``[REDACTED]``):
 
 Not masked: a secret shorter than 8 characters held in an environment variable,
 and a secret with no known shape that is neither in a secret-named variable nor
-written after a secret-looking name.
+written after a secret-looking name; a secret variable's value encoded otherwise
+(base64 wrapped over lines, double-encoded, compressed, encrypted...).
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import os
 import re
-from typing import Any
+import urllib.parse
+from typing import Any, NamedTuple
 
 MASK = "[REDACTED]"
 MIN_ENV_VALUE = 8  # shorter values of secret variables are not masked (see above)
@@ -262,34 +278,124 @@ def _mask_pem(text: str) -> str:
 
 # ---------------------------------------------------------------- environment values
 
-_cache: tuple[frozenset[str], dict[str, str], list[str]] | None = None
+class _Secrets(NamedTuple):
+    """What the secret environment variables' values look like in a text (see :func:`_secrets`)."""
+
+    literals: list[tuple[str, tuple[str, ...]]]  # (probe, forms): where probe is found, each form is masked
+    probes: tuple[str, ...]  # the probes of literals, tested all at once first (most texts hold none)
+    split: list[tuple[str, tuple[str, ...]]]  # (value, pieces): a line break in the value leaves a piece whole
+    grams: frozenset[str]  # every 8 characters running in those values (LineRedactor's quick test)
 
 
-def _secret_values() -> list[str]:
-    """Values of secret-looking environment variables (and the lines of multi-line ones), longest first.
+_cache: tuple[frozenset[str], dict[str, str], _Secrets] | None = None
+_SPLIT_PIECES = 96  # the pieces of a value that may be split over lines cover its first 96 characters
+
+
+def _secrets() -> _Secrets:
+    """The values of secret-looking environment variables (and the lines of multi-line ones), in the forms a
+    text may hold them: as they are; escaped (JSON, repr) when they have a quote or a backslash; and a whole
+    value in base64 (standard and URL-safe, padded or not, and the part that stays the same wherever the
+    value falls in a longer base64 string: three offsets), in hex, percent-encoded, and split over lines.
 
     Deciding which names look secret costs more than redacting, and a replay redacts thousands of
-    strings, so that scan is reused while the environment has the same variable names and the
-    secret ones keep their values (a variable removed and a secret one added is a new scan).
+    strings, so that scan and these encodings are reused while the environment has the same variable names
+    and the secret ones keep their values (a variable removed and a secret one added is a new scan).
     """
     global _cache
     # The names as the process holds them (os.environ._data, encoded): iterating os.environ decodes every
     # name, which cost more than redacting a short line (a stream is redacted line by line).
     names = frozenset(getattr(os.environ, "_data", os.environ))
     if _cache is not None:
-        known, seen, values = _cache
+        known, seen, secrets = _cache
         if known == names and all(os.environ.get(k) == v for k, v in seen.items()):
-            return values
+            return secrets
     seen = {k: v for k, v in os.environ.items() if len(v) >= MIN_ENV_VALUE and secret_name(k)}
-    found = set(seen.values())
-    for v in seen.values():
+    whole = set(seen.values())
+    plain = set(whole)
+    for v in whole:
         if "\n" in v:
-            found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= MIN_ENV_VALUE)
-    for v in list(found):  # as a log holds it when it has a quote or a backslash: escaped in a JSON event or a repr
-        found.update(e for e in (json.dumps(v)[1:-1], repr(v)[1:-1]) if e != v)
-    values = sorted(found, key=len, reverse=True)
-    _cache = (names, seen, values)
-    return values
+            plain.update(line.strip() for line in v.splitlines() if len(line.strip()) >= MIN_ENV_VALUE)
+    groups: dict[str, tuple[str, ...]] = {}
+    for v in plain:
+        groups[v] = (v,)
+        for e in (json.dumps(v)[1:-1], repr(v)[1:-1]):  # as a log holds it when it has a quote or a backslash
+            groups.setdefault(e, (e,))
+    for v in whole:  # not each line of a multi-line value: a tool encodes the whole (and a key has ~30 lines)
+        for probe, forms in _encoded(v):
+            groups.setdefault(probe, forms)
+    literals = sorted(groups.items(), key=lambda g: len(g[1][0]), reverse=True)  # a value inside a longer one: after it
+    split = []
+    for v in sorted(whole, key=len, reverse=True):
+        if "\n" not in v:  # a multi-line value is masked line by line already
+            c = max(4, min(16, len(v) // 2))  # two pieces at least: one line break cuts one of them at most
+            split.append((v, tuple(v[i:i + c] for i in range(0, min(len(v), _SPLIT_PIECES) - c + 1, c))))
+    grams = frozenset(v[i:i + MIN_ENV_VALUE] for v, _ in split for i in range(len(v) - MIN_ENV_VALUE + 1))
+    secrets = _Secrets(literals, tuple(p for p, _ in literals), split, grams)
+    _cache = (names, seen, secrets)
+    return secrets
+
+
+def _encoded(value: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(probe, forms) for ``value`` in base64, hex and percent-encoding; each form holds its probe."""
+    raw = value.encode()
+    out = []
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode()
+        # Inside a longer base64 string (HTTP Basic's base64("user:" + value), a docker config's "auth", an
+        # encoded JSON), the value starts 0, 1 or 2 bytes into a 3-byte group: the characters made of its
+        # bits alone are the same whatever comes before and after it. Offset 0 is also the value alone.
+        for offset in range(3):
+            first, last = -(-8 * offset // 6), 8 * (offset + len(raw)) // 6
+            middle = encode(bytes(offset) + raw).decode()[first:last]
+            out.append((middle, tuple(dict.fromkeys((whole, whole.rstrip("="), middle))) if offset == 0 else (middle,)))
+    hexed = raw.hex()
+    out += [(hexed, (hexed,)), (hexed.upper(), (hexed.upper(),))]
+    for quoted in (urllib.parse.quote(value, safe=""), urllib.parse.quote(value), urllib.parse.quote_plus(value),
+                   urllib.parse.quote(value, safe="!'()*")):  # the last: JavaScript's encodeURIComponent
+        out += [(q, (q,)) for q in (quoted, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quoted))
+                if q != value]
+    return [(p, f) for p, f in out if len(p) >= MIN_ENV_VALUE]
+
+
+@functools.lru_cache(maxsize=64)
+def _split_pattern(value: str) -> re.Pattern:
+    """``value`` with a line break allowed between any two of its characters (spaces around it, the next line
+    indented; a JSON-escaped ``\\n`` too)."""
+    brk = r"(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)(?:[ \t]|\\t)*)?"
+    return re.compile(brk.join(re.escape(c) for c in value))
+
+
+def _mask_split_ends(line: str, secrets: _Secrets) -> str:
+    """``line`` (a stream's, alone) with its part of a secret value split over lines masked: a line that ends
+    with the value's first 8 characters or more, starts with its last 8 or more, or lies inside it (the
+    middle of a value wrapped over several lines)."""
+    body = line.strip()
+    n = MIN_ENV_VALUE
+    if len(body) < n or (body[:n] not in secrets.grams and body[-n:] not in secrets.grams):
+        return line
+    begin = len(line) - len(line.lstrip())
+    end = begin + len(body)
+    if any(body in v for v, _ in secrets.split):
+        return line[:begin] + MASK + line[end:]
+    head = tail = 0  # the longest start of a value ending the line, the longest end of one starting it
+    for v, _ in secrets.split:
+        i = v.find(body[-n:])
+        while 0 <= i <= len(v) - n - 1:  # where the line's last 8 characters are in v, the value going on after them
+            if body.endswith(v[:i + n]):
+                head = max(head, i + n)
+            i = v.find(body[-n:], i + 1)
+        i = v.find(body[:n], 1)
+        while i >= 1:  # where its first 8 are, the value having begun before them
+            if body.startswith(v[i:]):
+                tail = max(tail, len(v) - i)
+            i = v.find(body[:n], i + 1)
+    if head and tail and head + tail > len(body):  # both in one short line: the longer goes
+        head, tail = (head, 0) if head >= tail else (0, tail)
+    if head:
+        line = line[:end - head] + MASK + line[end:]
+    if tail:
+        line = line[:begin] + MASK + line[begin + tail:]
+    return line
 
 
 # ---------------------------------------------------------------- redacting
@@ -299,9 +405,19 @@ def redact(text: str | None) -> str | None:
     """``text`` with every secret acr can recognise replaced by ``[REDACTED]``; safe to apply twice."""
     if not text:
         return text
-    for value in _secret_values():
-        if value in text:
-            text = text.replace(value, MASK)
+    return _redact(text, _secrets())
+
+
+def _redact(text: str, secrets: _Secrets) -> str:
+    if any(map(text.__contains__, secrets.probes)):
+        for probe, forms in secrets.literals:
+            if probe in text:
+                for form in forms:
+                    text = text.replace(form, MASK)
+    if secrets.split and ("\n" in text or "\\n" in text):
+        for value, pieces in secrets.split:
+            if any(p in text for p in pieces):
+                text = _split_pattern(value).sub(MASK, text)
     if "PRIVATE KEY" in text:
         text = _mask_pem(text)
     if "://" in text:
@@ -347,7 +463,10 @@ class LineRedactor:
     masked. A block with no END line stops being masked after ``MAX_KEY_LINES``
     lines (the largest keys in use, 16384-bit RSA, take about 200), so a stray
     BEGIN line cannot hide the rest of a log. Every other line goes through
-    :func:`redact`.
+    :func:`redact`, and then loses its part of a secret variable's value split
+    over lines when that part is 8 characters or more: a line is never held
+    back to be seen with the next one, so a part shorter than 8 stays readable
+    (:func:`redact` given the whole text masks it).
     """
 
     MAX_KEY_LINES = 300
@@ -365,7 +484,10 @@ class LineRedactor:
             if self._open <= self.MAX_KEY_LINES:
                 return MASK
             self._open = 0
-        out = redact(text) or ""
+        secrets = _secrets()
+        out = _redact(text, secrets) if text else text
+        if secrets.grams:
+            out = _mask_split_ends(out, secrets)
         if "PRIVATE KEY" in text and _PEM_OPENS_LINE.search(text):
             self._open = 1
         return out

@@ -7,6 +7,8 @@ import io
 import json
 import os
 import random
+import textwrap
+import urllib.parse
 
 import pytest
 
@@ -60,6 +62,89 @@ def test_a_multi_line_secret_value_is_masked_line_by_line(monkeypatch):
     monkeypatch.setenv("DEPLOY_KEY", "first-line-of-it\nsecond-line-of-it")
     lines = LineRedactor()
     assert [lines.line(x) for x in ("first-line-of-it", "ok", "second-line-of-it")] == [MASK, "ok", MASK]
+
+
+VALUE = "s3cr3t-Value-1234"  # made up
+ODD_VALUE = "p@ss w0rd/&?=~>x1"  # made up: characters percent-encoding and base64 treat apart ('+' and '/')
+
+
+def b64(data: str, urlsafe: bool = False) -> str:
+    return (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data.encode()).decode()
+
+
+@pytest.mark.parametrize("value, encoded", [
+    (VALUE, b64(VALUE)),
+    (VALUE, b64(VALUE).rstrip("=")),
+    (VALUE, VALUE.encode().hex()),
+    (VALUE, VALUE.encode().hex().upper()),
+    (ODD_VALUE, b64(ODD_VALUE)),
+    (ODD_VALUE, b64(ODD_VALUE, urlsafe=True)),
+    (ODD_VALUE, b64(ODD_VALUE, urlsafe=True).rstrip("=")),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE, safe="")),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE)),
+    (ODD_VALUE, urllib.parse.quote_plus(ODD_VALUE)),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE, safe="").lower()),
+])
+def test_a_secret_variables_value_is_masked_encoded(monkeypatch, value, encoded):
+    monkeypatch.setenv("DEPLOY_TOKEN", value)
+    assert encoded != value
+    assert redact(f"sent {encoded} to the server") == f"sent {MASK} to the server"
+
+
+@pytest.mark.parametrize("before, after", [("alice:", ""), ("bob:", ""), ("carol:", ""), ('{"pw": "', '"}'),
+                                           ("x", "y"), ("xy", "!")])
+def test_a_secret_variables_value_is_masked_inside_a_longer_base64_string(monkeypatch, before, after):
+    # HTTP Basic's base64("user:" + password), a docker config's "auth", an encoded JSON: the value falls
+    # 0, 1 or 2 bytes into a group of three
+    monkeypatch.setenv("REGISTRY_PASSWORD", VALUE)
+    blob = b64(before + VALUE + after)
+    out = redact(json.dumps({"auths": {"registry.example.com": {"auth": blob}}}))
+    assert MASK in out and blob not in out
+    left, right = json.loads(out)["auths"]["registry.example.com"]["auth"].split(MASK)
+    assert len(left) <= len(b64(before)) and len(right) <= 4  # what stays holds a few bits of the value at most
+
+
+def test_encodings_of_a_short_or_absent_value_are_left_alone(monkeypatch):
+    monkeypatch.setenv("DB_PASS", "admin")  # too short to mask, encoded or not
+    monkeypatch.setenv("API_TOKEN", VALUE)
+    text = f"{b64('admin')} {'admin'.encode().hex()} {b64('hello world')} {GIT_SHA} {urllib.parse.quote('a b/c')}"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("k", range(1, len(VALUE)))
+def test_a_secret_variables_value_split_over_two_lines_is_masked(monkeypatch, k):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    assert redact(f"token: {VALUE[:k]}\n    {VALUE[k:]} (expires)") == f"token: {MASK} (expires)"
+    assert redact(f"token {VALUE[:k]}\r\n{VALUE[k:]}\n") == f"token {MASK}\n"
+    event = json.dumps({"text": f"the token is {VALUE[:k]}\n{VALUE[k:]}."})  # a JSON event: \n escaped
+    assert json.loads(redact(event)) == {"text": f"the token is {MASK}."}
+
+
+@pytest.mark.parametrize("width", [32, 40, 64, 76])
+def test_a_long_secret_value_wrapped_over_lines_is_masked(monkeypatch, width):
+    value = base64.b64encode(random.Random(width).randbytes(150)).decode()  # a made-up key, 200 characters
+    monkeypatch.setenv("SIGNING_KEY", value)
+    shown = "\n".join(["signing key:", *textwrap.wrap(value, width), "ok"])
+    assert redact(shown) == f"signing key:\n{MASK}\nok"
+
+
+def test_line_by_line_each_part_of_a_split_value_of_8_characters_or_more_is_masked(monkeypatch):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    for k in range(8, len(VALUE) - 7):
+        lines = LineRedactor()
+        assert [lines.line(x) for x in (f"token {VALUE[:k]}", f"  {VALUE[k:]} used", "ok")] == \
+            [f"token {MASK}", f"  {MASK} used", "ok"]
+    value = base64.b64encode(random.Random(1).randbytes(150)).decode()
+    monkeypatch.setenv("SIGNING_KEY", value)
+    lines = LineRedactor()
+    out = [lines.line(x) for x in ["key: " + value[:10], *textwrap.wrap(value[10:], 40), "ok"]]
+    assert out == ["key: " + MASK, *[MASK] * len(textwrap.wrap(value[10:], 40)), "ok"]
+
+
+def test_pieces_of_a_secret_value_apart_from_each_other_stay_readable(monkeypatch):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    text = f"{VALUE[:8]} is one thing\nand {VALUE[8:]} another"  # no line break between them
+    assert redact(text) == text
 
 
 def test_the_environment_is_read_again_when_it_changes(monkeypatch):
@@ -330,7 +415,9 @@ def test_ordinary_text_is_left_alone(text):
 def test_redacting_twice_changes_nothing_more():
     text = "\n".join(["DB_PASS=hunter2hunter2", "https://api.example.com/x?token=0123abcdef4567&page=2",
                       "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
-                      "postgres://bob:PGPASSPGPASS@db:5432/app", f"key {AWS_SECRET}", *pem_lines()[:4]])
+                      "postgres://bob:PGPASSPGPASS@db:5432/app", f"key {AWS_SECRET}", *VENDOR_TOKENS,
+                      "curl -u alice:Hunter2-horse https://x", "mysql -uroot -pS3cretPw", "AccountName=a;AccountKey=Zq8x==;",
+                      "https://api.telegram.org/bot1234567890:AAZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0e/getMe", *pem_lines()[:4]])
     once = redact(text)
     assert redact(once) == once and "page=2" in once
 
