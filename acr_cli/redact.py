@@ -65,8 +65,10 @@ What is masked (replaced by ``[REDACTED]``):
   is masked to the end of the text, an END with no BEGIN (the tail of an
   output) back over the key-body lines before it. Streams written line by line
   go through :class:`LineRedactor`, which masks every line of a block; a line
-  of exactly 64 base64 characters mixing cases and digits (a key's body line)
-  is masked wherever it appears;
+  of exactly 64 or 76 base64 characters mixing cases and digits (a key's body
+  line, or any base64 wrapped at 64 or 76 columns: a PEM-less key from
+  ``base64``) is masked wherever it appears, and so is the shorter line that
+  ends such a block (padded to a multiple of 4 characters and not a word);
 * the value of anything written as a secret-named assignment
   (``OPENAI_API_KEY = ...``, ``password: ...``, ``DB_PASS=...``,
   ``"access_token": "..."``, ``"key": "..."``, ``Authorization: Basic ...``), a quoted
@@ -151,9 +153,15 @@ _TOKENS = re.compile(
 )
 _B64 = "A-Za-z0-9/+"
 # A run of 40 or more base64 characters standing alone (the lookbehind comes first: inside a word it fails
-# at once). Exactly 40: an AWS secret access key if it mixes cases and digits; exactly 64 making up a whole
-# line: a line of a private key's body, logged line by line (see _b64_run).
+# at once). Exactly 40: an AWS secret access key if it mixes cases and digits; exactly 64 or 76 making up a
+# whole line: a line of a private key's body, logged line by line, or of any base64 wrapped (see _b64_run);
+# the shorter line that ends such a block goes too (_KEY_TAIL).
 _B64_RUN = re.compile(rf"(?<![{_B64}_\-])[{_B64}]{{40,}}(?![{_B64}=_\-])")
+_KEY_LINE_WIDTHS = (64, 76)  # PEM and OpenSSH wrap base64 at 64 columns, MIME and GNU base64 at 76
+_KEY_LINE = re.compile(rf"[{_B64}]{{64}}(?:[{_B64}]{{12}})?")
+_KEY_LAST_LINE = rf"[{_B64}]{{2,75}}={{0,2}}"
+_KEY_TAIL = re.compile(rf"(\[REDACTED\]\r?\n)({_KEY_LAST_LINE})(?=\r?\n|\Z)")  # the line after a masked body line
+_KEY_LAST_LINE_RE = re.compile(_KEY_LAST_LINE)
 _WORDLIKE_SEGMENT = re.compile(r"[A-Z]?[a-z]{2,}[0-9]*|[a-z0-9]+")
 
 # NAME=value, NAME: value, "name": "value" where the name says secret (api_key, token, password, DB_PASS...);
@@ -246,11 +254,25 @@ def _b64_run(m: re.Match) -> str:
         if s.count("/") >= 2 and 3 * sum(1 for p in segments if _WORDLIKE_SEGMENT.fullmatch(p)) >= 2 * len(segments):
             return s  # /Users/Alice/Projects/...: a path, its segments are words
         return MASK
-    if len(s) == 64 and _mixed(s):
+    if len(s) in _KEY_LINE_WIDTHS and _mixed(s):
         text, start, end = m.string, m.start(), m.end()
         if (start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] in "\r\n"):
             return MASK
     return s
+
+
+def _key_tail(s: str) -> bool:
+    """Whether ``s``, the line after a key's body line, is the last line of that base64: padded to a multiple
+    of 4 and not a word ("Done" is not; a pure-letter tail of fewer than 16 is left, a small part of a key)."""
+    return (len(s) % 4 == 0 and (s.endswith("=") or any(c.isdigit() or c in "+/" for c in s)
+                                 or (len(s) >= 16 and not s.islower() and not s.isupper())))
+
+
+def _mask_key_tail(m: re.Match) -> str:
+    start = m.start()
+    if (start == 0 or m.string[start - 1] == "\n") and _key_tail(m.group(2)):
+        return m.group(1) + MASK
+    return m.group()
 
 
 def _mask_pem(text: str) -> str:
@@ -433,6 +455,8 @@ def _redact(text: str, secrets: _Secrets) -> str:
     text = _TOKENS.sub(lambda m: "Bearer " + MASK if m.group().startswith("Bearer ") else MASK, text)
     if len(text) >= 40:
         text = _B64_RUN.sub(_b64_run, text)
+        if MASK + "\n" in text or MASK + "\r\n" in text:
+            text = _KEY_TAIL.sub(_mask_key_tail, text)
     low = text.lower()  # a quick test for the words _ASSIGNED needs spares most texts its slow scan
     if "ccountkey" in low or "sharedaccess" in low:
         text = _AZURE.sub(lambda m: m.group(1) + MASK, text)
@@ -462,17 +486,20 @@ class LineRedactor:
     ``-----BEGIN ... PRIVATE KEY-----`` through the matching END line is
     masked. A block with no END line stops being masked after ``MAX_KEY_LINES``
     lines (the largest keys in use, 16384-bit RSA, take about 200), so a stray
-    BEGIN line cannot hide the rest of a log. Every other line goes through
-    :func:`redact`, and then loses its part of a secret variable's value split
-    over lines when that part is 8 characters or more: a line is never held
-    back to be seen with the next one, so a part shorter than 8 stays readable
-    (:func:`redact` given the whole text masks it).
+    BEGIN line cannot hide the rest of a log. It also remembers that the last
+    line was a line of wrapped base64 (64 or 76 characters), whose shorter last
+    line follows. Every other line goes through :func:`redact`, and then loses
+    its part of a secret variable's value split over lines when that part is 8
+    characters or more: a line is never held back to be seen with the next one,
+    so a part shorter than 8 stays readable (:func:`redact` given the whole text
+    masks it).
     """
 
     MAX_KEY_LINES = 300
 
     def __init__(self) -> None:
         self._open = 0  # lines masked in the open key block; 0: no block is open
+        self._body = False  # the last line was a base64 body line (64 or 76 characters): the next may end it
 
     def line(self, text: str) -> str:
         if self._open:
@@ -485,6 +512,11 @@ class LineRedactor:
                 return MASK
             self._open = 0
         secrets = _secrets()
+        bare = text.rstrip("\r")
+        after_body = self._body
+        self._body = len(bare) in _KEY_LINE_WIDTHS and bool(_KEY_LINE.fullmatch(bare)) and _mixed(bare)
+        if after_body and not self._body and _KEY_LAST_LINE_RE.fullmatch(bare) and _key_tail(bare):
+            return MASK + text[len(bare):]
         out = _redact(text, secrets) if text else text
         if secrets.grams:
             out = _mask_split_ends(out, secrets)

@@ -380,6 +380,16 @@ def test_line_by_line_an_indented_or_numbered_key_is_masked_too():
     assert not any(x[:16] in "".join(out) for x in key[1:-1])
 
 
+@pytest.mark.parametrize("width", [64, 76])
+def test_base64_wrapped_at_64_or_76_columns_is_masked_to_its_last_line(width):
+    body = textwrap.wrap(base64.b64encode(random.Random(width).randbytes(500)).decode(), width)  # PEM-less, as base64 prints
+    assert len(body[-1]) < width
+    text = ["$ base64 deploy.der", *body, "Done", "exit 0"]
+    assert redact("\n".join(text)) == "\n".join(["$ base64 deploy.der", *[MASK] * len(body), "Done", "exit 0"])
+    lines = LineRedactor()
+    assert [lines.line(x) for x in text] == ["$ base64 deploy.der", *[MASK] * len(body), "Done", "exit 0"]
+
+
 def test_line_by_line_code_that_mentions_a_key_header_does_not_hide_the_rest():
     lines = LineRedactor()
     out = [lines.line(x) for x in ['if line.startswith("-----BEGIN RSA PRIVATE KEY-----"):', "    return parse(line)"]]
