@@ -86,7 +86,7 @@ written after a secret-looking name; a secret variable's value encoded otherwise
 from __future__ import annotations
 
 import base64
-import functools
+import bisect
 import json
 import os
 import re
@@ -379,12 +379,56 @@ def _encoded(value: str) -> list[tuple[str, tuple[str, ...]]]:
     return [(p, f) for p, f in out if len(p) >= MIN_ENV_VALUE]
 
 
-@functools.lru_cache(maxsize=64)
-def _split_pattern(value: str) -> re.Pattern:
-    """``value`` with a line break allowed between any two of its characters (spaces around it, the next line
-    indented; a JSON-escaped ``\\n`` too)."""
-    brk = r"(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)(?:[ \t]|\\t)*)?"
-    return re.compile(brk.join(re.escape(c) for c in value))
+_LINE_BREAK = re.compile(r"\n|\\n")  # a line break, or one escaped in a JSON string
+
+
+def _mask_split(text: str, values: list[str]) -> str:
+    """``text`` with each of ``values`` masked where line breaks cut it: the text is read without its breaks
+    (with the spaces before one and the next line's indentation), the values are found there, and what they
+    span in ``text`` goes. Linear in the text: no pattern to build per value."""
+    starts: list[int] = []  # where each stretch between two breaks starts: in the text read without breaks
+    origins: list[int] = []  # and in ``text``
+    parts: list[str] = []
+    flat, pos = 0, 0
+    for m in _LINE_BREAK.finditer(text):
+        start, end = m.start(), m.end()
+        cr = "\r" if m.group() == "\n" else "\\r"
+        if start - len(cr) >= pos and text.startswith(cr, start - len(cr)):
+            start -= len(cr)
+        while start > pos and text[start - 1] in " \t":
+            start -= 1
+        while text.startswith((" ", "\t", "\\t"), end):
+            end += 2 if text.startswith("\\t", end) else 1
+        starts.append(flat)
+        origins.append(pos)
+        parts.append(text[pos:start])
+        flat += start - pos
+        pos = end
+    starts.append(flat)
+    origins.append(pos)
+    parts.append(text[pos:])
+    joined = "".join(parts)
+
+    def where(i: int) -> int:  # a position in the joined text, in ``text``
+        k = bisect.bisect_right(starts, i) - 1
+        return origins[k] + i - starts[k]
+
+    spans = []
+    for value in values:
+        i = joined.find(value)
+        while i >= 0:
+            spans.append((where(i), where(i + len(value) - 1) + 1))
+            i = joined.find(value, i + len(value))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if start >= pos:
+            out += [text[pos:start], MASK]
+        elif end <= pos:
+            continue
+        pos = max(pos, end)
+    return "".join(out) + text[pos:]
 
 
 def _mask_split_ends(line: str, secrets: _Secrets) -> str:
@@ -437,9 +481,9 @@ def _redact(text: str, secrets: _Secrets) -> str:
                 for form in forms:
                     text = text.replace(form, MASK)
     if secrets.split and ("\n" in text or "\\n" in text):
-        for value, pieces in secrets.split:
-            if any(p in text for p in pieces):
-                text = _split_pattern(value).sub(MASK, text)
+        found = [value for value, pieces in secrets.split if any(map(text.__contains__, pieces))]
+        if found:
+            text = _mask_split(text, found)
     if "PRIVATE KEY" in text:
         text = _mask_pem(text)
     if "://" in text:
