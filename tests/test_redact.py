@@ -7,6 +7,8 @@ import io
 import json
 import os
 import random
+import textwrap
+import urllib.parse
 
 import pytest
 
@@ -60,6 +62,89 @@ def test_a_multi_line_secret_value_is_masked_line_by_line(monkeypatch):
     monkeypatch.setenv("DEPLOY_KEY", "first-line-of-it\nsecond-line-of-it")
     lines = LineRedactor()
     assert [lines.line(x) for x in ("first-line-of-it", "ok", "second-line-of-it")] == [MASK, "ok", MASK]
+
+
+VALUE = "s3cr3t-Value-1234"  # made up
+ODD_VALUE = "p@ss w0rd/&?=~>x1"  # made up: characters percent-encoding and base64 treat apart ('+' and '/')
+
+
+def b64(data: str, urlsafe: bool = False) -> str:
+    return (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data.encode()).decode()
+
+
+@pytest.mark.parametrize("value, encoded", [
+    (VALUE, b64(VALUE)),
+    (VALUE, b64(VALUE).rstrip("=")),
+    (VALUE, VALUE.encode().hex()),
+    (VALUE, VALUE.encode().hex().upper()),
+    (ODD_VALUE, b64(ODD_VALUE)),
+    (ODD_VALUE, b64(ODD_VALUE, urlsafe=True)),
+    (ODD_VALUE, b64(ODD_VALUE, urlsafe=True).rstrip("=")),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE, safe="")),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE)),
+    (ODD_VALUE, urllib.parse.quote_plus(ODD_VALUE)),
+    (ODD_VALUE, urllib.parse.quote(ODD_VALUE, safe="").lower()),
+])
+def test_a_secret_variables_value_is_masked_encoded(monkeypatch, value, encoded):
+    monkeypatch.setenv("DEPLOY_TOKEN", value)
+    assert encoded != value
+    assert redact(f"sent {encoded} to the server") == f"sent {MASK} to the server"
+
+
+@pytest.mark.parametrize("before, after", [("alice:", ""), ("bob:", ""), ("carol:", ""), ('{"pw": "', '"}'),
+                                           ("x", "y"), ("xy", "!")])
+def test_a_secret_variables_value_is_masked_inside_a_longer_base64_string(monkeypatch, before, after):
+    # HTTP Basic's base64("user:" + password), a docker config's "auth", an encoded JSON: the value falls
+    # 0, 1 or 2 bytes into a group of three
+    monkeypatch.setenv("REGISTRY_PASSWORD", VALUE)
+    blob = b64(before + VALUE + after)
+    out = redact(json.dumps({"auths": {"registry.example.com": {"auth": blob}}}))
+    assert MASK in out and blob not in out
+    left, right = json.loads(out)["auths"]["registry.example.com"]["auth"].split(MASK)
+    assert len(left) <= len(b64(before)) and len(right) <= 4  # what stays holds a few bits of the value at most
+
+
+def test_encodings_of_a_short_or_absent_value_are_left_alone(monkeypatch):
+    monkeypatch.setenv("DB_PASS", "admin")  # too short to mask, encoded or not
+    monkeypatch.setenv("API_TOKEN", VALUE)
+    text = f"{b64('admin')} {'admin'.encode().hex()} {b64('hello world')} {GIT_SHA} {urllib.parse.quote('a b/c')}"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("k", range(1, len(VALUE)))
+def test_a_secret_variables_value_split_over_two_lines_is_masked(monkeypatch, k):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    assert redact(f"token: {VALUE[:k]}\n    {VALUE[k:]} (expires)") == f"token: {MASK} (expires)"
+    assert redact(f"token {VALUE[:k]}\r\n{VALUE[k:]}\n") == f"token {MASK}\n"
+    event = json.dumps({"text": f"the token is {VALUE[:k]}\n{VALUE[k:]}."})  # a JSON event: \n escaped
+    assert json.loads(redact(event)) == {"text": f"the token is {MASK}."}
+
+
+@pytest.mark.parametrize("width", [32, 40, 64, 76])
+def test_a_long_secret_value_wrapped_over_lines_is_masked(monkeypatch, width):
+    value = base64.b64encode(random.Random(width).randbytes(150)).decode()  # a made-up key, 200 characters
+    monkeypatch.setenv("SIGNING_KEY", value)
+    shown = "\n".join(["signing key:", *textwrap.wrap(value, width), "ok"])
+    assert redact(shown) == f"signing key:\n{MASK}\nok"
+
+
+def test_line_by_line_each_part_of_a_split_value_of_8_characters_or_more_is_masked(monkeypatch):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    for k in range(8, len(VALUE) - 7):
+        lines = LineRedactor()
+        assert [lines.line(x) for x in (f"token {VALUE[:k]}", f"  {VALUE[k:]} used", "ok")] == \
+            [f"token {MASK}", f"  {MASK} used", "ok"]
+    value = base64.b64encode(random.Random(1).randbytes(150)).decode()
+    monkeypatch.setenv("SIGNING_KEY", value)
+    lines = LineRedactor()
+    out = [lines.line(x) for x in ["key: " + value[:10], *textwrap.wrap(value[10:], 40), "ok"]]
+    assert out == ["key: " + MASK, *[MASK] * len(textwrap.wrap(value[10:], 40)), "ok"]
+
+
+def test_pieces_of_a_secret_value_apart_from_each_other_stay_readable(monkeypatch):
+    monkeypatch.setenv("DEPLOY_TOKEN", VALUE)
+    text = f"{VALUE[:8]} is one thing\nand {VALUE[8:]} another"  # no line break between them
+    assert redact(text) == text
 
 
 def test_the_environment_is_read_again_when_it_changes(monkeypatch):
@@ -150,6 +235,41 @@ def test_digests_and_paths_are_not_taken_for_aws_keys(text):
     assert redact(text) == text
 
 
+# Made-up tokens of each vendor's shape (prefix and length).
+VENDOR_TOKENS = [
+    "glpat-Zq8xW2vN4mK7pL9tR3sY",  # GitLab personal access token: 20 after the prefix
+    "glpat-Zq8xW2vN4mK7pL9tR3sYbH6j.01.0f1e2d3c4",  # the newer format, routing part and checksum after dots
+    "gldt-Zq8xW2vN4mK7pL9tR3sY",  # GitLab deploy token
+    "npm_Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2i",  # 36 after the prefix
+    "pypi-AgEIcHlwaS5vcmc" + "CJGZmZjYzE3ZC1hYjQ1LTQ4ZmQtOWM2Ni1lMDBhMmE5Y2I2ZjEAAixbWzEsWyJhY3IiXV1d" * 2,
+    "xapp-1-A0ZQ8XW2VN4-1234567890123-0f1e2d3c4b5a69788796a5b4c3d2e1f0",  # Slack app-level token
+    "whsec_Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0",  # Stripe webhook secret
+    "whsec_Zq8xW2vN4mK7/L9tR3sY+H6jD5cF1gA0==",  # Svix: base64
+    "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",  # SendGrid: 22 and 43
+    "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",  # Google OAuth client secret
+    "hvs.CAESIZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh2cy5",  # Vault service token
+    "hvb.AAAAAQZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2i",  # Vault batch token
+]
+
+
+@pytest.mark.parametrize("token", VENDOR_TOKENS)
+def test_vendor_tokens_are_masked(token):
+    assert redact(f"the deploy used {token} today") == f"the deploy used {MASK} today"
+    assert redact(json.dumps({"text": f"set it to '{token}'"})) == json.dumps({"text": f"set it to '{MASK}'"})
+
+
+@pytest.mark.parametrize("text", [
+    "npm_config_cache=/home/alice/.npm npm_package_version=1.2.3 npm_lifecycle_event=test",
+    "SG. is SendGrid's prefix; SG.send(message) returned 202",
+    "wrote hvs.yaml, hvb.json and hvr.txt",
+    "glpat- tokens expire; a glpat-XXXX placeholder",
+    "pypi-AgEI starts every PyPI token; whsec_ starts a webhook secret; GOCSPX- a client secret",
+    "xapp-1 is an app-level token's first part",
+])
+def test_vendor_prefixes_in_ordinary_text_stay_readable(text):
+    assert redact(text) == text
+
+
 @pytest.mark.parametrize("url, secret", [
     ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXX"),
     ("https://discord.com/api/webhooks/123456789012345678/Abc_DEFghiJKL-mnopQRS", "Abc_DEFghi"),
@@ -167,6 +287,56 @@ def test_webhook_urls_and_secret_query_parameters_are_masked(url, secret):
     assert out.startswith("posting to https://") and out.endswith(" now")  # where it went stays readable
     if "&callback=init" in url:
         assert "&callback=init" in out
+
+
+def test_a_telegram_bot_token_is_masked_and_the_host_and_method_stay():
+    out = redact("curl -s https://api.telegram.org/bot1234567890:AAZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0e/sendMessage -d x=1")
+    assert out == f"curl -s https://api.telegram.org/bot{MASK}/sendMessage -d x=1"
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    ("DefaultEndpointsProtocol=https;AccountName=acrdata;AccountKey=" + "Zq8xW2vN" * 11 + "==;EndpointSuffix=core.windows.net",
+     "Zq8xW2vN", ["AccountName=acrdata;", ";EndpointSuffix=core.windows.net"]),
+    ("Endpoint=sb://acr-bus.servicebus.windows.net/;SharedAccessKey=Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh=",
+     "Zq8xW2vN", ["Endpoint=sb://acr-bus.servicebus.windows.net/;"]),
+    ("BlobEndpoint=https://acr.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&sp=rl"
+     "&se=2030-01-01T00:00:00Z&sig=Zq8xW2vN4mK7pL9tR3sY%3D;", "sp=rl", ["BlobEndpoint=https://acr.blob.core.windows.net/;"]),
+    ("Authorization: SharedAccessSignature sr=acr.servicebus.windows.net&sig=Zq8xW2vN4mK7pL9tR3sY%3D&se=1700000000",
+     "Zq8xW2vN", ["Authorization: SharedAccessSignature "]),
+    (json.dumps({"c": "conn = \"AccountName=a;AccountKey=Zq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0eU2iGh4KHGh==\""}), "Zq8xW2vN", []),
+])
+def test_an_azure_connection_string_loses_its_key(text, secret, kept):
+    out = redact(text)
+    assert secret not in out and MASK in out and all(k in out for k in kept)
+    if text.startswith("{"):
+        json.loads(out)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("curl -u alice:Hunter2-horse https://api.example.com", "curl -u alice:{} https://api.example.com"),
+    ("curl --user alice:Hunter2-horse -X POST https://x", "curl --user alice:{} -X POST https://x"),
+    ("curl --user=alice:Hunter2-horse https://x", "curl --user=alice:{} https://x"),
+    ("curl -ualice:Hunter2 https://x", "curl -ualice:{} https://x"),
+    ("curl -sSu 'alice:my pass phrase' https://x", "curl -sSu 'alice:{}' https://x"),
+    ("curl -U proxyuser:Pr0xyPass https://x", "curl -U proxyuser:{} https://x"),
+    (json.dumps({"command": 'curl -u "alice:my pw" https://x'}), json.dumps({"command": 'curl -u "alice:{}" https://x'})),
+    ("mysql -h db -u root -pS3cretPw appdb", "mysql -h db -u root -p{} appdb"),
+    ("mysql --user=root --password=pw1 -P3306", "mysql --user=root --password={} -P3306"),
+    ("mysqldump -uroot -p'my pass' appdb > dump.sql", "mysqldump -uroot -p{} appdb > dump.sql"),
+])
+def test_a_password_on_a_command_line_is_masked(text, shown):
+    assert redact(text) == shown.replace("{}", MASK)
+
+
+@pytest.mark.parametrize("text", [
+    "curl -u alice https://api.example.com:8443/x",  # no password: curl prompts for it
+    "curl -X POST -H 'Content-Type: application/json' https://host:8443/x",
+    "docker run -u 1000:1000 image && git push -u origin main:main",
+    "mysql -u root -p appdb",  # -p alone prompts
+    "mysql -P3306 -h db:local",
+])
+def test_command_lines_without_a_password_stay_readable(text):
+    assert redact(text) == text
 
 
 def test_a_whole_private_key_is_masked():
@@ -210,6 +380,16 @@ def test_line_by_line_an_indented_or_numbered_key_is_masked_too():
     assert not any(x[:16] in "".join(out) for x in key[1:-1])
 
 
+@pytest.mark.parametrize("width", [64, 76])
+def test_base64_wrapped_at_64_or_76_columns_is_masked_to_its_last_line(width):
+    body = textwrap.wrap(base64.b64encode(random.Random(width).randbytes(500)).decode(), width)  # PEM-less, as base64 prints
+    assert len(body[-1]) < width
+    text = ["$ base64 deploy.der", *body, "Done", "exit 0"]
+    assert redact("\n".join(text)) == "\n".join(["$ base64 deploy.der", *[MASK] * len(body), "Done", "exit 0"])
+    lines = LineRedactor()
+    assert [lines.line(x) for x in text] == ["$ base64 deploy.der", *[MASK] * len(body), "Done", "exit 0"]
+
+
 def test_line_by_line_code_that_mentions_a_key_header_does_not_hide_the_rest():
     lines = LineRedactor()
     out = [lines.line(x) for x in ['if line.startswith("-----BEGIN RSA PRIVATE KEY-----"):', "    return parse(line)"]]
@@ -245,7 +425,9 @@ def test_ordinary_text_is_left_alone(text):
 def test_redacting_twice_changes_nothing_more():
     text = "\n".join(["DB_PASS=hunter2hunter2", "https://api.example.com/x?token=0123abcdef4567&page=2",
                       "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
-                      "postgres://bob:PGPASSPGPASS@db:5432/app", f"key {AWS_SECRET}", *pem_lines()[:4]])
+                      "postgres://bob:PGPASSPGPASS@db:5432/app", f"key {AWS_SECRET}", *VENDOR_TOKENS,
+                      "curl -u alice:Hunter2-horse https://x", "mysql -uroot -pS3cretPw", "AccountName=a;AccountKey=Zq8x==;",
+                      "https://api.telegram.org/bot1234567890:AAZq8xW2vN4mK7pL9tR3sYbH6jD5cF1gA0e/getMe", *pem_lines()[:4]])
     once = redact(text)
     assert redact(once) == once and "page=2" in once
 
