@@ -136,6 +136,7 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
     memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run")."""
     from acr_cli.cli.common import terminal_safe
     from acr_cli.cli.render import answer_label, diffstat_lines
+    from acr_cli.session import kept_line
 
     def out(line: str = "") -> None:  # memory's text may hold what a request or an agent planted for a terminal
         typer.echo(terminal_safe(line))
@@ -181,8 +182,9 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
             _section(label, a["text"])
         if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
             _section("the verifier printed (last lines)", a["verifier_tail"])
-        if a["diff_command"]:
-            out(f"  its work is kept in {a['attempt_ref']}; see it with: {a['diff_command']}")
+        kept = kept_line(a.get("base_tree"), a["attempt_ref"])
+        if kept:
+            out(f"  {kept}")
         if a["log_path"]:
             out(f"  log: {a['log_path']}")
     if d["changes"]:
