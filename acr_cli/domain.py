@@ -100,7 +100,8 @@ class Feedback:
     # the arm ("set aside...", "cooling down until..."): arm health, never evidence of skill
     problem: Any = None
     health: str | None = None
-    # a rolled-back attempt's work, kept in the repository: `git diff <base_tree> <attempt_ref>` shows it
+    # a rolled-back attempt's work: "<acr's store>#<name>" (acr_cli.workspace.kept.command shows it), or from acr
+    # before that store a ref in the project, refs/acr/attempts/<task>-<n> (`git diff <base_tree> <attempt_ref>`)
     attempt_ref: str | None = None
     base_tree: str | None = None
     # a failed verifier printed what it printed on the untouched tree (timings aside): the attempt did

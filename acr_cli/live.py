@@ -41,6 +41,7 @@ from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.verify import VerifierResult, run_verifier
 from acr_cli.workspace import Guard, Workspace
+from acr_cli.workspace.kept import command as kept_command
 
 OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
 
@@ -252,8 +253,8 @@ class LiveEnvironment:
             log.write(f"--- rolled back {r.paths} changed path(s)")
             if r.saved_as:
                 fb.attempt_ref, fb.base_tree = r.saved_as, guard.cp.tree
-                log.write(f"; the tree before the rollback is kept as {r.saved_as} "
-                          f"(`git diff {guard.cp.tree} {r.saved_as}` shows the attempt's changes)")
+                log.write(f"; what it undid is kept, secrets masked, in acr's store (`{kept_command(r.saved_as)}` "
+                          "shows the attempt's changes)")
             log.write("\n")
             for line in r.lines():
                 log.write(f"--- {line}\n")

@@ -107,8 +107,24 @@ class RunReport:
 
 
 def diff_command(base: str | None, ref: str | None) -> str | None:
-    """The git command that shows a rolled-back attempt's work."""
+    """The git command that shows a rolled-back attempt's work: kept in acr's store (acr_cli.workspace.kept), or,
+    by acr before that store, under refs/acr/attempts/ in the project."""
+    from acr_cli.workspace.kept import command, is_location
+
+    if is_location(ref):
+        return command(ref)
     return f"git diff {base} {ref}" if base and ref else None
+
+
+def kept_line(base: str | None, ref: str | None) -> str | None:
+    """Where a rolled-back attempt's work is kept and the command that shows it, for people."""
+    cmd = diff_command(base, ref)
+    if cmd is None:
+        return None
+    from acr_cli.workspace.kept import is_location
+
+    where = "acr's store, secrets masked" if is_location(ref) else ref
+    return f"its work is kept in {where}; see it with: {cmd}"
 
 
 def changes_json(diffstat: list) -> list[dict[str, Any]]:

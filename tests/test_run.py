@@ -364,7 +364,9 @@ def test_a_killed_run_is_recovered_with_acr_recover(project, fakes_on_path, scen
     assert not (project / "agent_new.py").exists()
     assert git(project, "diff", "--cached", "--name-status") == staged_before  # the index, exactly
     assert git(project, "rev-parse", "HEAD") == head_before
-    assert git(project, "show", f"{out['saved_as']}:agent_new.py") == "x = 1\n"  # nothing is lost either way
+    store, name = out["saved_as"].rsplit("#", 1)  # nothing is lost either way, and nothing is in the project's refs
+    assert git(project, "--git-dir", store, "show", f"{name}:agent_new.py") == "x = 1\n"
+    assert name.startswith("recovered/") and git(project, "for-each-ref", "refs/acr/") == ""
     assert "nothing to recover" in acr("recover", cwd=project).stdout
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT passed FROM tasks").fetchall() == [(0,)]  # no longer "running"
@@ -421,8 +423,9 @@ def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_stat
     shutil.move(project / "test_calc.py", tmp_path / "aside")
     r = acr("recover", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["saved_as"] == "refs/acr/recovered/20260101-000000-abcdef-1-2"
-    first = git(project, "show", "refs/acr/recovered/20260101-000000-abcdef-1:notes.txt")
+    store, name = json.loads(r.stdout)["saved_as"].rsplit("#", 1)
+    assert name == "recovered/20260101-000000-abcdef-1-2"
+    first = git(project, "--git-dir", store, "show", "recovered/20260101-000000-abcdef-1:notes.txt")
     assert first == "saved by the user while the agent ran\n"  # the first save is not overwritten
     assert (project / "test_calc.py").is_file() and "agent" not in (project / "calc.py").read_text()
 

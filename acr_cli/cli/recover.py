@@ -28,15 +28,17 @@ def recover(
     Ctrl-C, SIGTERM) rolls back and deletes it; one that is killed leaves it, and `acr run` warns
     about it. `acr recover` restores the repository's own files (.git/config, hooks, info/), files,
     index, HEAD and branch, and branches, tags and the stash list as they were (what the attempt
-    made or moved is kept under refs/acr/put-aside/<name>/, and named). What the
-    work tree holds just before is saved first as refs/acr/recovered/<name>, so nothing is lost
-    either way. It only sees the checkpoints of the worktree it runs in, and refuses while a
-    process of the killed run is still alive (it could undo the recovery): --kill ends those.
+    made or moved is kept under refs/acr/put-aside/<name>/, and named). What the work tree
+    holds that differs from the checkpoint is kept first, secrets masked, in acr's store (never
+    in the repository, where a push could carry it), with the command that shows it. It only
+    sees the checkpoints of the worktree it runs in, and refuses while a process of the killed
+    run is still alive (it could undo the recovery): --kill ends those.
 
     Examples: acr recover --list; acr recover; acr recover --kill; acr recover --discard
     """
     from acr_cli import process
-    from acr_cli.workspace import RECOVERED_REFS, Workspace
+    from acr_cli.workspace import Workspace
+    from acr_cli.workspace.kept import command
 
     if list_ and (discard or kill):
         raise AcrError(f"--list only lists the checkpoints; it does not combine with {'--discard' if discard else '--kill'}",
@@ -85,12 +87,12 @@ def recover(
                 out["discarded"].append(n)
         else:
             cp = ws.load_checkpoint(chosen[0])
-            saved, n = f"{RECOVERED_REFS}{cp.name}", 1
-            while ws.has_ref(saved):  # a recover that stopped half way saved one already: keep both
+            saved, n = f"recovered/{cp.name}", 1
+            while ws.kept.exists(saved):  # a recover that stopped half way saved one already: keep both
                 n += 1
-                saved = f"{RECOVERED_REFS}{cp.name}-{n}"
-            out["saved_as"] = ws.save_current(saved)
-            report = ws.restore(cp)
+                saved = f"recovered/{cp.name}-{n}"
+            report = ws.restore(cp, keep_as=saved, what=f"the work tree `acr recover` found after {cp.name}")
+            out["saved_as"] = report.saved_as
             ws.drop(cp)
             out["restored"] = chosen[0]
             out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
@@ -115,8 +117,9 @@ def recover(
     else:
         if out["killed"]:
             echo(f"ended the killed run's processes: {', '.join(map(str, out['killed']))}")
-        echo(f"restored the work tree from checkpoint {out['restored']}; what it held just before is saved "
-             f"as {out['saved_as']} (`git checkout {out['saved_as']} -- .` brings it back)")
+        saved = (f"; what it changed since is kept, secrets masked, in acr's store (`{command(out['saved_as'])}` "
+                 "shows it)") if out["saved_as"] else ""
+        echo(f"restored the work tree from checkpoint {out['restored']}{saved}")
         for line in report.lines():  # (each names paths and refs: a newline in one is shown escaped)
             echo(line, one_line=True)
         left = [n for n in found if n != out["restored"]]

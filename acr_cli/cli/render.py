@@ -79,8 +79,8 @@ class LiveView:
             self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {escape(redact(fb.reason) or '')}"
                            f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
             if not fb.accepted:
-                for line in why_failed(fb):
-                    self.con.print(line, highlight=False)
+                for line in why_failed(fb):  # (soft: a command or path wrapped by rich would not paste)
+                    self.con.print(line, highlight=False, soft_wrap=True)
             if not fb.accepted and fb.apply_ok is not None:
                 self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
                 if fb.side_effects:  # .git's files, refs, new ignored files: not in any diff, so say what it did
@@ -107,16 +107,16 @@ def why_failed(fb) -> list:
     kept and how to see it, its log."""
     from rich.text import Text
 
-    from acr_cli.session import diff_command
+    from acr_cli.session import kept_line
 
     out = []
     if fb.verifier_tail:
         lines = redact(fb.verifier_tail).rstrip().splitlines()[-FAILURE_LINES:]
         out.append(Text("    the verifier printed (last lines):", style="dim"))
         out += [Text(f"    │ {line}") for line in lines]
-    cmd = diff_command(fb.base_tree, fb.attempt_ref)
-    if cmd:
-        out.append(Text(f"    its work is kept in {fb.attempt_ref}; see it with: {cmd}", style="dim"))
+    kept = kept_line(fb.base_tree, fb.attempt_ref)
+    if kept:
+        out.append(Text(f"    {kept}", style="dim"))
     if fb.log_path:
         out.append(Text(f"    log: {fb.log_path}", style="dim"))
     return out
@@ -219,7 +219,7 @@ def print_run_summary(report) -> None:
             con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {redact(fb.reason)}"))
         if result.steps:
             for line in why_failed(result.steps[-1][1]):
-                con.print(line)
+                con.print(line, soft_wrap=True)
     if not result.forgotten:  # (a task forgotten while it ran has nothing left to show)
         con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
     if report.shared:

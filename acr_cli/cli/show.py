@@ -134,6 +134,7 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
     """Plain lines (they survive a pipe and a copy), in the order a person asks about them. ``unreadable``:
     memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run")."""
     from acr_cli.cli.render import answer_label, diffstat_lines
+    from acr_cli.session import kept_line
 
     out = echo  # memory's text may hold what a request or an agent planted for a terminal: echo escapes it
     ctx = d["context"]
@@ -178,8 +179,9 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
             _section(label, a["text"])
         if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
             _section("the verifier printed (last lines)", a["verifier_tail"])
-        if a["diff_command"]:
-            out(f"  its work is kept in {a['attempt_ref']}; see it with: {a['diff_command']}")
+        kept = kept_line(a.get("base_tree"), a["attempt_ref"])
+        if kept:
+            out(f"  {kept}")
         if a["log_path"]:
             out(f"  log: {a['log_path']}")
     if d["changes"]:

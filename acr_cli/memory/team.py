@@ -22,7 +22,8 @@ had before (``acr memory export`` / ``acr memory import --memory URL`` does, on 
 ``share_prompts = false`` (config.toml or .acr.toml): the request text and the agents' answers stay in
 the local file; the server gets the request's SHA-256 and everything else (kind, project, groups,
 attempts, verdicts, costs, how the request was read, without the classifier's reasons, which quote
-the request). Similar-task evidence then comes only from
+the request), with every quote of the request taken out of each text it sends (an agent's error
+that echoes it, a verifier's output: :func:`keep_private`). Similar-task evidence then comes only from
 the tasks that were shared with their text.
 """
 
@@ -194,10 +195,7 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[d
         records = local.tasks(source=None, ids=chunk, oldest_first=True)
         for r in records:
             if r["id"] in private:  # the request and the answers stay here; the hash and the rest travel
-                r["prompt"] = None
-                r["context"] = _unquoted(r.get("context"))
-                for a in r["attempts"]:
-                    a["text"] = None
+                keep_private(r)
         try:
             a, s = server.add_tasks(records)  # one server transaction: all of the chunk or none
             sent = chunk
@@ -221,6 +219,85 @@ def upload(local: Memory, server: Memory, target: str) -> tuple[int, int, list[d
             marks = ",".join("?" * len(sent))
             local._write(f"UPDATE uploads SET uploaded_at = ? WHERE task_id IN ({marks})", [now_iso(), *sent])
     return added, already, refused
+
+
+# Columns a private task's record keeps as they are: identities, times and names from acr's own vocabulary,
+# never text that could quote the request. Every other text column is scrubbed (keep_private).
+_STRUCTURAL = frozenset({"id", "task_id", "created_at", "finished_at", "started_at", "source", "project",
+                         "prompt_sha256", "kind", "language", "size", "policy", "final_arm", "oracle_arm", "agent",
+                         "model", "verdict", "cost_source"})
+QUOTE_RUN = 16  # characters in a row a text shares with the request that count as quoting it
+QUOTE_MIN = 4  # a shorter request, or line of it, is not looked for (it would be every "test" or "fix")
+NOT_SHARED = "[request not shared]"
+
+
+def keep_private(r: dict[str, Any]) -> None:
+    """A task recorded with ``share_prompts = false`` as the server gets it: no request, no answers, no classifier
+    reasons, and nothing that quotes the request in any other text column of the task or its attempts (an agent's
+    error that echoes it, a verifier's output, a path): every run of :data:`QUOTE_RUN` characters shared with the
+    request (as kept, whitespace collapsed, or JSON-escaped), and the request or any line of it whole, become
+    :data:`NOT_SHARED`. JSON columns are scrubbed value by value, so they stay JSON."""
+    scrub = _scrubber(r.get("prompt"))
+    r["prompt"] = None
+    r["context"] = _unquoted(r.get("context"))
+    for a in r.get("attempts") or []:
+        a["text"] = None
+    for row in [r, *(r.get("attempts") or [])]:
+        for key, value in row.items():
+            if isinstance(value, str) and key not in _STRUCTURAL:
+                row[key] = _scrub_column(value, scrub)
+
+
+def _scrub_column(value: str, scrub) -> str:
+    if value[:1] in ("{", "["):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return scrub(value)
+        return json.dumps(_scrub_values(data, scrub))
+    return scrub(value)
+
+
+def _scrub_values(value: Any, scrub) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [_scrub_values(v, scrub) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrub_values(v, scrub) for k, v in value.items()}
+    return value
+
+
+def _scrubber(prompt: str | None):
+    """A function that takes every quote of ``prompt`` out of a text (see :func:`keep_private`)."""
+    import re
+
+    if not prompt or not prompt.strip():
+        return lambda text: text
+    forms = {prompt, " ".join(prompt.split()), json.dumps(prompt)[1:-1], json.dumps(prompt, ensure_ascii=False)[1:-1]}
+    grams = {f[i:i + QUOTE_RUN] for f in forms for i in range(len(f) - QUOTE_RUN + 1)}
+    pieces = {p for f in forms for p in [f.strip(), *(line.strip() for line in f.splitlines())]
+              if QUOTE_MIN <= len(p) < QUOTE_RUN}  # (longer ones are runs)
+    whole = re.compile("|".join(rf"(?<!\w){re.escape(p)}(?!\w)" for p in sorted(pieces, key=len, reverse=True))) \
+        if pieces else None
+
+    def scrub(text: str) -> str:
+        spans: list[list[int]] = []
+        for i in range(len(text) - QUOTE_RUN + 1):
+            if text[i:i + QUOTE_RUN] in grams:
+                if spans and i <= spans[-1][1]:
+                    spans[-1][1] = i + QUOTE_RUN
+                else:
+                    spans.append([i, i + QUOTE_RUN])
+        if spans:
+            out, pos = [], 0
+            for start, end in spans:
+                out += [text[pos:start], NOT_SHARED]
+                pos = end
+            text = "".join(out) + text[pos:]
+        return whole.sub(NOT_SHARED, text) if whole is not None else text
+
+    return scrub
 
 
 def _unquoted(context: str | None) -> str | None:

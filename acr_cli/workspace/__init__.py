@@ -14,6 +14,8 @@ Modules, one per part:
 * :mod:`.control`: ``.git/config``, ``config.worktree``, ``hooks/``, ``info/``, byte for byte.
 * :mod:`.snapshot`: the work tree and the ignored files as trees, and what a tree cannot record.
 * :mod:`.refs`: HEAD, branches, tags and stash entries.
+* :mod:`.kept`: where a rolled-back attempt's work is kept, redacted: a repository of acr's own, which no
+  push of the project reaches.
 * :mod:`.checkpoint`: the :class:`Checkpoint` record.
 * :mod:`.rollback`: the rollback, in an order nothing the attempt planted can subvert.
 * :mod:`.core`: :class:`Workspace` (open, lock, checkpoint, restore, drop) and
@@ -33,14 +35,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from acr_cli.workspace.checkpoint import Checkpoint
     from acr_cli.workspace.core import NO_GIT_HINT, Guard, Workspace
-    from acr_cli.workspace.refs import ATTEMPT_REFS, RECOVERED_REFS
     from acr_cli.workspace.rollback import RestoreReport
 
 # loaded when first asked for: ``acr route`` names a project through :mod:`.git` alone and
 # should not pay for the checkpoint machinery it never uses
 _EXPORTS = {"Checkpoint": "checkpoint", "NO_GIT_HINT": "core", "Guard": "core", "Workspace": "core",
-            "ATTEMPT_REFS": "refs", "RECOVERED_REFS": "refs", "RestoreReport": "rollback"}
-__all__ = ["ATTEMPT_REFS", "RECOVERED_REFS", "NO_GIT_HINT", "Checkpoint", "Guard", "RestoreReport", "Workspace"]
+            "RestoreReport": "rollback"}
+__all__ = ["NO_GIT_HINT", "Checkpoint", "Guard", "RestoreReport", "Workspace"]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
 from acr_cli.workspace.git import Git, discover, ident, user_name
+from acr_cli.workspace.kept import Kept
 from acr_cli.workspace.rollback import RestoreReport
 from acr_cli.workspace.snapshot import Snapshots, nul_join, unlink_index
 from acr_cli.workspace.store import Store, default_base
@@ -33,6 +34,7 @@ class Workspace:
     def __init__(self, root: Path, git_dir: Path, common_dir: Path, store_base: Path | None = None):
         self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
         self.store = Store(store_base or default_base(), root, git_dir)
+        self.kept = Kept(self.store.dir / "attempts")  # failed attempts' work, redacted, out of every push's reach
         self.git = Git(root, git_dir, common_dir, self.store.objects)
         self.snap = Snapshots(self.git, self.store.dir, _inside(self.store.dir.parent.parent, root))
         self._lock_fd: int | None = None
@@ -298,32 +300,26 @@ class Workspace:
         return (f"the attempt changed ignored files of yours ({refs.few(hit, 5)}); your versions are saved in {folder} "
                 f"(`cp {folder}/{hit[0]} {hit[0]}` brings one back)")
 
-    def restore(self, cp: Checkpoint, keep_as: str | None = None) -> RestoreReport:
-        """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep the tree as it is
-        under ``refs/acr/attempts/<keep_as>``, so the rollback itself never loses anything."""
+    def restore(self, cp: Checkpoint, keep_as: str | None = None, what: str | None = None) -> RestoreReport:
+        """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep what the rollback
+        undoes, redacted, in acr's store of kept attempts (:mod:`.kept`) under that name, so the rollback itself
+        never loses anything; ``what``: how that copy describes itself."""
         self.git.invalidate()
-        report = rollback.restore(self.snap, cp, keep_as, self.publish)
-        refs.prune_attempts(self.git)
+        keep = None
+        if keep_as:
+            def keep(tree: str) -> tuple[str | None, list[str]]:
+                return self.kept.keep(self.git, keep_as, cp.tree, tree, what or f"attempt {keep_as}, before its rollback")
+        report = rollback.restore(self.snap, cp, keep, self.publish)
+        if report.saved_as:
+            try:
+                self.kept.prune()
+            except WorkspaceError:  # older copies left a while longer: never a failed rollback
+                pass
         return report
 
     def publish(self, loose: bool = True) -> None:
         """Copy acr's objects into the repository, so a ref there can point at them."""
         self.store.publish(self.common_dir / "objects", loose)
-
-    def save_current(self, ref: str) -> str:
-        """Keep the work tree as it is now (untracked files too) as a commit under ``ref``; returns ``ref``."""
-        self.git.invalidate()
-        tree = self.snap.tree()
-        self.publish()
-        head, _ = refs.head(self.git)
-        parents = ["-p", head] if head and refs.exists(self.git, head) else []  # HEAD's commit may be pruned
-        commit = self.git("commit-tree", tree, *parents, "-m", f"acr: saved before {ref}", env=ident(),
-                          repo_objects=True).decode().strip()
-        self.git("update-ref", ref, commit, repo_objects=True)
-        return ref
-
-    def has_ref(self, ref: str) -> bool:
-        return bool(self.git("rev-parse", "--verify", "-q", ref, check=False).strip())
 
     # ------------------------------------------------------------------ one attempt
 

@@ -22,11 +22,8 @@ from acr_cli.workspace.git import Git, ident
 
 KEPT_REFS = ("refs/heads", "refs/tags", "refs/stash")
 KEEP_REFS = "refs/acr/keep/"
-ATTEMPT_REFS = "refs/acr/attempts/"  # failed attempts' trees, as they were before their rollback
 BEFORE_REFS = "refs/acr/before/"  # the work tree before a kept attempt that changed the user's uncommitted work
-RECOVERED_REFS = "refs/acr/recovered/"
 PUT_ASIDE_REFS = "refs/acr/put-aside/"
-ATTEMPTS_KEPT = 50
 KEEP_ALIVE_MAX = 5000  # commits of branches, tags and stash entries a keep-alive commit holds
 
 
@@ -442,12 +439,3 @@ def restore_replace_refs(git: Git, before: dict[str, str]) -> list[str]:
     if lines and not git.ok("update-ref", "--stdin", input="".join(lines).encode("utf-8", "surrogateescape")):
         changed.append("could not put refs/replace/ back as it was: check `git replace -l`")
     return changed
-
-
-def prune_attempts(git: Git, keep: int = ATTEMPTS_KEPT) -> int:
-    """Delete all but the newest ``keep`` attempt refs; returns how many were deleted."""
-    raw = git("for-each-ref", "--sort=-committerdate", "--format=%(refname)", ATTEMPT_REFS).decode()
-    old = raw.split()[keep:]
-    if old:
-        git("update-ref", "--stdin", input="".join(f"delete {r}\n" for r in old).encode())
-    return len(old)

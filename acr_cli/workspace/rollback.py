@@ -5,8 +5,8 @@
 2. Lock files the attempt left (``index.lock``, ``refs/heads/main.lock``) are removed: every process
    of the attempt has ended, so they are stale, and they would break the rollback and the user's
    next commit.
-3. The work tree as the attempt left it is kept under ``refs/acr/attempts/<name>`` (nothing is lost
-   by the rollback itself), then only the paths that differ from the checkpoint are rewritten:
+3. The paths that differ from the checkpoint are kept, redacted, in acr's store of kept attempts
+   (:mod:`.kept`: never in the repository, where a push could carry them), then only those paths are rewritten:
    ignore rules first (so files ignored before do not look added), then the rest; files git
    converts get their exact bytes, permission bits come back.
 4. Deleted branches, tags and stash entries, HEAD and its branch, the index, the kept ignored
@@ -28,7 +28,6 @@ from pathlib import Path
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs
 from acr_cli.workspace.checkpoint import Checkpoint
-from acr_cli.workspace.git import ident
 from acr_cli.workspace.snapshot import Snapshot, Snapshots, current_umask, nul_join, unlink_index
 
 
@@ -37,7 +36,8 @@ class RestoreReport:
     """What a rollback did, for the attempt's log, the run's output and ``--json``."""
 
     paths: int = 0  # paths of the work tree put back
-    saved_as: str | None = None  # refs/acr/attempts/<name>: the tree before the rollback
+    saved_as: str | None = None  # where the attempt's work is kept, redacted (acr_cli.workspace.kept), if it changed any
+    not_kept: list[str] = field(default_factory=list)  # paths that changed and could not be kept: "<path> (why)"
     refs_put_back: list[str] = field(default_factory=list)  # refs recreated, "stash: <message>"
     refs_put_aside: list[str] = field(default_factory=list)  # ... and what could not come back where it was
     refs_taken: list[str] = field(default_factory=list)  # branches, tags, stash entries it made or moved, kept aside
@@ -77,6 +77,8 @@ class RestoreReport:
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
         out += self._moved_aside()
+        if self.not_kept:
+            out.append("changed files not kept with the attempt's work: " + ", ".join(self.not_kept))
         if self.refs_put_back:
             out.append("put back what the attempt deleted: " + ", ".join(self.refs_put_back))
         out += self.refs_put_aside
@@ -88,7 +90,10 @@ class RestoreReport:
         return out
 
 
-def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> RestoreReport:
+def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
+    """``keep``: called with the tree as the attempt left it (less what was ignored before it), before any path is
+    rewritten; returns (where it kept the work, paths it could not keep). ``publish``: copies acr's objects into
+    the repository (the index and refs may need staged and stashed work the attempt pruned)."""
     git, root = snap.git, snap.root
     report = RestoreReport()
     require_repository(git.git_dir, root, cp.dotgit)
@@ -96,19 +101,14 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish) -> Re
     report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
     left: list[str] = []
     now = snap.take(cp.sparse_absent, unreadable_ok=True)
-    if keep_as and now.tree != cp.tree:
+    if keep is not None and now.tree != cp.tree:
         try:
-            # never the files that were ignored before the attempt (a .env it un-ignored): the ref lives in
-            # the repository, where a push of every ref would carry it
-            kept = snap.without(now.tree, cp.ignored + cp.unprotected, cp.tree)
-            publish()  # the attempt's ref lives in the repository: so must its objects
-            parents = ["-p", cp.head] if cp.head and refs.exists(git, cp.head) else []  # HEAD may be pruned
-            commit = git("commit-tree", kept, *parents, "-m", f"acr: attempt {keep_as} before its rollback",
-                         env=ident(), repo_objects=True).decode().strip()
-            git("update-ref", f"{refs.ATTEMPT_REFS}{keep_as}", commit, repo_objects=True)
-            report.saved_as = f"{refs.ATTEMPT_REFS}{keep_as}"
+            # never the files that were ignored before the attempt (a .env it un-ignored): the user's own,
+            # which the rollback puts back
+            tree = snap.without(now.tree, cp.ignored + cp.unprotected, cp.tree)
+            report.saved_as, report.not_kept = keep(tree)
         except (WorkspaceError, OSError) as e:  # keeping a copy must never stop the rollback itself
-            report.refs_put_aside.append(f"the attempt's tree could not be kept under a ref ({_message(e)})")
+            report.refs_put_aside.append(f"the attempt's work could not be kept ({_message(e)})")
     changed = _undo_list(snap, cp, now)
     # The ignore rules first (a .gitignore changed, deleted or added), so that files ignored before
     # the attempt do not look added, and get removed, because a rule changed.

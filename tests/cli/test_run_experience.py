@@ -4,6 +4,7 @@ checked on the untouched tree before any money is spent (issue 19)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def test_a_failed_attempt_says_why_where_its_work_is_and_how_to_see_it(project, 
         assert "the verifier printed (last lines):" in shown and "assert -1 == 5" in shown
         assert "log: " in shown and "1-opencode.log" in shown
         cmd = next(line.split("see it with: ")[1] for line in shown.splitlines() if "see it with: " in line)
-        diff = subprocess.run(cmd.split(), cwd=project, capture_output=True, text=True, check=True).stdout
+        diff = subprocess.run(shlex.split(cmd), cwd=project, capture_output=True, text=True, check=True).stdout
         assert "-    return a * b" in diff and "+    return a - b" in diff  # the failed attempt's work, kept
         assert "I think it is fixed." in r.stdout  # its answer too
 
@@ -77,13 +78,17 @@ def test_acr_show_tells_the_whole_story_of_a_three_attempt_task(project, fakes_o
     for piece in ("request:\n  fix the add function", "read as: bug_fix", "baseline: `", "failed (exit 1) before any change",
                   "attempt 1: opencode:moonshotai/kimi-k2.5 · failed", "attempt 2: claude:claude-sonnet-4-6 · error",
                   "attempt 3: codex:gpt-5.4 · passed", "chosen: ", "subtracting now", "fixed: a + b",
-                  "assert -1 == 5", "refs/acr/attempts/", "kept change", "calc.py  +1 -1"):
+                  "assert -1 == 5", "its work is kept in acr's store, secrets masked; see it with: git --git-dir=",
+                  "kept change", "calc.py  +1 -1"):
         assert piece in text, piece
     data = json.loads(acr("show", "--json", cwd=project).stdout)
     assert [a["verdict"] for a in data["attempts"]] == ["failed", "error", "passed"]
     assert data["state"] == "passed" and data["answer"] == "fixed: a + b"
     assert data["baseline"]["passed"] is False and data["baseline"]["exit_code"] == 1
-    assert data["attempts"][0]["diff_command"].startswith("git diff ") and data["attempts"][0]["log_path"]
+    assert data["attempts"][0]["diff_command"].startswith("git --git-dir=") and data["attempts"][0]["log_path"]
+    shown = subprocess.run(shlex.split(data["attempts"][0]["diff_command"]), capture_output=True, text=True,
+                           check=True).stdout
+    assert "+    return a - b" in shown  # attempt 1's work
     assert data["changes"] == [{"path": "calc.py", "added": 1, "deleted": 1}]
     assert data["context"]["kind"] == "bug_fix" and data["context"]["reasons"]
     by_id = json.loads(acr("show", data["id"][:17], "--json").stdout)  # an unambiguous start of the id

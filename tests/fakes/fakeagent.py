@@ -21,6 +21,8 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
          "error": null,        # an API error in the CLI's own format, exit 1: "500" | "401" | "rate_limit" |
                                # "login" | "403" | "quota" | "unknown_model" | "unknown_model_named" |
                                # "503" | "overloaded" (see ERRORS below)
+         "error_message": null,  # codex: that error with this message instead; "{prompt}" in it is the
+                                 # request (an API error that quotes the request back)
          "deny": false,        # claude: every tool call denied (exit 0, permission_denials)
          "hang": false,        # sleep forever after the first event (and start a sleeping child)
          "sleep": 0,           # seconds before finishing
@@ -364,6 +366,8 @@ def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
         msg = {"500": "unexpected status 500 Internal Server Error", "401": "unexpected status 401 Unauthorized",
                "rate_limit": "exceeded retry limit, last status: 429 Too Many Requests",
                **CODEX_ERRORS}[str(err)].format(model=model)
+        if rule.get("error_message"):  # a message of the scenario's own, which may quote the request back
+            msg = rule["error_message"].replace("{prompt}", prompt)
         emit({"type": "error", "message": msg})
         emit({"type": "turn.failed", "error": {"message": msg}})
         return 1

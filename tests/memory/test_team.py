@@ -306,6 +306,62 @@ def test_share_prompts_false_keeps_the_texts_in_the_local_file(pg_server, tmp_pa
     local.close()
 
 
+@pytest.mark.postgres
+def test_share_prompts_false_keeps_the_request_out_of_every_column_even_an_error_that_quotes_it(
+        pg_server, tmp_path, fakes_on_path, scenario):
+    """The agent's error echoes the request (as an API error quoting its input would): with share_prompts = false in
+    the user's config.toml, no text the server holds, in any table, quotes the request, whole or by the line."""
+    from acr_cli.memory.team import NOT_SHARED
+
+    request = "fix the add function in calc.py\nthe project codename is BLUEBIRD-SEVEN-ALPHA, keep it quiet"
+    scenario({"match": {"agent": "codex"}, "error": "500", "error_message": "stream error: the model refused: {prompt}"})
+    url = pg_server.url(pg_server.new_database())
+    project = _project(tmp_path / "proj")
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text("share_prompts = false\n")
+    r = acr("run", request, "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--json", cwd=project, env=_env(home, url))
+    assert r.returncode != 0 and r.stdout, r.stderr
+    out = json.loads(r.stdout)
+    assert "BLUEBIRD" in out["attempts"][0]["detail"] and out["shared_memory"]["uploaded"] == 1  # here, and sent
+    shared = Memory.open(url)
+    columns = shared.db.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+        " AND data_type IN ('text', 'character varying', 'json', 'jsonb')").fetchall()
+    assert {("tasks", "prompt"), ("attempts", "detail"), ("attempts", "verifier_tail")} <= {tuple(c) for c in columns}
+    texts = [v for table, column in columns
+             for (v,) in shared.db.execute(f'SELECT CAST("{column}" AS TEXT) FROM "{table}"') if v]
+    for piece in (request, *request.splitlines(), "BLUEBIRD", "fix the add function"):
+        assert not [t for t in texts if piece in t], piece
+    detail = shared.db.execute("SELECT detail FROM attempts").fetchone()[0]
+    assert detail.startswith("stream error: the model refused: ") and NOT_SHARED in detail  # the rest is shared
+    shared.close()
+    local = Memory.open(home / "data" / "memory.sqlite")
+    assert "BLUEBIRD" in local.tasks(ids=[out["task_id"]])[0]["attempts"][0]["detail"]  # kept on this machine
+    local.close()
+
+
+def test_a_private_tasks_record_quotes_its_request_nowhere_and_stays_readable():
+    from acr_cli.memory.team import NOT_SHARED, keep_private
+
+    request = "rename parse_rows to read_rows everywhere\nkeep tests"
+    record = {"id": "t1", "prompt": request, "project": "p", "kind": "refactor", "prompt_sha256": "abc",
+              "context": json.dumps({"kind": "refactor", "reasons": ["refactor +2 for 'rename parse_rows'"]}),
+              "baseline": json.dumps({"command": "pytest", "tail": "E   rename parse_rows to read_rows everywhere"}),
+              "attempts": [{"agent": "codex", "model": "gpt-5.4", "verdict": "error", "text": "done",
+                            "detail": 'API error 400: {"input": "rename parse_rows to read_rows everywhere\\nkeep tests"}',
+                            "verifier_tail": "3 tests passed; keep tests green", "log_path": "/logs/t1/1-codex.log",
+                            "changes": json.dumps([["src/rows.py", 3, 3]])}]}
+    keep_private(record)
+    a = record["attempts"][0]
+    assert record["prompt"] is None and a["text"] is None and "reasons" not in json.loads(record["context"])
+    assert json.loads(record["baseline"]) == {"command": "pytest", "tail": f"E   {NOT_SHARED}"}  # still JSON
+    assert a["detail"] == f'API error 400: {{"input": "{NOT_SHARED}"}}'  # the request as JSON quotes it
+    assert a["verifier_tail"] == f"3 tests passed; {NOT_SHARED} green"  # a short line, whole words only
+    assert json.loads(a["changes"]) == [["src/rows.py", 3, 3]] and a["log_path"] == "/logs/t1/1-codex.log"
+    assert (record["id"], record["project"], a["agent"], a["model"]) == ("t1", "p", "codex", "gpt-5.4")
+
+
 @pytest.mark.parametrize("url, shown", [
     ("postgresql://bob:Tr0ub4dor#3x?q@/acr?host=/run/pg", "postgresql://bob:***@/acr?host=/run/pg"),
     ("postgresql://alice:Hunter2/Secret@db.example.com/acr", "postgresql://alice:***@db.example.com/acr"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import tempfile
@@ -282,6 +283,44 @@ def test_a_hostile_agent_run_by_acr_leaves_nothing_behind(user_project, fakes_on
     progress = " ".join(shown.stderr.split())  # (a person sees it too, not only --json)
     assert "the rollback undid:" in progress and "refs/tags/v9.9.9 made during the attempt" in progress
     assert not [p for p in map(int, pids.read_text().split()) if _alive(p)] and not sentinel.exists()
+
+
+SECRET = "sk-test-" + "Zq9xW2" * 4  # a secret-looking value only this test's environment holds
+
+
+def _objects(git_dir: Path) -> bytes:
+    """Every object of a repository, uncompressed (a grep of .git would miss what zlib hides)."""
+    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch"],
+                          capture_output=True, check=True).stdout
+
+
+def test_a_failed_attempts_env_dump_reaches_no_ref_and_no_push_and_is_kept_masked(user_project, fakes_on_path,
+                                                                                  scenario, tmp_path, acr_home):
+    """`env > debug-env.txt`, then a failed check: the rollback keeps the attempt's work, but outside the
+    repository (a `git push --mirror` publishes every ref) and with the secret masked; the command the run
+    prints still shows it."""
+    root = user_project
+    scenario({"commands": [["sh", "-c", "env > debug-env.txt"]], "write": {"calc.py": "def add(a, b):\n    return 0\n"}})
+    r = acr("run", "fix add", "--verify", "false", "--yes", "--arms", "codex:gpt-5.4", cwd=root,
+            env={"OPENAI_API_KEY": SECRET})
+    assert r.returncode == 1, r.stderr
+    assert not (root / "debug-env.txt").exists()  # rolled back
+    assert git(root, "for-each-ref", "refs/acr/attempts") == "" and git(root, "for-each-ref", "refs/acr") == ""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(root, "push", "-q", "--mirror", str(bare))
+    assert SECRET.encode() not in _objects(bare)
+    assert SECRET.encode() not in _objects(root / ".git")  # nor in any object of the project, reachable or not
+    printed = " ".join(r.stderr.split())
+    cmd = printed.split("its work is kept in acr's store, secrets masked; see it with: ", 1)[1].split(" log: ")[0]
+    shown = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "+++ b/debug-env.txt" in shown and "+OPENAI_API_KEY=[REDACTED]" in shown and SECRET not in shown
+    assert "+    return 0" in shown  # the attempt's work, all of it
+    assert cmd in " ".join(acr("show", cwd=root).stdout.split())  # `acr show` prints the same command
+    store = Path(shlex.split(cmd)[1].split("=", 1)[1])
+    assert SECRET.encode() not in _objects(store)
+    leaks = [p for p in acr_home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaks == []  # memory, logs: nowhere in acr's files either
 
 
 def test_a_passing_attempt_that_changed_git_says_so(user_project, fakes_on_path, scenario):
@@ -733,20 +772,27 @@ def test_a_merge_or_rebase_the_attempt_left_in_progress_is_not_in_progress_after
         assert "You have unmerged paths" not in git(root, "status") and "rebase" not in git(root, "status")
 
 
-def test_a_secret_the_attempt_un_ignored_is_not_kept_in_the_attempts_ref(user_project):
-    """refs/acr/attempts/* live in the repository (a `git push --mirror` carries them): a .env the attempt
-    made visible by editing .gitignore must not be committed there."""
+def test_a_secret_the_attempt_un_ignored_is_not_kept_with_its_work(user_project):
+    """A .env the attempt made visible by editing .gitignore is the user's own (the rollback puts it back): it is
+    not kept with the attempt's work, which holds only what the attempt changed, redacted."""
     root = user_project
     ws = Workspace.open(root)
     cp = ws.checkpoint("t-1")
     (root / ".gitignore").write_text("# cleaned up\n")
     (root / "calc.py").write_text("the attempt's edit\n")
+    (root / "config.py").write_text("DB_PASS = 'hunter2hunter2'\n")
     report = ws.restore(cp, keep_as="t-1")
-    assert report.saved_as == "refs/acr/attempts/t-1"
-    kept = git(root, "ls-tree", "-r", "--name-only", report.saved_as).split()
-    assert ".env" not in kept and "calc.py" in kept and ".gitignore" in kept  # the attempt's work is kept
-    assert git(root, "show", f"{report.saved_as}:calc.py") == "the attempt's edit\n"
+    ws.drop(cp)
+    store, name = report.saved_as.rsplit("#", 1)
+    kept = git(root, "--git-dir", store, "ls-tree", "-r", "--name-only", name).split()
+    assert kept == [".gitignore", "calc.py", "config.py"]  # the attempt's work, and nothing else
+    assert git(root, "--git-dir", store, "show", f"{name}:calc.py") == "the attempt's edit\n"
+    assert git(root, "--git-dir", store, "show", f"{name}:config.py") == "DB_PASS = '[REDACTED]'\n"
+    every = subprocess.run(["git", "--git-dir", store, "cat-file", "--batch-all-objects", "--batch"],
+                           capture_output=True, check=True).stdout
+    assert b"hunter2" not in every
     assert (root / ".env").read_text() == "DB_PASS=hunter2hunter2\n"
+    assert git(root, "for-each-ref", "refs/acr/") == ""
 
 
 def test_ignored_files_that_appeared_are_moved_out_of_the_tree_never_deleted(user_project):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -203,22 +204,58 @@ def test_files_git_converts_come_back_byte_for_byte(project):
     assert (project / "run.bat").read_bytes() == b"echo lf only\n"
 
 
-def test_what_a_rollback_undoes_is_kept_under_a_ref(project):
+def test_what_a_rollback_undoes_is_kept_in_acrs_store_not_in_the_repository(project):
     ws = Workspace.open(project)
     cp = ws.checkpoint("t9-1")
     (project / "calc.py").write_text("the attempt's edit\n")
     (project / "notes.md").write_text("saved by the user while the attempt ran\n")
-    ws.restore(cp, keep_as="t9-1")
+    (project / "test_calc.py").unlink()
+    report = ws.restore(cp, keep_as="t9-1")
     ws.drop(cp)
     assert not (project / "notes.md").exists()  # the rollback undid it, but it is not lost:
-    assert git(project, "show", "refs/acr/attempts/t9-1:notes.md") == "saved by the user while the attempt ran\n"
-    assert git(project, "show", "refs/acr/attempts/t9-1:calc.py") == "the attempt's edit\n"
-    for i in range(3):
-        git(project, "update-ref", f"refs/acr/attempts/old-{i}", "refs/acr/attempts/t9-1")
-    from acr_cli.workspace import refs
+    store, name = report.saved_as.rsplit("#", 1)
+    assert name == "t9-1" and Path(store) == ws.kept.dir and not Path(store).is_relative_to(project)
+    assert git(project, "--git-dir", store, "show", "t9-1:notes.md") == "saved by the user while the attempt ran\n"
+    assert git(project, "--git-dir", store, "show", "t9-1:calc.py") == "the attempt's edit\n"
+    # only what changed, against the checkpoint's side: the command acr prints shows the attempt's diff
+    assert git(project, "--git-dir", store, "ls-tree", "-r", "--name-only", "t9-1").split() == ["calc.py", "notes.md"]
+    assert git(project, "--git-dir", store, "ls-tree", "-r", "--name-only", "t9-1^").split() == ["calc.py",
+                                                                                               "test_calc.py"]
+    from acr_cli.workspace.kept import command
 
-    assert refs.prune_attempts(ws.git, keep=2) == 2
-    assert len(git(project, "for-each-ref", "refs/acr/attempts/").splitlines()) == 2
+    shown = subprocess.run(shlex.split(command(report.saved_as)), capture_output=True, text=True, check=True).stdout
+    assert "+the attempt's edit" in shown and "-    return a * b" in shown and "deleted file" in shown
+    assert git(project, "for-each-ref", "refs/acr/") == ""  # nothing under the project's refs a push would carry
+
+
+def test_only_the_newest_kept_attempts_stay_and_the_others_objects_go(project):
+    ws = Workspace.open(project)
+    for i in range(4):
+        cp = ws.checkpoint(f"t{i}-1")
+        (project / "calc.py").write_text(f"edit number {i}\n")
+        ws.restore(cp, keep_as=f"t{i}-1")
+        ws.drop(cp)
+    assert len(ws.kept.names()) == 4
+    assert ws.kept.prune(keep=2) == 2
+    assert sorted(ws.kept.names()) == ["t2-1", "t3-1"]
+    every = subprocess.run(["git", "--git-dir", str(ws.kept.dir), "cat-file", "--batch-all-objects", "--batch"],
+                           capture_output=True, check=True).stdout
+    assert b"edit number 3" in every and b"edit number 0" not in every and b"edit number 1" not in every
+
+
+def test_a_kept_attempt_holds_files_within_its_budget_and_names_the_others(project, monkeypatch):
+    monkeypatch.setattr(workspace.kept, "BUDGET", 1000)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    (project / "big.log").write_text("x" * 2000)
+    (project / "calc.py").write_text("small edit\n")
+    report = ws.restore(cp, keep_as="t-1")
+    ws.drop(cp)
+    store = report.saved_as.rsplit("#", 1)[0]
+    assert git(project, "--git-dir", store, "ls-tree", "-r", "--name-only", "t-1").split() == ["calc.py"]
+    assert report.not_kept == ["big.log (2000 bytes: over the 1000 bytes kept per attempt)"]
+    assert "big.log" in git(project, "--git-dir", store, "log", "-1", "--format=%B", "t-1")  # said where it is kept
+    assert any("big.log" in line for line in report.lines())  # and in the attempt's log
 
 
 def test_not_a_git_repository_is_explained(tmp_path):
