@@ -44,9 +44,11 @@ KEYS = {
     "memory": str,  # a file, or a team's postgresql:// URL (acr_cli.paths, acr_cli.memory.team)
     "share_prompts": bool,  # false: request texts and agents' answers stay in the local file (acr_cli.memory.team)
     "baseline": str,  # check | accept | off: the verifier on the untouched tree (acr_cli.session)
+    "protect": list,  # globs: an attempt that changes a matching path fails (acr_cli.checks.protected)
 }
 BASELINE_MODES = ("check", "accept", "off")  # the verifier on the untouched tree: see acr_cli.session
-TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false"}
+TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false",
+              list: "list of strings"}
 PROJECT_FILE = ".acr.toml"
 # A project file must not move the user's memory file; it may name the team's shared memory (a URL)
 # that runs in the project record into (a project file is trusted like its `verify`, which runs code).
@@ -73,6 +75,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
         number = (int,) if want is int else (int, float)  # a whole count must not be 2.7
         ok = isinstance(val, number) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
+        if want is list:
+            ok = ok and all(isinstance(item, str) for item in val)
         if not ok:
             raise ConfigError(f"{path}: setting {key!r} should be a {TYPE_NAMES[want]}, got {val!r}")
         problem = check_value(key, val)
@@ -95,6 +99,8 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected check, accept or off, got {value!r}"
     if key == "permissions" and value not in PERMISSIONS:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
+    if key == "protect" and any(not item.strip() for item in value):
+        return "expected globs such as \"tests/**\", got an empty one"
     if key in ("profile", "memory") and not str(value).strip():
         return "expected a non-empty string"
     if key == "memory" and "://" in str(value) and not str(value).startswith(("postgresql://", "postgres://")):
@@ -190,7 +196,7 @@ class Settings:
 
 
 # the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
-RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline")
+RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect")
 
 
 @dataclass(frozen=True)
@@ -237,7 +243,10 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
     if want is None:
         raise ConfigError(f"unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
     try:
-        value = _parse_bool(raw) if want is bool else want(raw)
+        if want is list:  # `acr config set protect "tests/**, check.py"`: comma-separated
+            value = [item.strip() for item in raw.split(",") if item.strip()]
+        else:
+            value = _parse_bool(raw) if want is bool else want(raw)
     except ValueError:
         raise ConfigError(f"{key} needs a {TYPE_NAMES[want]}, got {raw!r}") from None
     problem = check_value(key, value)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
-# Accepted on the agent's own word: it finished without an error and no verifier checked its work.
+# Accepted on the agent's own word: it finished without an error and no verifier checked its work (there
+# was none, or the attempt changed what the verifier reads: Feedback.check_changed, acr_cli.checks).
 # It ends the task like a pass, but it is weak evidence of skill (memory.sql.UNVERIFIED_WEIGHT).
 UNVERIFIED = "unverified"
 VERDICTS = (PASSED, UNVERIFIED, FAILED, ERROR, TIMEOUT, CANCELLED)
@@ -109,6 +110,10 @@ class Feedback:
     verifier_unchanged: bool | None = None
     # a kept attempt's change: (path, lines added, lines deleted; None for binary files)
     diffstat: list = field(default_factory=list)
+    # a passing check the attempt had changed the inputs of (acr_cli.checks): (path, why) each; its verdict is
+    # then unverified. tests_added: test files the attempt added, which the check also ran (named, the pass stands)
+    check_changed: list[tuple[str, str]] = field(default_factory=list)
+    tests_added: list[str] = field(default_factory=list)
     # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
     abort: Exception | None = field(default=None, repr=False, compare=False)
 

@@ -13,6 +13,7 @@ EXIT_NOT_PASSED = 1  # the run finished but no attempt passed the verifier
 EXIT_PROBLEMS = 1  # a report was printed and it found problems (doctor, init, profiles validate)
 EXIT_PIPE_CLOSED = 1  # the reader of acr's output left (`acr memory log | head`)
 EXIT_USAGE = 2  # bad arguments, bad configuration, unusable files
+EXIT_CHECK_CHANGED = 3  # the verifier passed, but the attempt had changed what it reads: kept, not verified
 EXIT_INTERNAL = 70  # a bug in acr (traceback written to the crash log)
 EXIT_CANCELLED = 130  # Ctrl-C
 

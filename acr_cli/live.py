@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from acr_cli import agents, interrupts, process
 from acr_cli.agents.base import Adapter, AgentResult, short
+from acr_cli.checks import Changes, check_inputs, describe, protected, stray_bytecode
 from acr_cli.context import Context
 from acr_cli.domain import (
     CANCELLED,
@@ -42,6 +43,7 @@ from acr_cli.redact import redact
 from acr_cli.verify import VerifierResult, run_verifier
 from acr_cli.workspace import Guard, Workspace
 from acr_cli.workspace.kept import command as kept_command
+from acr_cli.workspace.refs import few
 
 OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
 
@@ -67,6 +69,24 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_ve
                          "what the check tests.")
     # a NUL the check or the agent printed cannot be passed in an argument (the request itself has none)
     return "\n".join(lines).replace("\0", "\ufffd")
+
+
+def _drop_stray_bytecode(root: Path, changes: Changes, log) -> None:
+    """Remove the ignored ``__pycache__`` bytecode a kept attempt wrote or changed (acr_cli.checks.stray_bytecode):
+    Python compiles it again from the source, and a planted file cannot answer for its source later."""
+    removed = []
+    inside = os.path.realpath(root) + os.sep
+    for path in stray_bytecode(changes):
+        target = root / path
+        try:  # a regular file in the project, never one a symlinked folder leads out to
+            if target.is_file() and not target.is_symlink() and os.path.realpath(target).startswith(inside):
+                target.unlink()
+                removed.append(path)
+        except OSError:
+            pass
+    if removed:
+        log.write(f"--- removed {len(removed)} bytecode file(s) the attempt wrote in ignored __pycache__ folders "
+                  f"(Python compiles them again from the source): {few(removed, 10)}\n")
 
 
 def _utf8(text: str | None) -> str | None:
@@ -132,7 +152,8 @@ class LiveEnvironment:
     def __init__(self, *, profile: Profile, project: Path, logs_dir: Path, workspace: Workspace | None,
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
                  interactive: bool = False, on_output: OutputCallback | None = None, health: HealthBook | None = None,
-                 baseline: VerifierResult | None = None, tell_verifier: bool = True):
+                 baseline: VerifierResult | None = None, tell_verifier: bool = True,
+                 protect: tuple[str, ...] = ()):
         self.profile = profile
         self.project = project
         self.logs_dir = logs_dir
@@ -146,6 +167,7 @@ class LiveEnvironment:
         self.health = health  # arm health in memory: set-up errors set arms aside, transient ones cool them
         self.baseline = baseline  # the verifier on the untouched tree: a failure to compare with
         self.tell_verifier = tell_verifier
+        self.protect = tuple(protect)  # globs: an attempt that changes a matching path fails (acr_cli.checks)
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
@@ -178,12 +200,14 @@ class LiveEnvironment:
                     log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
                               f"repository), left as the attempt makes them: {', '.join(guard.cp.unprotected)}\n")
                 try:
-                    fb = self._run(adapter, arm, prompt, log, fb, started, marker)
+                    fb, changes = self._run(adapter, arm, prompt, log, fb, started, marker, guard)
                     if guard is not None:
                         # first: a signal from here on keeps a passing attempt's work, as its verdict says
                         guard.passed = fb.accepted
                         with interrupts.deferred():
                             if fb.accepted:  # kept: what a person will review
+                                if changes is not None:
+                                    _drop_stray_bytecode(guard.ws.root, changes, log)
                                 fb.diffstat = guard.diffstat()
                                 fb.apply_ok = bool(fb.diffstat)
                             else:
@@ -268,7 +292,9 @@ class LiveEnvironment:
                       + "".join(f"---   {line}\n" for line in guard.side_effects))
 
     def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float,
-             marker: str) -> Feedback:
+             marker: str, guard: Guard | None = None) -> tuple[Feedback, Changes | None]:
+        """Run the agent, then judge what it did (:meth:`_judge`). Returns the feedback, and what the attempt
+        changed when that was read (None: no checkpoint, or the agent did not finish)."""
         if self.interactive:
             inv = adapter.interactive(prompt, arm, self.project, self.permissions)
         else:
@@ -295,21 +321,47 @@ class LiveEnvironment:
                 self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
                 fb.verdict = TIMEOUT
                 fb.reason = f"no result within {self.timeout:g}s; the agent's process group was killed"
-                return fb
+                return fb, None
             if res.not_started:
                 fb.verdict, fb.reason = ERROR, res.stderr
-                return fb
+                return fb, None
             parsed = self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
         if parsed.error:
             fb.verdict, fb.reason = ERROR, parsed.error
-            return fb
+            return fb, None
         if parsed.failed:
             fb.verdict, fb.reason = FAILED, parsed.failed
-            return fb
+            return fb, None
+        return fb, self._judge(fb, guard, log, marker)
+
+    def _judge(self, fb: Feedback, guard: Guard | None, log, marker: str) -> Changes | None:
+        """The verdict of an attempt whose agent finished: a change to a ``protect``ed path fails it; else
+        the verifier decides, and a pass of a check whose inputs the attempt changed is unverified
+        (:mod:`acr_cli.checks`). What the attempt changed is read before the verifier runs (what the
+        verifier itself writes is not the attempt's); returned, or None without a checkpoint."""
+        changes = problem = None
+        if guard is not None and (self.verify or self.protect):
+            try:
+                changes = guard.touched()
+            except WorkspaceError as e:  # (the attempt deleted .git): judged as before, then the task stops
+                problem = e
+        if changes is not None and changes.unexamined:
+            log.write(f"--- new ignored directories too large to look into for what the check reads: "
+                      f"{', '.join(changes.unexamined)}\n")
+        if changes is not None and self.protect:
+            hit = protected(changes, self.protect, self._prefix(guard))
+            if hit:
+                fb.verdict = FAILED
+                fb.reason = (f"it changed protected files: {few(hit, 10)} (protect = "
+                             f"{', '.join(self.protect)}): such an attempt fails, whatever the check says")
+                log.write(f"--- {fb.reason}\n")
+                return changes
         if not self.verify:
             fb.verdict, fb.score = UNVERIFIED, None
             fb.reason = "no verifier: accepted on the agent's own word (unverified)"
-            return fb
+            if problem is not None:
+                raise problem
+            return changes
         try:
             v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker)
         except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
@@ -321,7 +373,26 @@ class LiveEnvironment:
             if fb.verifier_unchanged:
                 fb.reason += "; unchanged from before the attempt"
                 log.write("--- the verifier printed what it printed before the attempt (timings aside)\n")
-        return fb
+        if fb.verdict == PASSED and changes is not None:
+            inputs = check_inputs(changes, self.verify, self._prefix(guard))
+            fb.tests_added = inputs.tests_added
+            if inputs.changed:  # the check passed, but not the check the user gave: nobody verified the work
+                fb.verdict, fb.score, fb.check_changed = UNVERIFIED, None, inputs.changed
+                fb.reason = (f"the check passed (exit {v.exit_code}), but the attempt changed what it reads: "
+                             f"{few(describe(inputs.changed), 10)}; not a verified pass (unverified)")
+            elif inputs.tests_added:
+                fb.reason += f"; the attempt added test files: {few(inputs.tests_added, 10)}"
+            log.write(f"--- {fb.reason}\n" if inputs.changed or inputs.tests_added else "")
+        if problem is not None:
+            raise problem
+        return changes
+
+    def _prefix(self, guard: Guard | None) -> str:
+        """Where the verifier runs (the project directory), relative to the repository's top."""
+        if guard is None:
+            return ""
+        rel = os.path.relpath(os.path.realpath(self.project), os.path.realpath(guard.ws.root))
+        return "" if rel == "." else rel.replace(os.sep, "/")
 
     def _fill_from_output(self, adapter: Adapter, arm: Arm, fb: Feedback, stdout: str, stderr: str,
                           exit_code: int | None) -> AgentResult:

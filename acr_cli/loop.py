@@ -6,7 +6,8 @@ live ``acr run`` (an :class:`Environment` that runs agent CLIs) and for
 
     decide with what memory knows -> act -> verify -> record -> decide again
 
-It stops when an attempt passes (or, with no verifier, finishes: ``unverified``), the policy says stop, the attempts are
+It stops when an attempt passes (or, with no verifier, finishes: ``unverified``; so does a pass of a check whose
+inputs the attempt changed, acr_cli.checks), the policy says stop, the attempts are
 used up, ``max_cost`` would be exceeded, or the user cancels.
 """
 
@@ -170,7 +171,9 @@ def run_task(
             raise fb.abort
         if fb.accepted:
             result.passed, result.accepted = fb.passed, True
-            result.stop_reason = "passed" if fb.passed else "accepted without a verifier (unverified)"
+            result.stop_reason = ("passed" if fb.passed else
+                                  "the check passed, but the attempt changed what it reads (unverified)"
+                                  if fb.check_changed else "accepted without a verifier (unverified)")
             break
         if fb.verdict == CANCELLED or interrupts.requested():
             result.cancelled = True
@@ -248,6 +251,8 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "log": fb.log_path,
                 "side_effects": fb.side_effects,
                 "kept_before": fb.kept_before,
+                "check_changed": [{"path": path, "why": why} for path, why in fb.check_changed],
+                "tests_added": fb.tests_added,
                 "problem": fb.problem.kind if fb.problem else None,
                 "health": fb.health,
             }

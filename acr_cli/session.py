@@ -194,7 +194,8 @@ class Prepared:
                               timeout=float(opts["timeout"].value), verify_timeout=float(opts["verify_timeout"].value),
                               permissions=opts["permissions"].value, interactive=req.interactive,
                               on_output=on_output, health=HealthBook(self.memory), baseline=self._baseline,
-                              tell_verifier=self.profile.settings.tell_verifier)
+                              tell_verifier=self.profile.settings.tell_verifier,
+                              protect=tuple(opts["protect"].value or ()))
         if on_event is not None:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         described: set[str] = set()
@@ -326,6 +327,9 @@ def prepare(req: RunRequest, *,
                     raise
                 prepared.lock = None  # --no-rollback writes nothing to .git: a lock it cannot take is no reason to stop
         ws = prepared.workspace
+        if ws is None and options["protect"].value:  # what an attempt changed is read from its checkpoint
+            prepared.warnings.append(f"protect (from {options['protect'].source}) is not enforced without the "
+                                     "rollback (--no-rollback, or outside git): nothing tells what an attempt changed")
         if ws is not None:
             ws.ensure_no_operation_in_progress()
             interrupted = ws.interrupted_checkpoints()

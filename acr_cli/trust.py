@@ -3,8 +3,8 @@
 A repository you clone brings its ``.acr.toml`` with it, so until you trust it acr reads it as the
 repository's wish, not yours (as direnv does with ``.envrc`` and editors with a workspace). An
 untrusted file may still set what a project naturally decides and what costs you nothing to accept
-(``verify``, timeouts, ``max_attempts``, ``max_cost``, ``baseline``, a built-in or your own profile
-by name), and only where your ``config.toml`` does not set it. It can never:
+(``verify``, timeouts, ``max_attempts``, ``max_cost``, ``baseline``, ``protect``, a built-in or your own
+profile by name), and only where your ``config.toml`` does not set it. It can never:
 
 * name a memory server (``memory``): a URL could send your database password elsewhere, and read-only
   commands (``route``, ``show``, ``memory``, ``doctor``, ``config``) would connect to it;

@@ -8,6 +8,13 @@ Score in [0, 1]:
 1. a line ``ACR_SCORE=<x>`` (or ``ACR_SCORE: x``) in the output, if present;
 2. else a pytest summary (``3 passed, 1 failed``) -> passed / (passed + failed + errors);
 3. else 1.0 for exit 0 and 0.0 otherwise.
+
+Python's bytecode caches cannot answer for the source: the verifier runs with
+``PYTHONDONTWRITEBYTECODE=1`` and ``PYTHONPYCACHEPREFIX`` set to an empty
+directory of its own (removed after it), so every Python the check starts
+(and pytest's assertion rewriting) compiles from the ``.py`` files and never
+reads a ``__pycache__`` in the project, where an attempt could plant bytecode
+of a "fixed" module beside its untouched broken source.
 """
 
 from __future__ import annotations
@@ -116,9 +123,17 @@ def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = 
                  marker: str | None = None) -> VerifierResult:
     """Run the verifier through /bin/sh. ``marker``: the attempt's (process.run): what the verifier starts
     is then the attempt's too, so `acr recover` finds it if acr is killed while the verifier runs."""
+    import shutil
+    import tempfile
+
     if log is not None:
         log.write(f"--- verifier: {redact(command)}\n")
-    res = process.run(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, log=log, marker=marker)
+    prefix = tempfile.mkdtemp(prefix="acr-pycache-")  # a fresh one each run: nothing cached answers
+    try:
+        env = process.child_env(cwd, {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": prefix})
+        res = process.run(["/bin/sh", "-c", command], cwd=cwd, env=env, timeout=timeout, log=log, marker=marker)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
     if log is not None:
         for line in res.leftovers:
             log.write(f"--- a process the verifier started outlived it and was ended: {line}\n")

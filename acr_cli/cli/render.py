@@ -191,10 +191,22 @@ def print_run_summary(report) -> None:
             else "with --no-rollback, whatever the attempts changed is still in the directory")
     if result.accepted:
         fb = report.final
-        head = ("[green bold]passed[/]" if result.passed else
+        head = ("[green bold]passed[/]" if result.passed else "[yellow bold]not verified[/]" if fb.check_changed else
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
+        tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
         con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total{unknown_cost(result)}.")
+                  f"{fmt_money(result.cost_usd, 4)} in total{unknown_cost(result)}{tail}")
+        if fb.check_changed:  # one a line: the files a person must look at before trusting the pass
+            con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
+                      "the work until you do)[/]:")
+            from acr_cli.checks import describe
+
+            for line in describe(fb.check_changed):
+                con.print(Text(f"  - {redact(line)}"), soft_wrap=True)
+        elif fb.tests_added:
+            con.print("[dim]the attempt added test files (review them with the work: a check that runs them ran the "
+                      "attempt's own tests):[/] "
+                      + escape(", ".join(fb.tests_added)), highlight=False)
         if report.kept:
             where = "uncommitted in your work tree" if report.rollback else "in the directory"
             con.print(f"Changed {len(report.kept)} file(s), {where}:")

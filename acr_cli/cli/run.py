@@ -22,7 +22,7 @@ from acr_cli.cli.common import (
     project_dir,
 )
 from acr_cli.cli.terminal import echo
-from acr_cli.errors import EXIT_NOT_PASSED, AcrError, Reported
+from acr_cli.errors import EXIT_CHECK_CHANGED, EXIT_NOT_PASSED, AcrError, Reported
 from acr_cli.routing import registry
 
 _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
@@ -163,8 +163,9 @@ def run(
 
       acr run --arms codex:gpt-5.4,claude:claude-opus-4-6 "port the CSV reader"
 
-    Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 130 Ctrl-C
-    (143 SIGTERM, 129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
+    Exit codes: 0 an attempt passed, 1 none passed, 2 usage/configuration error, 3 the check passed
+    but the attempt had changed what it reads (its work is kept, unverified), 130 Ctrl-C (143 SIGTERM,
+    129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
     """
     from acr_cli import interrupts
     from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
@@ -218,6 +219,8 @@ def run(
         raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
         raise Reported(EXIT_NOT_PASSED)
+    if report.final is not None and report.final.check_changed:  # kept, but no check the user gave judged it
+        raise Reported(EXIT_CHECK_CHANGED)
 
 
 def _confirm_passing_baseline() -> bool:

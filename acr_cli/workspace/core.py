@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from acr_cli import interrupts
+from acr_cli.checks import Changes
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
@@ -20,6 +21,8 @@ from acr_cli.workspace.snapshot import Snapshots, nul_join, unlink_index
 from acr_cli.workspace.store import Store, default_base
 
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
+# files looked into in the ignored directories an attempt made (a new `__pycache__/`), per attempt
+NEW_IGNORED_FILES_MAX = 20000
 # git's own state files of an operation in progress: a rollback could not bring them back
 IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
                "rebase-merge": "a rebase", "rebase-apply": "a rebase or `git am`",
@@ -230,6 +233,41 @@ class Workspace:
         self.git.invalidate()
         return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
 
+    def touched(self, cp: Checkpoint) -> Changes:
+        """What the attempt changed since ``cp``, ignored files included as far as the checkpoint sees them:
+        its kept ignored files (changed, added inside a kept directory, deleted) and entries ignored now that
+        were not before (a new ``__pycache__/``, whose files are listed; one holding more than
+        ``NEW_IGNORED_FILES_MAX`` files is named as not examined). Ignored entries over the checkpoint's
+        budget are not looked into. What :mod:`acr_cli.checks` judges an attempt by."""
+        tree = self.changes(cp)
+        ignored: list[tuple[str, str]] = []
+        if cp.ignored_tree:
+            now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index)
+            ignored += self.snap.diff(cp.ignored_tree, now)
+        before = set(cp.ignored) | set(cp.unprotected)
+        unexamined: list[str] = []
+        budget = NEW_IGNORED_FILES_MAX
+        for entry in self.snap.ignored_listing():
+            if entry in before or any((entry.rstrip("/") + "/").startswith(p + "/") or p.startswith(entry)
+                                      for p in self.snap.private):
+                continue
+            if not entry.endswith("/"):
+                ignored.append(("A", entry))
+                continue
+            found: list[str] = []
+            for parent, subdirs, files in os.walk(self.root / entry):
+                subdirs[:] = [d for d in subdirs if d != ".git"]  # a nested repository's own
+                rel = Path(parent).relative_to(self.root).as_posix()
+                found += [f"{rel}/{f}" for f in files]
+                if len(found) > budget:
+                    break
+            if len(found) > budget:
+                unexamined.append(entry)
+            else:
+                budget -= len(found)
+                ignored += [("A", f) for f in found]
+        return Changes(tuple(tree), tuple(ignored), tuple(unexamined))
+
     def diffstat(self, cp: Checkpoint) -> list[tuple[str, int | None, int | None]]:
         """(path, lines added, lines deleted) for every path that differs from the checkpoint; None for
         a binary file. What a person reviews of a kept attempt (ignored files aside)."""
@@ -370,6 +408,9 @@ class Guard:
 
     def diffstat(self) -> list[tuple[str, int | None, int | None]]:
         return self.ws.diffstat(self.cp)
+
+    def touched(self) -> Changes:
+        return self.ws.touched(self.cp)
 
     def rollback(self) -> RestoreReport | None:
         """Roll back now (idempotent); the checkpoint is dropped once the work tree is back."""

@@ -11,7 +11,7 @@ RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "answer", "cha
        "attempts", "skipped", "shared_memory"}
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
-               "verifier_unchanged", "attempt_ref", "diff_command", "kept_before"}
+               "verifier_unchanged", "attempt_ref", "diff_command", "kept_before", "check_changed", "tests_added"}
 BASELINE = {"command", "passed", "exit_code", "score", "timed_out", "duration_s", "tail"}
 CONTEXT = {"kind", "language", "size", "project", "groups", "reasons", "kind_sure"}
 SHOW = {"id", "created_at", "finished_at", "state", "passed", "cost_usd", "project", "prompt", "policy", "context",
