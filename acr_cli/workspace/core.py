@@ -350,7 +350,8 @@ class Workspace:
         report = rollback.restore(self.snap, cp, keep, self.publish)
         if report.saved_as:
             try:
-                self.kept.prune()
+                listed, self.kept.listed = self.kept.listed, None  # (what this restore's keep() read)
+                self.kept.prune(names=listed)
             except WorkspaceError:  # older copies left a while longer: never a failed rollback
                 pass
         return report

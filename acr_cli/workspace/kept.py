@@ -46,6 +46,7 @@ SEP = "#"  # a kept attempt's location, as memory and --json hold it: "<reposito
 class Kept:
     def __init__(self, path: Path):
         self.dir = path
+        self.listed: list[str] | None = None  # the kept attempts, newest first, as the last keep() left them
 
     # ------------------------------------------------------------------ the repository
 
@@ -82,14 +83,21 @@ class Kept:
 
     def names(self) -> list[str]:
         """Kept attempts, newest first."""
+        return [name for _, name in self._listing()]
+
+    def _listing(self) -> list[tuple[int, str]]:
+        """(commit time, name) of every kept attempt, newest first."""
         if not (self.dir / "HEAD").is_file():
             return []
-        out = self._git("for-each-ref", "--sort=-committerdate", "--format=%(refname)", "refs/heads/")
-        return [r[len("refs/heads/"):] for r in out.decode("utf-8", "surrogateescape").split("\n") if r]
+        out = self._git("for-each-ref", "--sort=-committerdate", "--format=%(committerdate:unix) %(refname)",
+                        "refs/heads/")
+        rows = (line.split(" ", 1) for line in out.decode("utf-8", "surrogateescape").split("\n") if line)
+        return [(int(stamp), ref[len("refs/heads/"):]) for stamp, ref in rows]
 
-    def prune(self, keep: int = KEPT) -> int:
-        """Delete all but the newest ``keep`` kept attempts, and their objects; returns how many went."""
-        old = self.names()[keep:]
+    def prune(self, keep: int = KEPT, names: list[str] | None = None) -> int:
+        """Delete all but the newest ``keep`` kept attempts, and their objects; returns how many went. ``names``:
+        the kept attempts, newest first, when the caller has just read them."""
+        old = (self.names() if names is None else names)[keep:]
         if old:
             lines = "".join(f"delete refs/heads/{n}\n" for n in old).encode("utf-8", "surrogateescape")
             self._git("update-ref", "--stdin", input=lines)
@@ -126,11 +134,11 @@ class Kept:
             return None, left
         contents = _contents(git, {sha for entry in chosen for mode, sha in entry[1:] if mode not in ("000000", GITLINK)})
         self._prepare()
-        newest = self._git("for-each-ref", "--sort=-committerdate", "--count=1", "--format=%(committerdate:unix)",
-                           "refs/heads/").strip()
+        listing = self._listing()  # (one read for the date below and for pruning after)
         # a second later than the newest when they would tie (pruning goes by this date: the newest stay)
-        stamp = max(int(time.time()), int(newest) + 1 if newest else 0)
+        stamp = max(int(time.time()), listing[0][0] + 1 if listing else 0)
         self._git("fast-import", "--quiet", "--force", input=_stream(name, what, chosen, contents, left, stamp))
+        self.listed = [name] + [n for _, n in listing if n != name]
         return self.location(name), left
 
 
