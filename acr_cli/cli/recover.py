@@ -88,8 +88,8 @@ def recover(
             while ws.has_ref(saved):  # a recover that stopped half way saved one already: keep both
                 n += 1
                 saved = f"{RECOVERED_REFS}{cp.name}-{n}"
-            out["saved_as"] = ws.save_current(saved)
-            report = ws.restore(cp)
+            out["saved_as"] = ws.save_current(saved, cp)
+            report = ws.restore(cp, recovering=True)
             ws.drop(cp)
             out["restored"] = chosen[0]
             out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),

@@ -10,7 +10,8 @@ reads, ``core.worktree`` that points the rollback at another directory. acr's ow
   was opened (a planted ``core.worktree`` or ``commondir`` file cannot redirect them);
 * command-line configuration, which wins over every config file: no hooks, no fsmonitor, every
   filter driver found in the configuration emptied (``filter.<name>.clean/smudge/process`` = "",
-  ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion;
+  ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion, no
+  commit-graph or multi-pack-index (caches git does not check);
 * no replace objects, no grafts, no pager, no editor, no prompt, and no ``GIT_*`` variable from
   acr's own environment;
 * a time limit per command, so nothing can hang acr.
@@ -48,6 +49,11 @@ SAFE_CONFIG = {
     "gpg.x509.program": "false",
     "gc.auto": "0",
     "maintenance.auto": "false",
+    # caches of the object store that git trusts without checking: a commit-graph the attempt wrote (with
+    # grafted parents, or forged) would change what ancestry checks answer; a multi-pack-index maps an
+    # object to where its bytes are. acr reads neither (a rollback removes one the attempt made: control.py)
+    "core.commitGraph": "false",
+    "core.multiPackIndex": "false",
     "advice.detachedHead": "false",
 }
 _FILTER_KEYS = ("clean", "smudge", "process")
