@@ -15,7 +15,7 @@ from acr_cli.workspace import control, refs, rollback
 from acr_cli.workspace.checkpoint import Checkpoint, signature
 from acr_cli.workspace.git import Git, discover, ident, user_name
 from acr_cli.workspace.rollback import RestoreReport
-from acr_cli.workspace.snapshot import Snapshot, Snapshots, nul_join, unlink_index
+from acr_cli.workspace.snapshot import Snapshot, Snapshots, folders, nul_join, unlink_index
 from acr_cli.workspace.store import Store, default_base
 
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
@@ -146,7 +146,7 @@ class Workspace:
                         rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
                         self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
                         refs.worktree_branches(self.git), symbolic, index_mtime, shot.large,
-                        tuple(sorted(set(shot.nested) | set(self.snap.repositories_in(files)))),
+                        tuple(sorted(set(shot.nested) | set(self.snap.repositories_in(folders(files))))),
                         control.caches(self.common_dir))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])

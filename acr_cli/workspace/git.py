@@ -122,14 +122,14 @@ class Git:
         self._config_stamp = stamp
 
     def __call__(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True,
-                 repo_objects: bool = False, acr_objects_only: bool = False) -> bytes:
+                 repo_objects: bool = False, acr_objects_only: bool = False, said: list | None = None) -> bytes:
         """``acr_objects_only``: acr's object directory alone, without the repository's (to copy objects
-        into it: git writes no object it can already read)."""
+        into it: git writes no object it can already read). ``said``: gets what git wrote to stderr."""
         self.refresh()
         extra = dict(env or {})
         if acr_objects_only:
             extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = ""
-        return self._run(list(args), extra, input, check, repo_objects)
+        return self._run(list(args), extra, input, check, repo_objects, said)
 
     def ok(self, *args: str, env: dict | None = None, input: bytes | None = None, repo_objects: bool = False) -> bool:
         """Run git; False where it refuses (or cannot even start, e.g. an argument over the kernel's limit)."""
@@ -139,7 +139,8 @@ class Git:
         except (WorkspaceError, OSError):
             return False
 
-    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool, repo_objects: bool) -> bytes:
+    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool, repo_objects: bool,
+             said: list | None = None) -> bytes:
         try:
             r = subprocess.run(["git", *args], cwd=self.root, capture_output=True, env=self._env(env, repo_objects),
                                input=input, stdin=None if input is not None else subprocess.DEVNULL,
@@ -148,6 +149,8 @@ class Git:
             raise WorkspaceError(f"git {args[0]} did not finish within {GIT_TIMEOUT_S:g}s and was stopped",
                                  hint="check the repository with `git fsck`; then run `acr recover` if a "
                                       "rollback was under way") from None
+        if said is not None:
+            said.append(r.stderr)
         if r.returncode != 0 and check:
             msg = r.stderr.decode(errors="replace").strip()
             raise WorkspaceError(f"git {args[0]} failed: {msg}")

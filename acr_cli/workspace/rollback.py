@@ -40,6 +40,7 @@ from acr_cli.workspace.snapshot import (
     Snapshot,
     Snapshots,
     current_umask,
+    folders,
     nul_join,
     unlink_index,
 )
@@ -205,10 +206,10 @@ def restore(snap: Snapshots, cp: Checkpoint, keep_as: str | None, publish, recov
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
-    files = snap.files()
-    _restore_dirs(snap, cp, files)  # first: a directory the attempt made read-only cannot keep its files in place
+    dirs = folders(snap.files())
+    _restore_dirs(snap, cp, dirs)  # first: a directory the attempt made read-only cannot keep its files in place
     try:
-        report.repositories += remove_new_dot_gits(snap, cp, files, aside)
+        report.repositories += remove_new_dot_gits(snap, cp, dirs, aside)
         report.removed_ignored, report.ignored_left = remove_new_ignored(snap, cp, aside)
         report.unpopulated = unpopulate_submodules(snap, cp, aside)
     except OSError as e:  # (the put-aside folder itself could not be made): said, never a half-done rollback
@@ -446,13 +447,13 @@ def remove_new_repositories(snap: Snapshots, cp: Checkpoint, nested: tuple[str, 
     return out
 
 
-def remove_new_dot_gits(snap: Snapshots, cp: Checkpoint, files: list[str], aside: "Aside") -> list[str]:
+def remove_new_dot_gits(snap: Snapshots, cp: Checkpoint, dirs: set[str], aside: "Aside") -> list[str]:
     """A ``.git`` the attempt made in a folder of the user's files (``git init src`` where ``src`` holds tracked
     files: git's trees never show it) is moved aside; those there at the checkpoint stay."""
     if cp.nested is None:
         return []
     out = []
-    for d in snap.repositories_in(files):
+    for d in snap.repositories_in(dirs):
         if d in cp.nested or not _inside_tree(snap.root, d):
             continue
         target = aside.folder / d / ".git"
@@ -573,7 +574,7 @@ def _undo_list(snap: Snapshots, cp: Checkpoint, now: Snapshot) -> list[tuple[str
     return out + [("A", path) for path in now.unreadable if path not in listed]
 
 
-def _restore_dirs(snap: Snapshots, cp: Checkpoint, files: list[str]) -> None:
+def _restore_dirs(snap: Snapshots, cp: Checkpoint, folders_now: set[str]) -> None:
     """Directories the user had and git does not record come back: empty ones the attempt removed
     (``rmdir``), and every directory's permission bits, the default ones too (a ``chmod 777 src``; a
     ``chmod 555`` that would keep the rollback from moving what the attempt planted in it). Never
@@ -593,7 +594,7 @@ def _restore_dirs(snap: Snapshots, cp: Checkpoint, files: list[str]) -> None:
                 os.chmod(p, cp.dir_modes.get(d, plain))
             except OSError:
                 continue
-    dirs = {os.path.dirname(f) for f in files} | set(cp.untracked_dirs) | set(cp.dir_modes)
+    dirs = folders_now | set(cp.untracked_dirs) | set(cp.dir_modes)
     for d in sorted(dirs - {""}):
         want = cp.dir_modes.get(d, plain)
         try:

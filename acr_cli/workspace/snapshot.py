@@ -168,6 +168,8 @@ class Snapshots:
         unreadable: list[str] = []
         raw: list[str] = []
         skipped: set[str] = set()  # nested repositories without a commit, paths gone meanwhile
+        if files and self._update(env, files):  # the usual case: plain files, which git takes without a word
+            files = []
         while True:
             todo = [f for f in files if f not in raw] + [n for n in nested if n not in skipped]
             if not todo:
@@ -199,6 +201,30 @@ class Snapshots:
         if raw:
             unreadable += self._add_raw(env, raw)
         return unreadable
+
+    def _update(self, env: dict, files: list[str]) -> bool:
+        """Hash ``files`` with ``update-index``, which walks nothing (``git add`` with pathspecs still reads every
+        folder): True when git took them all without a word. On any complaint (a name it refuses, a file it
+        cannot read or convert, a folder where a file was) the index is as it was, and :meth:`_add` asks
+        ``git add``, whose messages name each path."""
+        said: list[bytes] = []
+        before = Path(env["GIT_INDEX_FILE"])
+        kept = before.read_bytes() if before.exists() else None
+        stamp = before.stat().st_mtime_ns if kept is not None else None
+        ok = True
+        try:
+            self.git("update-index", "--add", "--remove", "--replace", "-z", "--stdin", env=env,
+                     input=nul_join(files), said=said)
+        except WorkspaceError:
+            ok = False
+        if ok and not any(said):
+            return True
+        if kept is None:
+            before.unlink(missing_ok=True)
+        else:  # (its mtime too: git's racy check reads it)
+            before.write_bytes(kept)
+            os.utime(before, ns=(stamp, stamp))
+        return False
 
     def _git_add(self, env: dict, paths: list[str], leave: set[str]) -> None:
         """``git add -A`` of exactly ``paths`` (or of everything but ``leave``, when they are many: matching
@@ -273,26 +299,27 @@ class Snapshots:
         at the checkpoint (``sparse_absent`` None) it stays as committed, and all such files are
         returned; later, only those listed stay, any other missing one was deleted. A submodule is
         always added: a new commit checked out in one is no change of stat."""
-        raw = self.git("ls-files", "-z", "-v", "-s", "-c", "-m", "-o", "--exclude-standard", "--", ".",
+        modes = ["-s"] if _may_hold_gitlinks(Path(env["GIT_INDEX_FILE"]), self.git.git_dir) else []
+        raw = self.git("ls-files", "-z", "-v", *modes, "-c", "-m", "-o", "--exclude-standard", "--", ".",
                        *(f":(exclude,literal){p}" for p in self.private), env=env)
         skip_here, skip_gone, assumed, gitlinks, nested, files = [], [], [], [], [], []
         for e in raw.decode("utf-8", "surrogateescape").split("\0"):
-            if len(e) < 3:
+            tag = e[:2]
+            if tag == "H " and not (modes and e.startswith(GITLINK, 2)):  # (nearly every entry: nothing to do)
                 continue
-            tag = e[0]
-            if tag == "?":  # untracked: "? path" (a nested repository's ends in /)
+            if tag == "? ":  # untracked: "? path" (a nested repository's ends in /)
                 (nested.append(e[2:-1]) if e.endswith("/") else files.append(e[2:]))
                 continue
-            if "\t" not in e:
+            path = e.partition("\t")[2] if modes else e[2:]
+            if not path:
                 continue
-            info, path = e[2:].split("\t", 1)
-            if tag == "C":  # its stat changed (or it is gone, or unmerged)
+            if tag == "C ":  # its stat changed (or it is gone, or unmerged)
                 files.append(path)
-            elif info.startswith(GITLINK):
+            elif modes and e.startswith(GITLINK, 2):
                 gitlinks.append(path)
-            elif tag in "Ss":
+            elif tag in ("S ", "s "):
                 (skip_here if os.path.lexists(self.root / path) else skip_gone).append(path)
-            elif tag.islower():
+            elif tag[:1].islower():
                 assumed.append(path)
         deleted = [] if sparse_absent is None else [p for p in skip_gone if p not in sparse_absent]
         # one flag per call: git applies only the last of several to --stdin paths
@@ -336,7 +363,7 @@ class Snapshots:
         would not get (``0777`` less the umask): a ``chmod 700 private`` is kept here (path -> mode)."""
         plain = 0o777 & ~current_umask()
         out = {}
-        for d in {os.path.dirname(f) for f in files} | set(dirs):
+        for d in folders(files) | set(dirs):
             while d and d not in out:
                 try:
                     st = os.lstat(self.root / d)
@@ -349,17 +376,16 @@ class Snapshots:
                 d = os.path.dirname(d)
         return {d: m for d, m in out.items() if m >= 0}
 
-    def repositories_in(self, files: list[str]) -> list[str]:
-        """The directories holding ``files`` (and their parents) that hold a ``.git`` too: a repository git's
-        trees do not show (``git init src`` where ``src`` holds tracked files; its ``core.fsmonitor`` would run
-        on the user's next ``git status`` there). One ``lstat`` per directory."""
-        dirs: set[str] = set()
-        for f in files:
-            d = os.path.dirname(f)
-            while d and d not in dirs:
-                dirs.add(d)
-                d = os.path.dirname(d)
-        return sorted(d for d in dirs if os.path.lexists(self.root / d / ".git"))
+    def repositories_in(self, dirs: set[str]) -> list[str]:
+        """Those of ``dirs`` (the folders holding the files, see :func:`folders`) and their parents that hold a
+        ``.git``: a repository git's trees do not show (``git init src`` where ``src`` holds tracked files; its
+        ``core.fsmonitor`` would run on the user's next ``git status`` there). One ``lstat`` per folder."""
+        every: set[str] = set()
+        for d in dirs:
+            while d and d not in every:
+                every.add(d)
+                d = d.rpartition("/")[0]
+        return sorted(d for d in every if os.path.lexists(os.path.join(self.root, d, ".git")))
 
     def unpopulated_submodules(self) -> tuple[str, ...]:
         """The paths .gitmodules declares that are not checked out: an empty folder, or none at all (only
@@ -658,6 +684,23 @@ def c_quote(path: str) -> bytes:
         else:
             out.append(b)
     return bytes(out + b'"')
+
+
+def _may_hold_gitlinks(index: Path, git_dir: Path) -> bool:
+    """Whether the index may hold a submodule (a gitlink): only then does a listing need every entry's mode
+    (``ls-files -s`` formats 2,000 object names for a 2,000-file project). A gitlink entry's 32-bit mode field
+    is ``00 00 e0 00``: an index without those bytes anywhere holds none. A split index (``core.splitIndex``)
+    keeps most entries in a shared file: assumed to."""
+    try:
+        data = index.read_bytes()
+    except OSError:
+        return False  # none: an empty index
+    return b"\x00\x00\xe0\x00" in data or any(git_dir.glob("sharedindex.*"))
+
+
+def folders(files: list[str]) -> set[str]:
+    """The folders that hold ``files`` ("" for the top)."""
+    return {f.rpartition("/")[0] for f in files}
 
 
 def _plain(path: Path) -> bool:
