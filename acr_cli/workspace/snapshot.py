@@ -130,7 +130,10 @@ class Snapshots:
         try:
             env = {"GIT_INDEX_FILE": idx}
             absent, files, nested, gitlinks = self._list(env, sparse_absent)
-            large = self._large(files)
+            large, repositories = self._inspect(files)
+            if repositories:  # a tracked file the attempt replaced by a repository (`git init` or a clone there)
+                files = [f for f in files if f not in repositories]
+                nested += repositories
             oversized = over_budget(large, after.large) if after is not None else []
             if oversized:
                 out = {p for p, _ in oversized}
@@ -144,17 +147,21 @@ class Snapshots:
         finally:
             unlink_index(idx)
 
-    def _large(self, files: list[str]) -> dict[str, tuple[int, list]]:
-        """path -> (size, signature) of the regular files among ``files`` of at least ``LARGE_MIN`` bytes."""
-        out = {}
+    def _inspect(self, files: list[str]) -> tuple[dict[str, tuple[int, list]], list[str]]:
+        """(path -> (size, signature) of the regular files among ``files`` of at least ``LARGE_MIN`` bytes, the
+        paths among them that are now a folder holding a repository)."""
+        out, repositories = {}, []
         for f in files:
             try:
-                st = os.lstat(self.root / f)
+                st = os.lstat(os.path.join(self.root, f))
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_size >= LARGE_MIN:
-                out[f] = (st.st_size, [st.st_size, st.st_mtime_ns, st.st_ino])
-        return out
+            if stat.S_ISREG(st.st_mode):
+                if st.st_size >= LARGE_MIN:
+                    out[f] = (st.st_size, [st.st_size, st.st_mtime_ns, st.st_ino])
+            elif stat.S_ISDIR(st.st_mode) and os.path.lexists(os.path.join(self.root, f, ".git")):
+                repositories.append(f)
+        return out, repositories
 
     def _add(self, env: dict, files: list[str], nested: list[str], lenient: bool, leave: set[str]) -> list[str]:
         """Hash ``files`` and the ``nested`` repositories into the index ``env`` names (``leave``: paths not to

@@ -82,6 +82,9 @@ def _breaks(tmp_path: Path) -> dict[str, list[list[str]]]:
                              ["truncate", "-s", "1T", ".env"]],  # (an ignored file acr keeps)
         "repository in a tracked folder": [["git", "init", "-q", "src"],
                                            ["git", "-C", "src", "config", "core.fsmonitor", str(monitor)]],
+        "repository where a tracked file was": [
+            ["sh", "-c", "rm test_calc.py && git init -q test_calc.py && git -C test_calc.py -c user.name=a "
+                         "-c user.email=a@b commit -q --allow-empty -m x"]],
         "linked work trees": [["git", "worktree", "add", "-q", str(tmp_path / "agent-wt")],
                               ["git", "worktree", "add", "-q", "inside"]],
         "forged commit-graph": [_forge(tmp_path)],
@@ -89,7 +92,8 @@ def _breaks(tmp_path: Path) -> dict[str, list[list[str]]]:
 
 
 BREAKS = ["git~1", "emptied index", "working-tree-encoding", "nested repository, newline", "2 TB sparse file",
-          "repository in a tracked folder", "linked work trees", "forged commit-graph"]
+          "repository in a tracked folder", "repository where a tracked file was", "linked work trees",
+          "forged commit-graph"]
 
 
 def _after_checks(root: Path, tmp_path: Path, history: str) -> None:
