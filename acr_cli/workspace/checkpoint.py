@@ -51,6 +51,8 @@ class Checkpoint:
     nested: tuple[str, ...] | None = field(default=None, repr=False)
     # git's caches of the object store (commit-graph, multi-pack-index): relative path -> signature
     caches: dict[str, list] | None = field(default=None, repr=False)
+    # the folders under .git/worktrees (every linked work tree's, readable or not); None in an older checkpoint
+    worktree_dirs: tuple[str, ...] | None = field(default=None, repr=False)
 
     def after(self):
         """What a snapshot after the attempt reads from this checkpoint (snapshot.After)."""
@@ -77,7 +79,8 @@ class Checkpoint:
                 "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes,
                 "unpopulated": list(self.unpopulated), "worktrees": self.worktrees,
                 "symbolic": self.symbolic, "index_mtime": self.index_mtime, "large": self.large,
-                "nested": None if self.nested is None else list(self.nested), "caches": self.caches}
+                "nested": None if self.nested is None else list(self.nested), "caches": self.caches,
+                "worktree_dirs": None if self.worktree_dirs is None else list(self.worktree_dirs)}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -90,7 +93,8 @@ class Checkpoint:
                    obj.get("dotgit"), dict(obj.get("replace", {})),
                    {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())),
                    obj.get("worktrees"), obj.get("symbolic"), obj.get("index_mtime"), dict(obj.get("large") or {}),
-                   None if obj.get("nested") is None else tuple(obj["nested"]), obj.get("caches"))
+                   None if obj.get("nested") is None else tuple(obj["nested"]), obj.get("caches"),
+                   None if obj.get("worktree_dirs") is None else tuple(obj["worktree_dirs"]))
 
 
 def signature(path: str) -> list | None:

@@ -147,7 +147,7 @@ class Workspace:
                         self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
                         refs.worktree_branches(self.git), symbolic, index_mtime, shot.large,
                         tuple(sorted(set(shot.nested) | set(self.snap.repositories_in(folders(files))))),
-                        control.caches(self.common_dir))
+                        control.caches(self.common_dir), rollback.worktree_dirs(self.common_dir))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)

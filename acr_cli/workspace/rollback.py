@@ -370,13 +370,11 @@ def remove_new_worktrees(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> lis
     HEAD, config and hooks would otherwise stay live). A work tree is moved only when its ``.git`` file
     names that very folder, and never when it holds the project or the repository; else only the admin
     folder goes, which leaves it inert. Before any snapshot: one inside the project is a nested repository."""
-    if cp.worktrees is None:  # a checkpoint from before acr recorded them
+    before = cp.worktree_dirs if cp.worktree_dirs is not None else cp.worktrees
+    if before is None:  # a checkpoint from before acr recorded them
         return []
     common = snap.git.common_dir
-    try:
-        found = sorted(d for d in (common / "worktrees").iterdir() if d.name not in cp.worktrees)
-    except OSError:
-        return []
+    found = [common / "worktrees" / n for n in worktree_dirs(common) if n not in before]
     out = []
     for admin in found:
         if not admin.is_dir() or admin.is_symlink() or admin.resolve() == snap.git.git_dir.resolve():
@@ -393,12 +391,20 @@ def remove_new_worktrees(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> lis
                    + (f"moved to {aside.folder / '.git-worktrees' / admin.name}" if why is None else f"stays ({why})"))
         if tree is not None and tree.is_relative_to(snap.root):
             _remove_created_dirs(snap, cp, [os.path.relpath(tree, snap.root)])
-    if found and not [n for n in cp.worktrees if n]:  # the folder git made for the first one, empty again
+    if found and not [n for n in before if n]:  # the folder git made for the first one, empty again
         try:
             (common / "worktrees").rmdir()
         except OSError:
             pass
     return out
+
+
+def worktree_dirs(common: Path) -> tuple[str, ...]:
+    """The names of the folders under ``.git/worktrees`` (one per linked work tree)."""
+    try:
+        return tuple(sorted(e.name for e in os.scandir(common / "worktrees") if e.is_dir(follow_symlinks=False)))
+    except OSError:
+        return ()
 
 
 def _worktree_of(admin: Path) -> Path | None:

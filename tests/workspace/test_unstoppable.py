@@ -230,3 +230,23 @@ def test_config_and_hooks_made_immutable_are_still_undone(user_project, fakes_on
         assert not sentinel.exists()
     finally:
         subprocess.run(["chattr", "-R", "-i", str(root)], capture_output=True)
+
+
+def test_the_users_own_work_trees_stay_when_the_attempts_go(project, tmp_path):
+    """Only work trees added since the checkpoint go, also when acr runs in a linked work tree, and also when
+    one of the user's cannot be read (its HEAD gone)."""
+    git(project, "worktree", "add", "-q", str(tmp_path / "mine"))
+    git(project, "worktree", "add", "-q", str(tmp_path / "broken"))
+    (tmp_path / "mine" / "wip.txt").write_text("the user's work in progress\n")
+    (project / ".git" / "worktrees" / "broken" / "HEAD").unlink()
+    for where in (project, tmp_path / "mine"):
+        ws = Workspace.open(where)
+        cp = ws.checkpoint("t-1")
+        git(where, "worktree", "add", "-q", str(tmp_path / "agent-wt"))
+        report = ws.restore(cp)
+        ws.drop(cp)
+        assert not (tmp_path / "agent-wt").exists() and any("agent-wt" in line for line in report.lines())
+        assert (tmp_path / "mine" / "wip.txt").exists() and (tmp_path / "broken" / "calc.py").exists()
+        assert sorted(os.listdir(project / ".git" / "worktrees")) == ["broken", "mine"]
+        assert (report.put_aside / "worktrees" / "agent-wt" / "calc.py").exists()
+        assert not git(project, "branch", "--list", "agent-wt")  # (kept aside under refs/acr/put-aside)
