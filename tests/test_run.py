@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -408,26 +407,32 @@ def test_what_the_verifier_started_is_found_by_recover_after_acr_is_killed(proje
     assert not (project / "late.txt").exists()
 
 
-def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_state(project, tmp_path):
+def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_state(project, tmp_path, acr_home):
     from acr_cli.workspace import Workspace
 
+    git(project, "commit", "-qm", "second", "--allow-empty")
+    head = git(project, "rev-parse", "HEAD").strip()
+    git(project, "bundle", "create", "-q", str(tmp_path / "backup.bundle"), "HEAD")  # the user's backup
     Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # then acr was killed
     (project / "calc.py").write_text("the agent's edit\n")
     (project / "notes.txt").write_text("saved by the user while the agent ran\n")
-    (project / "test_calc.py").unlink()
-    (project / "test_calc.py").mkdir()  # a repository where a file must go back: a rollback never deletes one
-    (project / "test_calc.py" / ".git").mkdir()
+    git(project, "reset", "-q", "--soft", "HEAD~1")  # and the agent pruned HEAD's commit: HEAD cannot come back
+    for ref in git(project, "for-each-ref", "--format=%(refname)", "refs/acr").split():
+        git(project, "update-ref", "-d", ref)
+    git(project, "reflog", "expire", "--expire=now", "--all")
+    git(project, "gc", "-q", "--prune=now")
     r = acr("recover", cwd=project)
-    assert r.returncode == 2 and "test_calc.py (a directory holding a git repository" in r.stderr
-    assert "acr recover" in r.stderr
-    shutil.move(project / "test_calc.py", tmp_path / "aside")
+    assert r.returncode == 2 and "HEAD" in r.stderr and "acr recover" in r.stderr
+    assert "agent" not in (project / "calc.py").read_text()  # every other path is back already
+    git(project, "fetch", "-q", str(tmp_path / "backup.bundle"))  # the commit is back: recover finishes
     r = acr("recover", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
-    store, name = json.loads(r.stdout)["saved_as"].rsplit("#", 1)
-    assert name == "recovered/20260101-000000-abcdef-1-2"
-    first = git(project, "--git-dir", store, "show", "recovered/20260101-000000-abcdef-1:notes.txt")
+    assert json.loads(r.stdout)["saved_as"] is None  # every path was back already: nothing more to keep
+    store = str(acr_home / "data" / "checkpoints")
+    store = next(p for p in Path(store).glob("*/attempts") if p.is_dir())
+    first = git(project, "--git-dir", str(store), "show", "recovered/20260101-000000-abcdef-1:notes.txt")
     assert first == "saved by the user while the agent ran\n"  # the first save is not overwritten
-    assert (project / "test_calc.py").is_file() and "agent" not in (project / "calc.py").read_text()
+    assert git(project, "rev-parse", "HEAD").strip() == head and "agent" not in (project / "calc.py").read_text()
 
 
 def test_a_run_warns_about_a_checkpoint_a_killed_run_left(project, fakes_on_path, scenario):

@@ -91,7 +91,8 @@ def recover(
             while ws.kept.exists(saved):  # a recover that stopped half way saved one already: keep both
                 n += 1
                 saved = f"recovered/{cp.name}-{n}"
-            report = ws.restore(cp, keep_as=saved, what=f"the work tree `acr recover` found after {cp.name}")
+            report = ws.restore(cp, keep_as=saved, what=f"the work tree `acr recover` found after {cp.name}",
+                                recovering=True)
             out["saved_as"] = report.saved_as
             ws.drop(cp)
             out["restored"] = chosen[0]

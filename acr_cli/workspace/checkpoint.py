@@ -26,7 +26,7 @@ class Checkpoint:
     untracked_dirs: frozenset[str] = field(default=frozenset(), repr=False)
     opaque_dirs: tuple[str, ...] = field(default=(), repr=False)
     modes: dict[str, int] = field(default_factory=dict, repr=False)  # permission bits git would not write back
-    sparse_absent: frozenset[str] = field(default=frozenset(), repr=False)  # see Snapshots._unhide
+    sparse_absent: frozenset[str] = field(default=frozenset(), repr=False)  # see Snapshots._list
     refs: dict[str, str] = field(default_factory=dict, repr=False)  # branches and tags: name -> object
     stash: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # newest first: (commit, message)
     locks: frozenset[str] = field(default=frozenset(), repr=False)  # git lock files there were
@@ -43,6 +43,22 @@ class Checkpoint:
     worktrees: dict[str, str | None] | None = field(default=None, repr=False)
     # symbolic refs among branches and tags: name -> target (refs.symbolic); None in an older checkpoint
     symbolic: dict[str, str] | None = field(default=None, repr=False)
+    index_mtime: int | None = field(default=None, repr=False)  # the index file's mtime (ns), for git's racy check
+    # untracked or changed files of at least snapshot.LARGE_MIN bytes: path -> signature (not the attempt's)
+    large: dict[str, list] = field(default_factory=dict, repr=False)
+    # nested repositories git's trees do not show (without a commit, or a .git in a directory of tracked files)
+    # and those in untracked directories; None in an older checkpoint (then none is moved aside)
+    nested: tuple[str, ...] | None = field(default=None, repr=False)
+    # git's caches of the object store (commit-graph, multi-pack-index): relative path -> signature
+    caches: dict[str, list] | None = field(default=None, repr=False)
+    # the folders under .git/worktrees (every linked work tree's, readable or not); None in an older checkpoint
+    worktree_dirs: tuple[str, ...] | None = field(default=None, repr=False)
+
+    def after(self):
+        """What a snapshot after the attempt reads from this checkpoint (snapshot.After)."""
+        from acr_cli.workspace.snapshot import After
+
+        return After(self.index, self.index_mtime, self.large)
 
     def outside_changes(self) -> list[str]:
         """Files outside the project that changed through a symlink in it (no rollback restores them)."""
@@ -62,7 +78,9 @@ class Checkpoint:
                 "stash": [list(e) for e in self.stash], "locks": sorted(self.locks), "outside": self.outside,
                 "marker": self.marker, "dotgit": self.dotgit, "replace": self.replace, "dir_modes": self.dir_modes,
                 "unpopulated": list(self.unpopulated), "worktrees": self.worktrees,
-                "symbolic": self.symbolic}
+                "symbolic": self.symbolic, "index_mtime": self.index_mtime, "large": self.large,
+                "nested": None if self.nested is None else list(self.nested), "caches": self.caches,
+                "worktree_dirs": None if self.worktree_dirs is None else list(self.worktree_dirs)}
 
     @classmethod
     def from_json(cls, obj: dict, index: bytes | None) -> "Checkpoint":
@@ -74,7 +92,9 @@ class Checkpoint:
                    frozenset(obj.get("locks", ())), dict(obj.get("outside", {})), obj.get("marker", ""),
                    obj.get("dotgit"), dict(obj.get("replace", {})),
                    {k: int(v) for k, v in obj.get("dir_modes", {}).items()}, tuple(obj.get("unpopulated", ())),
-                   obj.get("worktrees"), obj.get("symbolic"))
+                   obj.get("worktrees"), obj.get("symbolic"), obj.get("index_mtime"), dict(obj.get("large") or {}),
+                   None if obj.get("nested") is None else tuple(obj["nested"]), obj.get("caches"),
+                   None if obj.get("worktree_dirs") is None else tuple(obj["worktree_dirs"]))
 
 
 def signature(path: str) -> list | None:

@@ -15,6 +15,12 @@ moved there by the attempt's ``git rm`` of the submodule, or another worktree's 
 
 After a passing attempt nothing is undone: :func:`differences` lists what changed, and the run
 shows it (a person reviewing the diff cannot see ``.git``).
+
+Also here: git's caches of the object store (``objects/info/commit-graph``, ``commit-graphs/``,
+``objects/info/packs``, ``multi-pack-index``), which git trusts without checking them against the
+objects: one the attempt wrote or changed is removed (:func:`remove_new_caches`; git works without
+them and rebuilds them), never kept; and :func:`unfreeze`, for a file the attempt made immutable
+(``chattr +i``, as root) so that a rollback could not remove it.
 """
 
 from __future__ import annotations
@@ -235,34 +241,140 @@ def restore(b: dict[str, Path], before: ControlFiles) -> list[str]:
         if e.kind == "dir":
             _rmtree(p)
         else:
-            _unlink(p)
+            unfrozen(_unlink, p)
     for key in sorted(before.entries, key=lambda k: k.count("/")):
         e = before.entries[key]
         p = _path_of(b, key)
-        cur = _read(p)
-        if cur == e or e.kind == "other":
-            continue
-        if cur is not None and (cur.kind != e.kind or e.kind == "link"):
-            _rmtree(p) if cur.kind == "dir" else _unlink(p)
-            cur = None
-        elif cur is None and os.path.lexists(p):
-            _unlink(p)
-        if e.kind == "dir":
-            if cur is None:
-                p.mkdir(parents=True, exist_ok=True)
-            os.chmod(p, e.mode)
-        elif e.kind == "link":
-            p.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(os.fsdecode(e.data), p)
-        else:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(f".{p.name}.acr-{os.getpid()}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(e.data)
-            os.chmod(tmp, e.mode)
-            os.replace(tmp, p)
+        try:
+            _put(p, e)
+        except PermissionError:  # made immutable (chattr +i, as root), or its folder: once more, unfrozen
+            if not (unfreeze(p) | unfreeze(p.parent)):
+                raise
+            _put(p, e)
     return changed
+
+
+def _put(p: Path, e: Entry) -> None:
+    """Make ``p`` the entry ``e`` (byte for byte, mode, link)."""
+    cur = _read(p)
+    if cur == e or e.kind == "other":
+        return
+    if cur is not None and (cur.kind != e.kind or e.kind == "link"):
+        _rmtree(p) if cur.kind == "dir" else _unlink(p)
+        cur = None
+    elif cur is None and os.path.lexists(p):
+        _unlink(p)
+    if e.kind == "dir":
+        if cur is None:
+            p.mkdir(parents=True, exist_ok=True)
+        os.chmod(p, e.mode)
+    elif e.kind == "link":
+        p.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.fsdecode(e.data), p)
+    else:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.acr-{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(e.data)
+        os.chmod(tmp, e.mode)
+        os.replace(tmp, p)
+
+
+# git's caches of the object store, by group: a group is removed whole when any file of it changed (a
+# commit-graph chain that names a graph file no longer there would be worse than none)
+CACHES = {"commit-graph": ("objects/info/commit-graph", "objects/info/commit-graphs/"),
+          "multi-pack-index": ("objects/pack/multi-pack-index",), "packs list": ("objects/info/packs",)}
+
+
+def caches(common: Path) -> dict[str, list]:
+    """The cache files there are now: relative path -> [size, mtime, inode]."""
+    out: dict[str, list] = {}
+    for paths in CACHES.values():
+        for rel in paths:
+            found = []
+            if rel.endswith("/"):
+                try:
+                    found = [rel + e.name for e in os.scandir(common / rel)]
+                except OSError:
+                    pass
+            elif rel == "objects/pack/multi-pack-index":  # and its .bitmap / .rev companions
+                try:
+                    found = [f"objects/pack/{e.name}" for e in os.scandir(common / "objects" / "pack")
+                             if e.name.startswith("multi-pack-index")]
+                except OSError:
+                    pass
+            else:
+                found = [rel]
+            for f in found:
+                try:
+                    st = os.lstat(common / f)
+                except OSError:
+                    continue
+                out[f] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return out
+
+
+def _cache_group(key: str) -> str | None:
+    for what, paths in CACHES.items():
+        if any(key.startswith(p) if p.endswith("/") or p.endswith("multi-pack-index") else key == p for p in paths):
+            return what
+    return None
+
+
+def remove_new_caches(common: Path, before: dict[str, list]) -> list[str]:
+    """Remove every cache group the attempt wrote or changed; returns what was removed, for people."""
+    now = caches(common)
+    changed = {_cache_group(k) for k in set(now) | set(before) if now.get(k) != before.get(k)}
+    out = []
+    for what in CACHES:
+        if what not in changed:
+            continue
+        gone = []
+        for k in sorted(k for k in now if _cache_group(k) == what):
+            try:
+                unfrozen(os.unlink, common / k)
+                gone.append(k)
+            except OSError:
+                pass
+        if gone:
+            out.append(f"removed the {what} the attempt wrote or changed ({', '.join(gone)} in {common}; a cache "
+                       "git never checks against the objects, and rebuilds)")
+    return out
+
+
+def unfreeze(path: Path) -> bool:
+    """Clear ``path``'s immutable and append-only flags (``chattr -i -a``; Linux, as root): True when one was
+    set and is cleared. A failed attempt run as root could make a file it planted impossible to remove."""
+    import fcntl
+    import struct
+
+    get_flags, set_flags, frozen = 0x80086601, 0x40086602, 0x10 | 0x20  # FS_IOC_GETFLAGS/SETFLAGS; i, a
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, get_flags, struct.pack("i", 0)))[0]
+        if not flags & frozen:
+            return False
+        fcntl.ioctl(fd, set_flags, struct.pack("i", flags & ~frozen))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def unfrozen(op, path: Path, *args):
+    """``op(path, *args)``; when refused (EPERM, EACCES), again once ``path`` or its folder is no longer
+    immutable (:func:`unfreeze`)."""
+    try:
+        return op(path, *args)
+    except PermissionError:
+        if not (unfreeze(Path(path)) | unfreeze(Path(path).parent)):
+            raise
+        return op(path, *args)
 
 
 def _open_up(p: Path) -> None:
@@ -305,6 +417,13 @@ def _rmtree(p: Path) -> None:
     import shutil
 
     if p.is_symlink() or not p.is_dir():
-        _unlink(p)
+        unfrozen(_unlink, p)
     else:
-        shutil.rmtree(p, ignore_errors=True)
+        def again(op, path, _):  # an immutable file or folder inside (chattr +i, as root): unfrozen, once
+            if unfreeze(Path(path)) | unfreeze(Path(path).parent):
+                try:
+                    op(path)
+                except OSError:
+                    pass
+
+        shutil.rmtree(p, onerror=again)

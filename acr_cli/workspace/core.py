@@ -17,7 +17,7 @@ from acr_cli.workspace.checkpoint import Checkpoint, signature
 from acr_cli.workspace.git import Git, discover, ident, user_name
 from acr_cli.workspace.kept import Kept
 from acr_cli.workspace.rollback import RestoreReport
-from acr_cli.workspace.snapshot import Snapshots, nul_join, unlink_index
+from acr_cli.workspace.snapshot import Snapshot, Snapshots, folders, nul_join, unlink_index
 from acr_cli.workspace.store import Store, default_base
 
 NO_GIT_HINT = "rollback needs git: run `git init && git add -A && git commit -m init` first, or pass --no-rollback"
@@ -128,11 +128,12 @@ class Workspace:
         self.git.invalidate()
         bases = control.bases(self.root, self.git_dir, self.common_dir)
         ctl = control.capture(bases)
-        tree, sparse_absent, _ = self.snap.take(unreadable_ok=False)
+        shot = self.snap.take(unreadable_ok=False)
+        tree, sparse_absent = shot.tree, shot.sparse_absent
         head, branch = refs.head(self.git)
         symbolic: dict[str, str] = {}
         kept_refs, stash, commits = refs.listed(self.git, symbolic)
-        index = rollback._read_index(self.git_dir)
+        index, index_mtime = rollback._read_index(self.git_dir), rollback.index_mtime(self.git_dir)
         kept, over = self.snap.ignored_entries()
         ignored_tree = ignored_index = None
         if kept:
@@ -149,7 +150,9 @@ class Workspace:
                         rollback.git_locks(self.git_dir, self.common_dir), outside, marker,
                         rollback.dotgit_identity(self.root), refs.replace_refs(self.git),
                         self.snap.dir_modes(files + kept_files, untracked_dirs), self.snap.unpopulated_submodules(),
-                        refs.worktree_branches(self.git), symbolic)
+                        refs.worktree_branches(self.git), symbolic, index_mtime, shot.large,
+                        tuple(sorted(set(shot.nested) | set(self.snap.repositories_in(folders(files))))),
+                        control.caches(self.common_dir), rollback.worktree_dirs(self.common_dir))
         refs.keep_alive(self.git, name, head, commits)
         self._copy_held_objects(head, [sha for sha, _ in stash])
         self.store.save(name, cp.to_json(), index)
@@ -227,11 +230,16 @@ class Workspace:
         refs.drop_keep_alive(self.git, name)
         self.store.delete(name)
 
-    def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
-        """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
+    def attempt_tree(self, cp: Checkpoint) -> Snapshot:
+        """The work tree as the attempt left it (ignored files aside), read against the checkpoint: its copy
+        of the user's index is the seed, and files the attempt made over the budget are left out, unread."""
         rollback.require_repository(self.git_dir, self.root, cp.dotgit)
         self.git.invalidate()
-        return self.snap.diff(cp.tree, self.snap.tree(cp.sparse_absent))
+        return self.snap.take(cp.sparse_absent, unreadable_ok=True, after=cp.after())
+
+    def changes(self, cp: Checkpoint) -> list[tuple[str, str]]:
+        """(status, path) for every path that differs from the checkpoint (A/M/D/T); ignored files aside."""
+        return self.snap.diff(cp.tree, self.attempt_tree(cp).tree)
 
     def touched(self, cp: Checkpoint) -> Changes:
         """What the attempt changed since ``cp``, ignored files included as far as the checkpoint sees them:
@@ -241,13 +249,15 @@ class Workspace:
         budget are not looked into. What :mod:`acr_cli.checks` judges an attempt by."""
         tree = self.changes(cp)
         ignored: list[tuple[str, str]] = []
-        if cp.ignored_tree:
-            now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index)
-            ignored += self.snap.diff(cp.ignored_tree, now)
-        before = set(cp.ignored) | set(cp.unprotected)
         unexamined: list[str] = []
+        if cp.ignored_tree:  # a kept file grown over the attempt's budget (`truncate -s 2T .env`) is never read
+            huge = tuple(p for p, _ in self.snap.oversized_ignored(cp.ignored))
+            now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index, leave=huge)
+            ignored += [c for c in self.snap.diff(cp.ignored_tree, now) if c[1] not in huge]
+            ignored += [("M", p) for p in huge]
+        before = set(cp.ignored) | set(cp.unprotected)
         budget = NEW_IGNORED_FILES_MAX
-        for entry in self.snap.ignored_listing():
+        for entry in self.snap.ignored_listing(after=cp.after()):
             if entry in before or any((entry.rstrip("/") + "/").startswith(p + "/") or p.startswith(entry)
                                       for p in self.snap.private):
                 continue
@@ -268,12 +278,10 @@ class Workspace:
                 ignored += [("A", f) for f in found]
         return Changes(tuple(tree), tuple(ignored), tuple(unexamined))
 
-    def diffstat(self, cp: Checkpoint) -> list[tuple[str, int | None, int | None]]:
+    def diffstat(self, cp: Checkpoint, shot: Snapshot | None = None) -> list[tuple[str, int | None, int | None]]:
         """(path, lines added, lines deleted) for every path that differs from the checkpoint; None for
         a binary file. What a person reviews of a kept attempt (ignored files aside)."""
-        rollback.require_repository(self.git_dir, self.root, cp.dotgit)
-        self.git.invalidate()
-        return self.snap.numstat(cp.tree, self.snap.tree(cp.sparse_absent))
+        return self.snap.numstat(cp.tree, (shot or self.attempt_tree(cp)).tree)
 
     def side_effects(self, cp: Checkpoint) -> list[str]:
         """What a passing attempt changed besides the work tree (kept, and not in the diff a person
@@ -321,7 +329,8 @@ class Workspace:
         of every ref would carry a ``.env``); returns a line that says so (None when it touched none)."""
         if not cp.ignored_tree:
             return None
-        now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index)
+        huge = tuple(p for p, _ in self.snap.oversized_ignored(cp.ignored))  # kept with the attempt, never read
+        now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index, leave=huge)
         hit = sorted(path for status, path in self.snap.diff(cp.ignored_tree, now) if status != "A")
         if not hit:
             return None
@@ -338,16 +347,19 @@ class Workspace:
         return (f"the attempt changed ignored files of yours ({refs.few(hit, 5)}); your versions are saved in {folder} "
                 f"(`cp {folder}/{hit[0]} {hit[0]}` brings one back)")
 
-    def restore(self, cp: Checkpoint, keep_as: str | None = None, what: str | None = None) -> RestoreReport:
+    def restore(self, cp: Checkpoint, keep_as: str | None = None, what: str | None = None,
+                recovering: bool = False) -> RestoreReport:
         """Undo everything since ``cp`` (see :mod:`.rollback`). ``keep_as``: first keep what the rollback
         undoes, redacted, in acr's store of kept attempts (:mod:`.kept`) under that name, so the rollback itself
-        never loses anything; ``what``: how that copy describes itself."""
+        never loses anything; ``what``: how that copy describes itself. ``recovering`` (``acr recover``, maybe
+        days later): files over the attempt's budget may be the user's since, and are moved aside rather than
+        deleted."""
         self.git.invalidate()
         keep = None
         if keep_as:
             def keep(tree: str) -> tuple[str | None, list[str]]:
                 return self.kept.keep(self.git, keep_as, cp.tree, tree, what or f"attempt {keep_as}, before its rollback")
-        report = rollback.restore(self.snap, cp, keep, self.publish)
+        report = rollback.restore(self.snap, cp, keep, self.publish, recovering)
         if report.saved_as:
             try:
                 listed, self.kept.listed = self.kept.listed, None  # (what this restore's keep() read)
@@ -403,12 +415,15 @@ class Guard:
     kept_before: str | None = None  # Workspace.keep_overwritten's line: the user's uncommitted work it changed
     error: WorkspaceError | None = None  # the rollback failed: the checkpoint stays for `acr recover`
     done: bool = False
+    oversized: tuple[tuple[str, int], ...] = ()  # files the attempt made over the budget, not in its diff
 
     def changes(self) -> list[tuple[str, str]]:
         return self.ws.changes(self.cp)
 
     def diffstat(self) -> list[tuple[str, int | None, int | None]]:
-        return self.ws.diffstat(self.cp)
+        shot = self.ws.attempt_tree(self.cp)
+        self.oversized = shot.oversized
+        return self.ws.diffstat(self.cp, shot)
 
     def touched(self) -> Changes:
         return self.ws.touched(self.cp)
@@ -438,6 +453,10 @@ class Guard:
             self.done = True
             with interrupts.deferred():
                 self.side_effects = self.ws.side_effects(self.cp)
+                if self.oversized:
+                    self.side_effects.append(
+                        "made files over the size budget acr reads an attempt's files within, kept but not in the "
+                        "diff shown: " + ", ".join(f"{p} ({rollback.size_text(n)})" for p, n in self.oversized))
                 kept = [self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()]),
                         self.ws.keep_ignored_overwritten(self.cp)]
                 self.kept_before = "; ".join(k for k in kept if k) or None

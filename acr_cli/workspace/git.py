@@ -10,7 +10,8 @@ reads, ``core.worktree`` that points the rollback at another directory. acr's ow
   was opened (a planted ``core.worktree`` or ``commondir`` file cannot redirect them);
 * command-line configuration, which wins over every config file: no hooks, no fsmonitor, every
   filter driver found in the configuration emptied (``filter.<name>.clean/smudge/process`` = "",
-  ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion;
+  ``required`` = false), no signing, no automatic gc or maintenance, no line-ending conversion, no
+  commit-graph or multi-pack-index (caches git does not check);
 * no replace objects, no grafts, no pager, no editor, no prompt, and no ``GIT_*`` variable from
   acr's own environment;
 * a time limit per command, so nothing can hang acr.
@@ -48,6 +49,11 @@ SAFE_CONFIG = {
     "gpg.x509.program": "false",
     "gc.auto": "0",
     "maintenance.auto": "false",
+    # caches of the object store that git trusts without checking: a commit-graph the attempt wrote (with
+    # grafted parents, or forged) would change what ancestry checks answer; a multi-pack-index maps an
+    # object to where its bytes are. acr reads neither (a rollback removes one the attempt made: control.py)
+    "core.commitGraph": "false",
+    "core.multiPackIndex": "false",
     "advice.detachedHead": "false",
 }
 _FILTER_KEYS = ("clean", "smudge", "process")
@@ -116,14 +122,14 @@ class Git:
         self._config_stamp = stamp
 
     def __call__(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True,
-                 repo_objects: bool = False, acr_objects_only: bool = False) -> bytes:
+                 repo_objects: bool = False, acr_objects_only: bool = False, said: list | None = None) -> bytes:
         """``acr_objects_only``: acr's object directory alone, without the repository's (to copy objects
-        into it: git writes no object it can already read)."""
+        into it: git writes no object it can already read). ``said``: gets what git wrote to stderr."""
         self.refresh()
         extra = dict(env or {})
         if acr_objects_only:
             extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = ""
-        return self._run(list(args), extra, input, check, repo_objects)
+        return self._run(list(args), extra, input, check, repo_objects, said)
 
     def ok(self, *args: str, env: dict | None = None, input: bytes | None = None, repo_objects: bool = False) -> bool:
         """Run git; False where it refuses (or cannot even start, e.g. an argument over the kernel's limit)."""
@@ -133,7 +139,8 @@ class Git:
         except (WorkspaceError, OSError):
             return False
 
-    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool, repo_objects: bool) -> bytes:
+    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool, repo_objects: bool,
+             said: list | None = None) -> bytes:
         try:
             r = subprocess.run(["git", *args], cwd=self.root, capture_output=True, env=self._env(env, repo_objects),
                                input=input, stdin=None if input is not None else subprocess.DEVNULL,
@@ -142,6 +149,8 @@ class Git:
             raise WorkspaceError(f"git {args[0]} did not finish within {GIT_TIMEOUT_S:g}s and was stopped",
                                  hint="check the repository with `git fsck`; then run `acr recover` if a "
                                       "rollback was under way") from None
+        if said is not None:
+            said.append(r.stderr)
         if r.returncode != 0 and check:
             msg = r.stderr.decode(errors="replace").strip()
             raise WorkspaceError(f"git {args[0]} failed: {msg}")

@@ -4,12 +4,17 @@
    git command runs while the attempt's configuration is in place.
 2. Lock files the attempt left (``index.lock``, ``refs/heads/main.lock``) are removed: every process
    of the attempt has ended, so they are stale, and they would break the rollback and the user's
-   next commit.
-3. The paths that differ from the checkpoint are kept, redacted, in acr's store of kept attempts
-   (:mod:`.kept`: never in the repository, where a push could carry them), then only those paths are rewritten:
-   ignore rules first (so files ignored before do not look added), then the rest; files git
-   converts get their exact bytes, permission bits come back.
-4. Deleted branches, tags and stash entries, HEAD and its branch, the index, the kept ignored
+   next commit. So are the caches of the object store it wrote (a commit-graph), and the user's
+   index is written back: nothing after this reads the attempt's.
+3. Work trees the attempt added (``git worktree add``) and repositories it made in the work tree
+   (``git init``, a clone) are moved aside, to ``.git/acr/put-aside/<name>/``; files it made over the
+   budget (``truncate -s 2T``) are deleted unread.
+4. The paths that differ from the checkpoint are kept, redacted, in acr's store of kept attempts
+   (:mod:`.kept`: never in the repository, where a push could carry them), then only those paths are
+   rewritten: ignore and attribute rules first (so files ignored before do not look added, and no
+   attribute of the attempt's applies to the user's files), then the rest; files git converts get
+   their exact bytes, permission bits come back.
+5. Deleted branches, tags and stash entries, HEAD and its branch, the index, the kept ignored
    files; then the tree is compared with the checkpoint again, and directories the attempt
    created and left empty go.
 
@@ -28,7 +33,18 @@ from pathlib import Path
 from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import control, refs
 from acr_cli.workspace.checkpoint import Checkpoint
-from acr_cli.workspace.snapshot import Snapshot, Snapshots, current_umask, nul_join, unlink_index
+from acr_cli.workspace.snapshot import (
+    ATTEMPT_FILE_MAX,
+    ATTEMPT_MAX_BYTES,
+    Snapshot,
+    Snapshots,
+    current_umask,
+    folders,
+    nul_join,
+    unlink_index,
+)
+
+RULES = (".gitignore", ".gitattributes")  # put back before the rest (see restore)
 
 
 @dataclass
@@ -49,16 +65,28 @@ class RestoreReport:
     ignored_left: list[str] = field(default_factory=list)  # ... and those that could not be: "<path> (why)"
     put_aside: Path | None = None  # where they went (<git dir>/acr/put-aside/<checkpoint>)
     unpopulated: list[str] = field(default_factory=list)  # submodules the attempt checked out, emptied again
+    oversized: list[str] = field(default_factory=list)  # "<path> (<size>)": files over the budget, deleted unread
+    oversized_kept: bool = False  # ... moved aside instead (acr recover: they may be the user's since)
+    repositories: list[str] = field(default_factory=list)  # repositories and work trees it made, moved aside
+    caches: list[str] = field(default_factory=list)  # commit-graph, multi-pack-index it wrote, removed
 
     def side_effects(self) -> list[str]:
         """What the attempt did besides the work tree, as the run shows it."""
-        return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.outside
-                + self.refs_taken + self.refs_put_aside + self._moved_aside())
+        return (self.git_state + [f"removed a stale lock file {p}" for p in self.stale_locks] + self.caches
+                + self.outside + self.refs_taken + self.refs_put_aside + self._moved_aside())
 
     def _moved_aside(self) -> list[str]:
         """What left the work tree for the put-aside folder (and what could not), for people."""
-        out = [f"submodule {p}, which the attempt checked out, is not checked out again (its files moved to "
-               f"{self.put_aside})" for p in self.unpopulated]
+        out = []
+        if self.oversized:
+            done = (f"moved to {self.put_aside} (it may be yours, made since the run was killed)" if self.oversized_kept
+                    else "deleted")
+            out.append(f"files the attempt made or changed over the rollback's size budget ({size_text(ATTEMPT_FILE_MAX)} a "
+                       f"file, {size_text(ATTEMPT_MAX_BYTES)} in all), {done} without being read, so not in its kept "
+                       "tree either: " + ", ".join(self.oversized))
+        out += self.repositories
+        out += [f"submodule {p}, which the attempt checked out, is not checked out again (its files moved to "
+                f"{self.put_aside})" for p in self.unpopulated]
         if self.removed_ignored:
             shown = self.removed_ignored[:10] + ([f"and {len(self.removed_ignored) - 10} more"]
                                                  if len(self.removed_ignored) > 10 else [])
@@ -76,6 +104,7 @@ class RestoreReport:
             out.append("put back the repository's own files the attempt changed: " + ", ".join(self.git_state))
         if self.stale_locks:
             out.append("removed lock files the attempt left: " + ", ".join(self.stale_locks))
+        out += self.caches
         out += self._moved_aside()
         if self.not_kept:
             out.append("changed files not kept with the attempt's work: " + ", ".join(self.not_kept))
@@ -90,17 +119,31 @@ class RestoreReport:
         return out
 
 
-def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
+def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = False) -> RestoreReport:
     """``keep``: called with the tree as the attempt left it (less what was ignored before it), before any path is
     rewritten; returns (where it kept the work, paths it could not keep). ``publish``: copies acr's objects into
-    the repository (the index and refs may need staged and stashed work the attempt pruned)."""
+    the repository (the index and refs may need staged and stashed work the attempt pruned). ``recovering``
+    (``acr recover``): files over the attempt's budget are moved aside, not deleted (they may be the user's)."""
     git, root = snap.git, snap.root
     report = RestoreReport()
     require_repository(git.git_dir, root, cp.dotgit)
     report.git_state = control.restore(control.bases(root, git.git_dir, git.common_dir), cp.control)
     report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
+    if cp.caches is not None:
+        report.caches = control.remove_new_caches(git.common_dir, cp.caches)
+    if _read_index(git.git_dir) != cp.index:  # (`: > .git/index`): nothing below reads the attempt's
+        _write_index(git.git_dir, cp.index)
     left: list[str] = []
-    now = snap.take(cp.sparse_absent, unreadable_ok=True)
+    aside = Aside(git.common_dir, cp.name)
+    report.repositories = remove_new_worktrees(snap, cp, aside)
+    after = cp.after()
+    now = snap.take(cp.sparse_absent, unreadable_ok=True, after=after)
+    if now.oversized:
+        report.oversized, report.oversized_kept = remove_oversized(snap, now.oversized, aside if recovering else None)
+    moved = remove_new_repositories(snap, cp, now.nested, aside)
+    if moved:
+        report.repositories += moved
+        now = snap.take(cp.sparse_absent, unreadable_ok=True, after=after)
     if keep is not None and now.tree != cp.tree:
         try:
             # never the files that were ignored before the attempt (a .env it un-ignored): the user's own,
@@ -110,18 +153,20 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
         except (WorkspaceError, OSError) as e:  # keeping a copy must never stop the rollback itself
             report.refs_put_aside.append(f"the attempt's work could not be kept ({_message(e)})")
     changed = _undo_list(snap, cp, now)
-    # The ignore rules first (a .gitignore changed, deleted or added), so that files ignored before
-    # the attempt do not look added, and get removed, because a rule changed.
-    rules = [c for c in changed if os.path.basename(c[1]) == ".gitignore"]
+    # The rules first: ignore rules (a .gitignore changed, deleted or added), so that files ignored before
+    # the attempt do not look added, and get removed, because a rule changed; attributes (a planted
+    # `* working-tree-encoding=UTF-16` or `* text`), so that the rest is read and written with the user's.
+    rules = [c for c in changed if os.path.basename(c[1]) in RULES]
     if rules:
         _put_back(snap, cp.tree, rules, cp.raw, cp.modes, left)
-        changed = rules + [c for c in _undo_list(snap, cp, snap.take(cp.sparse_absent, unreadable_ok=True))
+        changed = rules + [c for c in _undo_list(snap, cp, snap.take(cp.sparse_absent, unreadable_ok=True,
+                                                                      after=after))
                            if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
     publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
-    back, aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name, cp.worktrees,
-                                                       cp.symbolic)
-    report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + aside
+    back, set_aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name,
+                                                           cp.worktrees, cp.symbolic)
+    report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + set_aside
     report.git_state += refs.restore_replace_refs(git, cp.replace)
     try:
         refs.restore_head(git, cp.head, cp.branch)
@@ -131,8 +176,14 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
         _write_index(git.git_dir, cp.index)
     ignored_changed: list[tuple[str, str]] = []
     seed = None
+    huge: list[tuple[str, int]] = []  # kept ignored files over the budget (measured again at the end, if any)
     if cp.ignored_tree:
-        now_ignored, seed = snap.ignored_tree(cp.ignored, cp.ignored_index)
+        huge = snap.oversized_ignored(cp.ignored)  # (`truncate -s 2T .env`): never read
+        if huge:
+            gone, _ = remove_oversized(snap, huge, aside if recovering else None)
+            report.oversized += gone
+            report.oversized_kept = recovering
+        now_ignored, seed = snap.ignored_tree(cp.ignored, cp.ignored_index, leave=tuple(p for p, _ in huge))
         ignored_changed = snap.diff(cp.ignored_tree, now_ignored)
         _put_back(snap, cp.ignored_tree, ignored_changed, None, cp.modes, left)
     for path, mode in cp.modes.items():  # a mode-only change (chmod 644 .env) is no diff to git
@@ -147,20 +198,24 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
             f"the rollback could not undo {len(left)} change(s), left as the attempt made them: "
             + "; ".join(left) + "; every other path is back as it was",
             hint="move those aside (or make them writable), then run `acr recover` to finish the rollback")
-    final = snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent))
+    final = snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent, after=after))
     if any(not nested for _, _, nested in final):
         raise WorkspaceError(f"could not restore the work tree to its checkpoint {cp.name}",
                              hint="run `acr recover` to try again; `acr recover --list` shows the checkpoint")
-    if cp.ignored_tree and snap.ignored_tree(cp.ignored, seed)[0] != cp.ignored_tree:
+    if cp.ignored_tree and snap.ignored_tree(cp.ignored, seed, leave=tuple(
+            p for p, _ in snap.oversized_ignored(cp.ignored) if huge))[0] != cp.ignored_tree:
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
     _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
-    _restore_dirs(snap, cp)  # first: a directory the attempt made read-only cannot keep its files in place
+    dirs = folders(snap.files())
+    _restore_dirs(snap, cp, dirs)  # first: a directory the attempt made read-only cannot keep its files in place
     try:
-        report.removed_ignored, report.ignored_left, report.put_aside = remove_new_ignored(snap, cp)
-        report.unpopulated, report.put_aside = unpopulate_submodules(snap, cp, report.put_aside)
+        report.repositories += remove_new_dot_gits(snap, cp, dirs, aside)
+        report.removed_ignored, report.ignored_left = remove_new_ignored(snap, cp, aside)
+        report.unpopulated = unpopulate_submodules(snap, cp, aside)
     except OSError as e:  # (the put-aside folder itself could not be made): said, never a half-done rollback
         report.ignored_left.append(f"the ignored files that appeared during the attempt ({_message(e)})")
+    report.put_aside = aside.made
     _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored])
     report.paths = len(changed) + len(ignored_changed)
     report.outside = cp.outside_changes()
@@ -168,7 +223,7 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish) -> RestoreReport:
     return report
 
 
-def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], list[str], Path | None]:
+def remove_new_ignored(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> tuple[list[str], list[str]]:
     """Move every ignored entry that appeared since the checkpoint out of the work tree, into
     ``<git dir>/acr/put-aside/<checkpoint>/``: a ``__pycache__`` of planted bytecode, an ``.envrc``, a
     ``.venv`` must not run later, whatever their size. Moved, never deleted, and never pruned: one may
@@ -177,7 +232,7 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], list
 
     Left in place: entries holding one that was there at the checkpoint (kept ones are put back
     elsewhere; those over the budget stay as the attempt left them) and acr's own files. Returns what
-    was moved, what could not be (``"<path> (why)"``), and the folder they went to."""
+    was moved and what could not be (``"<path> (why)"``)."""
     before = set(cp.ignored) | set(cp.unprotected)
     # every folder that holds (or is) an entry that was there: O(depth) lookups, not a scan of ``before``
     holding = {e.rstrip("/") for e in before if e.endswith("/")}
@@ -195,14 +250,13 @@ def remove_new_ignored(snap: Snapshots, cp: Checkpoint) -> tuple[list[str], list
             continue
         new.append(e)
     if not new:
-        return [], [], None
-    aside = _put_aside_folder(snap.git.common_dir, cp.name)
+        return [], []
     moved: list[str] = []
     left: list[str] = []
     for e in new:
-        why = _move_aside(snap.root / e.rstrip("/"), aside / e.rstrip("/"))
+        why = _move_aside(snap.root / e.rstrip("/"), aside.folder / e.rstrip("/"))
         (left if why else moved).append(f"{e} ({why})" if why else e)
-    return moved, left, aside
+    return moved, left
 
 
 def _move_aside(source: Path, target: Path) -> str | None:
@@ -210,13 +264,14 @@ def _move_aside(source: Path, target: Path) -> str | None:
     copy then a removal. None when done, else why not."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(source), str(target))  # (os.rename first; copies only when that cannot work)
+        # (os.rename first; copies only when that cannot work)
+        control.unfrozen(lambda src, dst: shutil.move(str(src), str(dst)), source, target)
     except OSError as err:
         return f"could not move it aside: {err.strerror or err}"
     return None
 
 
-def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -> tuple[list[str], Path | None]:
+def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> list[str]:
     """Submodules that were not checked out at the checkpoint and are now (``git submodule update --init``)
     go back to an empty folder, their files moved aside: checked out, a submodule's repository (made by the
     attempt, its config and hooks the attempt's) runs its ``core.fsmonitor`` on the user's next
@@ -227,18 +282,16 @@ def unpopulate_submodules(snap: Snapshots, cp: Checkpoint, aside: Path | None) -
         if (os.path.realpath(folder) != os.path.join(os.path.realpath(snap.root), path)  # no link on the way
                 or not folder.is_dir() or not os.path.lexists(folder / ".git")):
             continue
-        if aside is None:
-            aside = _put_aside_folder(snap.git.common_dir, cp.name)
         module = _module_repository(folder, snap.git.common_dir)  # read before its .git file moves
-        if _move_aside(folder, aside / path) is None:
+        if _move_aside(folder, aside.folder / path) is None:
             folder.mkdir()
             done.append(path)
             # a repository made for it during the attempt (none was there: the folder was empty) goes too,
             # or the user's next `git submodule update` would reuse it, and run what the attempt planted
             rel = os.path.relpath(module, os.path.realpath(snap.git.common_dir / "modules")) if module else None
             if module is not None and f"{control.MODULES}/{rel}" not in cp.control.entries:
-                _move_aside(module, aside / ".git-modules" / rel)
-    return done, aside
+                _move_aside(module, aside.folder / ".git-modules" / rel)
+    return done
 
 
 def _module_repository(folder: Path, common_dir: Path) -> Path | None:
@@ -273,6 +326,184 @@ def _put_aside_folder(common_dir: Path, name: str) -> Path:
         aside = folder / f"{name}-{n}"
     aside.mkdir()
     return aside
+
+
+class Aside:
+    """The put-aside folder of one rollback, made when first needed (:func:`_put_aside_folder`)."""
+
+    def __init__(self, common_dir: Path, name: str):
+        self.common_dir, self.name = common_dir, name
+        self.made: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        if self.made is None:
+            self.made = _put_aside_folder(self.common_dir, self.name)
+        return self.made
+
+
+def remove_oversized(snap: Snapshots, oversized: tuple[tuple[str, int], ...],
+                     aside: "Aside | None") -> tuple[list[str], bool]:
+    """Delete (or, given ``aside``, move there) the files over the attempt's budget, which no snapshot read.
+    Returns them as "<path> (<size>)", and whether they were moved rather than deleted."""
+    out = []
+    for path, size in oversized:
+        target = snap.root / path
+        if not _inside_tree(snap.root, path) or _is_repository_itself(snap.root, path):
+            why = "left: reached through a symlink, or the repository itself under another name"
+        elif aside is not None:
+            why = _move_aside(target, aside.folder / path)
+        else:
+            try:
+                control.unfrozen(os.unlink, target)
+                why = None
+            except FileNotFoundError:
+                why = None
+            except OSError as e:
+                why = f"could not delete it: {e.strerror or e}"
+        out.append(f"{path} ({size_text(size)}{'; ' + why if why else ''})")
+    return out, aside is not None
+
+
+def remove_new_worktrees(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> list[str]:
+    """Linked work trees the attempt added (``git worktree add ../x``, or inside the project): the work tree
+    and its ``.git/worktrees/<name>`` are moved aside (the work tree may hold work; the other worktree's
+    HEAD, config and hooks would otherwise stay live). A work tree is moved only when its ``.git`` file
+    names that very folder, and never when it holds the project or the repository; else only the admin
+    folder goes, which leaves it inert. Before any snapshot: one inside the project is a nested repository."""
+    before = cp.worktree_dirs if cp.worktree_dirs is not None else cp.worktrees
+    if before is None:  # a checkpoint from before acr recorded them
+        return []
+    common = snap.git.common_dir
+    found = [common / "worktrees" / n for n in worktree_dirs(common) if n not in before]
+    out = []
+    for admin in found:
+        if not admin.is_dir() or admin.is_symlink() or admin.resolve() == snap.git.git_dir.resolve():
+            continue
+        tree = _worktree_of(admin)
+        where = ""
+        if tree is not None and _may_move(tree, snap.root, common):
+            why = _move_aside(tree, aside.folder / "worktrees" / admin.name)
+            where = f"{tree}, moved to {aside.folder / 'worktrees' / admin.name}" if why is None else f"{tree} ({why})"
+        elif tree is not None:
+            where = f"{tree}, left where it is (it holds the project or its repository)"
+        why = _move_aside(admin, aside.folder / ".git-worktrees" / admin.name)
+        out.append(f"a work tree the attempt added ({where or 'its folder is gone'}); its {admin} "
+                   + (f"moved to {aside.folder / '.git-worktrees' / admin.name}" if why is None else f"stays ({why})"))
+        if tree is not None and tree.is_relative_to(snap.root):
+            _remove_created_dirs(snap, cp, [os.path.relpath(tree, snap.root)])
+    if found and not [n for n in before if n]:  # the folder git made for the first one, empty again
+        try:
+            (common / "worktrees").rmdir()
+        except OSError:
+            pass
+    return out
+
+
+def worktree_dirs(common: Path) -> tuple[str, ...]:
+    """The names of the folders under ``.git/worktrees`` (one per linked work tree)."""
+    try:
+        return tuple(sorted(e.name for e in os.scandir(common / "worktrees") if e.is_dir(follow_symlinks=False)))
+    except OSError:
+        return ()
+
+
+def _worktree_of(admin: Path) -> Path | None:
+    """The work tree a ``.git/worktrees/<name>`` folder belongs to, when its ``.git`` file names it back."""
+    try:
+        dotgit = Path((admin / "gitdir").read_text(errors="surrogateescape").strip())
+        text = dotgit.read_text(errors="surrogateescape")
+    except OSError:
+        return None
+    if not dotgit.is_absolute() or dotgit.name != ".git" or not text.startswith("gitdir:"):
+        return None
+    named = Path(os.path.realpath(dotgit.parent / text[len("gitdir:"):].strip()))
+    return dotgit.parent if named == Path(os.path.realpath(admin)) else None
+
+
+def _may_move(tree: Path, root: Path, common: Path) -> bool:
+    """Not the project, not a folder holding it or the repository, not inside the repository."""
+    real = Path(os.path.realpath(tree))
+    if tree.is_symlink() or not real.is_dir():
+        return False
+    project, repository = Path(os.path.realpath(root)), Path(os.path.realpath(common))
+    return not (real in (project, repository) or real in project.parents or real in repository.parents
+                or repository in real.parents)
+
+
+def remove_new_repositories(snap: Snapshots, cp: Checkpoint, nested: tuple[str, ...], aside: "Aside") -> list[str]:
+    """Repositories the attempt made in untracked folders (``git init x``, a clone, without a commit or with
+    one): moved aside whole when their folder is new, else only their ``.git`` (the folder's files are then
+    rolled back as any). Their config and hooks are the attempt's: a ``core.fsmonitor`` there would run on
+    the user's next ``git status`` in it. Those there at the checkpoint are never touched."""
+    if cp.nested is None:
+        return []
+    new = [p for p in nested if p not in set(cp.nested)]
+    out = []
+    for path in new:
+        if not _inside_tree(snap.root, path):
+            continue
+        existed = path in cp.untracked_dirs or path in cp.dir_modes or _tree_holds_dir(snap, cp.tree, path)
+        source = snap.root / path / ".git" if existed else snap.root / path
+        target = aside.folder / path / (".git" if existed else "")
+        why = _move_aside(source, target)
+        what = f"{path}/.git" if existed else f"{path}/"
+        out.append(f"a repository the attempt made at {what}, " + (f"moved to {target}" if why is None else why))
+        if why is None and not existed:
+            _remove_created_dirs(snap, cp, [path])
+    return out
+
+
+def remove_new_dot_gits(snap: Snapshots, cp: Checkpoint, dirs: set[str], aside: "Aside") -> list[str]:
+    """A ``.git`` the attempt made in a folder of the user's files (``git init src`` where ``src`` holds tracked
+    files: git's trees never show it) is moved aside; those there at the checkpoint stay."""
+    if cp.nested is None:
+        return []
+    out = []
+    for d in snap.repositories_in(dirs):
+        if d in cp.nested or not _inside_tree(snap.root, d):
+            continue
+        target = aside.folder / d / ".git"
+        why = _move_aside(snap.root / d / ".git", target)
+        out.append(f"a repository the attempt made at {d}/.git, " + (f"moved to {target}" if why is None else why))
+    return out
+
+
+def _tree_holds_dir(snap: Snapshots, tree: str, path: str) -> bool:
+    out = snap.git("ls-tree", "-z", tree, "--", path, check=False).decode("utf-8", "surrogateescape")
+    return any(e.split("\t", 1)[0].split(" ")[1:2] == ["tree"] for e in out.split("\0") if "\t" in e)
+
+
+def _inside_tree(root: Path, path: str) -> bool:
+    """``path`` is reached from ``root`` through no symlink (its real folder is where it should be)."""
+    parent = os.path.dirname(path)
+    return os.path.realpath(root / parent) == os.path.normpath(os.path.join(os.path.realpath(root), parent))
+
+
+def _is_repository_itself(root: Path, path: str) -> bool:
+    """Whether ``path`` or a folder on its way is the repository's ``.git`` under another name (``git~1``, the
+    NTFS 8.3 alias of ``.git``; ``.GIT`` on a file system that ignores case): never a thing to remove."""
+    try:
+        dotgit = os.lstat(root / ".git")
+    except OSError:
+        return False
+    parts = Path(path).parts
+    for i in range(1, len(parts) + 1):
+        try:
+            st = os.lstat(root.joinpath(*parts[:i]))
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) == (dotgit.st_dev, dotgit.st_ino):
+            return True
+    return False
+
+
+def size_text(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}".replace(".0 ", " ")
+        n /= 1024
+    return str(n)
 
 
 def dotgit_identity(root: Path) -> list | None:
@@ -350,7 +581,7 @@ def _undo_list(snap: Snapshots, cp: Checkpoint, now: Snapshot) -> list[tuple[str
     return out + [("A", path) for path in now.unreadable if path not in listed]
 
 
-def _restore_dirs(snap: Snapshots, cp: Checkpoint) -> None:
+def _restore_dirs(snap: Snapshots, cp: Checkpoint, folders_now: set[str]) -> None:
     """Directories the user had and git does not record come back: empty ones the attempt removed
     (``rmdir``), and every directory's permission bits, the default ones too (a ``chmod 777 src``; a
     ``chmod 555`` that would keep the rollback from moving what the attempt planted in it). Never
@@ -370,7 +601,7 @@ def _restore_dirs(snap: Snapshots, cp: Checkpoint) -> None:
                 os.chmod(p, cp.dir_modes.get(d, plain))
             except OSError:
                 continue
-    dirs = {os.path.dirname(f) for f in snap.files()} | set(cp.untracked_dirs) | set(cp.dir_modes)
+    dirs = folders_now | set(cp.untracked_dirs) | set(cp.dir_modes)
     for d in sorted(dirs - {""}):
         want = cp.dir_modes.get(d, plain)
         try:
@@ -411,7 +642,7 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
         target = root / path
         try:
             if status == "A" or (status == "T" and (target.exists() or target.is_symlink())):
-                _remove(target)
+                _remove(target, root)
             if status != "A":
                 if target.is_dir() and not target.is_symlink():  # a directory stands where a file was
                     _rmtree_unless_repository(target)
@@ -443,6 +674,9 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
                 try:
                     git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path]))
                 except WorkspaceError as e:
+                    if control.unfreeze(root / path) | control.unfreeze((root / path).parent) and git.ok(
+                            "checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path])):
+                        continue  # it was made immutable (chattr +i, as root)
                     left.append(f"{path} ({e.message.splitlines()[-1]})")
                     to_write.remove(path)
         for path in to_write:
@@ -477,6 +711,13 @@ def _read_index(git_dir: Path) -> bytes | None:
         return None
 
 
+def index_mtime(git_dir: Path) -> int | None:
+    try:
+        return os.stat(git_dir / "index").st_mtime_ns
+    except OSError:
+        return None
+
+
 def _write_index(git_dir: Path, data: bytes | None) -> None:
     real = git_dir / "index"
     if data is None:
@@ -487,12 +728,14 @@ def _write_index(git_dir: Path, data: bytes | None) -> None:
     os.replace(tmp, real)
 
 
-def _remove(target: Path) -> None:
+def _remove(target: Path, root: Path) -> None:
     # Directories the attempt created and left empty go afterwards (_remove_created_dirs).
+    if _is_repository_itself(root, os.path.relpath(target, root)):
+        raise WorkspaceError("the repository's own .git under another name, which a rollback never removes")
     if target.is_dir() and not target.is_symlink():
         _rmtree_unless_repository(target)
     else:
-        target.unlink(missing_ok=True)
+        control.unfrozen(lambda p: p.unlink(missing_ok=True), target)
 
 
 def _rmtree_unless_repository(target: Path) -> None:

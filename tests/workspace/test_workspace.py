@@ -515,7 +515,7 @@ def test_a_read_only_directory_does_not_stop_the_rest_of_the_rollback(project):
     assert git(project, "log", "-1", "--format=%s").strip() != "agent"
 
 
-def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_path):
+def test_a_repository_the_attempt_made_where_a_file_was_is_moved_aside_never_deleted(project, tmp_path):
     (project / "u").write_text("the user's untracked notes\n")
     (project / "calc.py").write_text("user edit\n")
     before = snapshot(project)
@@ -524,15 +524,35 @@ def test_a_path_the_rollback_must_not_touch_does_not_stop_the_rest(project, tmp_
     (project / "calc.py").write_text("agent\n")
     (project / "test_calc.py").unlink()
     (project / "u").unlink()
-    (project / "u").mkdir()  # the agent's own clone where the user's file was: never deleted by acr
+    (project / "u").mkdir()  # the agent's own repository where the user's file was: never deleted by acr
     git(project / "u", "init", "-q")
     (project / "u" / "x").write_text("x\n")
-    with pytest.raises(WorkspaceError) as e:
-        ws.restore(cp)
-    assert "u (a directory holding a git repository" in e.value.message and "acr recover" in e.value.hint
+    report = ws.restore(cp)
+    assert snapshot(project) == before  # the user's file is back where the repository was
+    assert (report.put_aside / "u" / "x").read_text() == "x\n" and (report.put_aside / "u" / ".git").is_dir()
+    assert any("a repository the attempt made at u/" in line for line in report.lines())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_path_the_rollback_cannot_write_does_not_stop_the_rest(project, tmp_path):
+    (project / "calc.py").write_text("user edit\n")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "m.py").write_text("the user's\n")
+    before = snapshot(project)
+    ws = Workspace.open(project)
+    cp = ws.checkpoint("t-1")
+    (project / "calc.py").write_text("agent\n")
+    (project / "test_calc.py").unlink()
+    (project / "pkg" / "m.py").unlink()
+    (project / "pkg").chmod(0o500)  # the rollback cannot write m.py back: it puts back the rest, then says so
+    try:
+        with pytest.raises(WorkspaceError) as e:
+            ws.restore(cp)
+    finally:
+        (project / "pkg").chmod(0o755)
+    assert "pkg/m.py" in e.value.message and "acr recover" in e.value.hint
     assert (project / "calc.py").read_text() == "user edit\n" and (project / "test_calc.py").exists()
-    shutil.move(project / "u", tmp_path / "aside")  # what the message says to do, then recover finishes
-    ws.restore(ws.load_checkpoint(cp.name))
+    ws.restore(ws.load_checkpoint(cp.name))  # what the message says: make it writable, then recover finishes
     assert snapshot(project) == before
 
 
@@ -697,9 +717,11 @@ def test_branches_tags_and_stash_entries_the_attempt_makes_or_moves_come_back_as
     assert kept["refs/acr/put-aside/t-1/heads/feature"] == agent_tip
     assert {"refs/acr/put-aside/t-1/tags/v9.9.9", "refs/acr/put-aside/t-1/heads/parked",
             "refs/acr/put-aside/t-1/stash/0"} <= set(kept)
-    assert len(report.refs_taken) == 6 and all(t in report.side_effects() for t in report.refs_taken)
-    # the agent's own work tree is on a branch kept aside now: said, with what to do
-    assert any(str(tmp_path / "agent-wt") in t and "git -C" in t for t in report.refs_taken)
+    assert len(report.refs_taken) == 5 and all(t in report.side_effects() for t in report.refs_taken)
+    # the agent's own work tree is moved aside, with its .git/worktrees/ entry: its branch is kept as the rest
+    assert not (tmp_path / "agent-wt").exists() and (report.put_aside / "worktrees" / "agent-wt" / "calc.py").exists()
+    assert git(root, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert any(str(tmp_path / "agent-wt") in line for line in report.side_effects())
 
 
 def test_recover_brings_dropped_stash_entries_back_even_after_a_gc(with_stashes):
