@@ -193,6 +193,10 @@ def test_a_users_utf16be_file_comes_back_byte_for_byte(project, fakes_on_path, s
     assert r.returncode == 1, r.stderr
     assert (project / "notes.txt").read_bytes() == "\ufeffedited, uncommitted\n".encode("utf-16-be")
     assert tree_bytes(project) == files and git_state(project) == state
+    Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # and by `acr recover`, after a kill
+    (project / "notes.txt").write_bytes(b"\xff\xfea\x00\n\x00")
+    assert acr("recover", cwd=project).returncode == 0
+    assert tree_bytes(project) == files and git_state(project) == state
 
 
 def _chattr_works(where: Path) -> bool:
@@ -225,6 +229,12 @@ def test_config_and_hooks_made_immutable_are_still_undone(user_project, fakes_on
         assert r.returncode == 1, r.stderr
         assert tree_bytes(root) == files and git_state(root) == state
         assert not hook.exists() and not (root / "planted.txt").exists()
+        Workspace.open(root).checkpoint("20260101-000000-abcdef-1")  # and by `acr recover`, after a kill
+        for argv in commands:
+            subprocess.run(argv, cwd=root, check=True, capture_output=True)
+        r = acr("recover", cwd=root)
+        assert r.returncode == 0, r.stderr
+        assert tree_bytes(root) == files and git_state(root) == state
         git(root, "st", check=False)
         git(root, "checkout", "-q", "-b", "next")
         assert not sentinel.exists()
