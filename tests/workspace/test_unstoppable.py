@@ -87,7 +87,8 @@ def _breaks(tmp_path: Path) -> dict[str, list[list[str]]]:
                          "-c user.email=a@b commit -q --allow-empty -m x"]],
         "linked work trees": [["git", "worktree", "add", "-q", str(tmp_path / "agent-wt")],
                               ["git", "worktree", "add", "-q", "inside"]],
-        "forged commit-graph": [_forge(tmp_path)],
+        "forged commit-graph": [_forge(tmp_path), ["git", "repack", "-q", "-d"], ["git", "multi-pack-index", "write"],
+                                ["git", "update-server-info"]],  # (and the other caches of the object store)
     }
 
 
@@ -101,7 +102,9 @@ def _after_checks(root: Path, tmp_path: Path, history: str) -> None:
     assert not (root / "git~1").exists() and not (root / NEWLINE_DIR).exists() and not (root / "data.bin").exists()
     assert not (root / "src" / ".git").exists() and not (root / "inside").exists()
     assert not (tmp_path / "agent-wt").exists() and not (root / ".git" / "worktrees").exists()
-    assert not (root / ".git" / "objects" / "info" / "commit-graph").exists()
+    objects = root / ".git" / "objects"
+    assert not (objects / "info" / "commit-graph").exists() and not (objects / "info" / "packs").exists()
+    assert not (objects / "pack" / "multi-pack-index").exists()
     assert _history(root) == history  # the forged graph hid no commit
     assert git(root, "worktree", "list", "--porcelain").count("worktree ") == 1
     git(root / "src", "status")  # the user's next `git status` in src runs no planted fsmonitor
