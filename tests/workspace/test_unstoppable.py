@@ -87,7 +87,8 @@ def _breaks(tmp_path: Path) -> dict[str, list[list[str]]]:
                          "-c user.email=a@b commit -q --allow-empty -m x"]],
         "linked work trees": [["git", "worktree", "add", "-q", str(tmp_path / "agent-wt")],
                               ["git", "worktree", "add", "-q", "inside"]],
-        "forged commit-graph": [_forge(tmp_path)],
+        "forged commit-graph": [_forge(tmp_path), ["git", "repack", "-q", "-d"], ["git", "multi-pack-index", "write"],
+                                ["git", "update-server-info"]],  # (and the other caches of the object store)
     }
 
 
@@ -101,7 +102,9 @@ def _after_checks(root: Path, tmp_path: Path, history: str) -> None:
     assert not (root / "git~1").exists() and not (root / NEWLINE_DIR).exists() and not (root / "data.bin").exists()
     assert not (root / "src" / ".git").exists() and not (root / "inside").exists()
     assert not (tmp_path / "agent-wt").exists() and not (root / ".git" / "worktrees").exists()
-    assert not (root / ".git" / "objects" / "info" / "commit-graph").exists()
+    objects = root / ".git" / "objects"
+    assert not (objects / "info" / "commit-graph").exists() and not (objects / "info" / "packs").exists()
+    assert not (objects / "pack" / "multi-pack-index").exists()
     assert _history(root) == history  # the forged graph hid no commit
     assert git(root, "worktree", "list", "--porcelain").count("worktree ") == 1
     git(root / "src", "status")  # the user's next `git status` in src runs no planted fsmonitor
@@ -193,6 +196,10 @@ def test_a_users_utf16be_file_comes_back_byte_for_byte(project, fakes_on_path, s
     assert r.returncode == 1, r.stderr
     assert (project / "notes.txt").read_bytes() == "\ufeffedited, uncommitted\n".encode("utf-16-be")
     assert tree_bytes(project) == files and git_state(project) == state
+    Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # and by `acr recover`, after a kill
+    (project / "notes.txt").write_bytes(b"\xff\xfea\x00\n\x00")
+    assert acr("recover", cwd=project).returncode == 0
+    assert tree_bytes(project) == files and git_state(project) == state
 
 
 def _chattr_works(where: Path) -> bool:
@@ -225,6 +232,12 @@ def test_config_and_hooks_made_immutable_are_still_undone(user_project, fakes_on
         assert r.returncode == 1, r.stderr
         assert tree_bytes(root) == files and git_state(root) == state
         assert not hook.exists() and not (root / "planted.txt").exists()
+        Workspace.open(root).checkpoint("20260101-000000-abcdef-1")  # and by `acr recover`, after a kill
+        for argv in commands:
+            subprocess.run(argv, cwd=root, check=True, capture_output=True)
+        r = acr("recover", cwd=root)
+        assert r.returncode == 0, r.stderr
+        assert tree_bytes(root) == files and git_state(root) == state
         git(root, "st", check=False)
         git(root, "checkout", "-q", "-b", "next")
         assert not sentinel.exists()
