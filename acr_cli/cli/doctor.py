@@ -102,7 +102,12 @@ def doctor(
 
     With --check, each installed CLI (claude, codex, opencode) runs one tiny task against a mock model
     API on 127.0.0.1 (nothing leaves the machine, no API key needed): a quick way to know whether an
-    agent update changed something acr relies on. Exit 1 if a check fails.
+    agent update changed something acr relies on.
+
+    Exit codes: 0 nothing wrong; 1 a problem was found: without --check, a memory that cannot be
+    read or no arm of the profile that can run (none installed, or none ready or unknown); with
+    --check, only the checks count: a CLI acr did not understand, or none installed to check (arms
+    not logged in do not make --check fail). 2 usage or configuration error (a bad profile).
 
     Arms acr set aside after a set-up error (not logged in, 401, unknown model, quota) or is cooling
     down after transient ones (429, 5xx) are shown with the reason and until when; --reset forgets
@@ -144,9 +149,10 @@ def doctor(
         report["checks"] = checks
     if forgotten is not None:
         report["health_reset"] = forgotten
+    report["problems"] = problems(checks, mem_info, arms)
     if json_out:
         print_json(report)
-        _exit_on_failed(checks, mem_info, arms)
+        _exit_on_problems(report["problems"])
         return
     con = console()
     if forgotten is not None:
@@ -198,8 +204,9 @@ def doctor(
                 for p in c["problems"]:
                     con.print(f"      - {p}")
         if not checks:
-            con.print("  no agent CLI installed to check")
-    _exit_on_failed(checks, mem_info, arms)
+            con.print("  [red]✗[/] no agent CLI installed to check")
+        con.print(_check_verdict(checks))
+    _exit_on_problems(report["problems"])
 
 
 _MARK = {"ready": "[green]✓[/]", "unknown": "[yellow]?[/]", "not_ready": "[red]✗[/]"}
@@ -330,9 +337,38 @@ def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: b
     return out
 
 
-def _exit_on_failed(checks: Optional[list], mem_info: dict, arms: list[dict]) -> None:
-    """Exit 1 when a check failed, the memory cannot be read, or no arm of the profile could run:
-    none installed, or none ready or unknown."""
-    if (checks and not all(c["ok"] for c in checks)) or mem_info.get("problem") or not any(a["usable"] for a in arms) \
-            or not _any_runnable(arms):
+def problems(checks: Optional[list], mem_info: dict, arms: list[dict]) -> list[str]:
+    """Why ``acr doctor`` exits 1 (empty: exit 0).
+
+    With ``--check`` (``checks`` not None) only the checks count: a CLI acr did not understand, or no CLI
+    to check. That question ("does acr still understand the installed CLIs?") is asked after an upgrade
+    or in CI, where nothing need be logged in; the profile's readiness and the memory are still shown.
+    Without it: a memory that cannot be read, no arm whose CLI is installed, or none ready or unknown."""
+    if checks is not None:
+        if not checks:
+            return ["no agent CLI installed to check"]
+        return [f"--check: acr did not understand {c['agent']}" for c in checks if not c["ok"]]
+    out = []
+    if mem_info.get("problem"):
+        out.append(f"memory: {mem_info['problem']}")
+    if not any(a["usable"] for a in arms):
+        out.append("no arm of this profile is usable: no agent CLI of its arms is installed")
+    elif not _any_runnable(arms):
+        out.append("no arm of this profile is ready")
+    return out
+
+
+def _check_verdict(checks: list[dict]) -> str:
+    """The last line of ``--check``: what its exit code says."""
+    failed = [c["agent"] for c in checks if not c["ok"]]
+    if not checks:
+        return "[red]check failed[/]: nothing to check (exit 1)"
+    if failed:
+        return f"[red]check failed[/] for {', '.join(failed)} of {len(checks)} CLI(s) (exit 1)"
+    return (f"[green]check passed[/]: acr understood all {len(checks)} CLI(s) (exit 0; whether an arm is "
+            "logged in is the readiness above, not this check)")
+
+
+def _exit_on_problems(found: list[str]) -> None:
+    if found:
         raise Reported(EXIT_PROBLEMS)

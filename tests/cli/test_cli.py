@@ -239,6 +239,27 @@ def test_doctor_json(acr_home, fakes_on_path):
     assert "not a readable acr memory" in out["memory"]["problem"] and "mv " in out["memory"]["problem"]
 
 
+def test_doctor_check_that_fails_exits_1_and_says_which_cli(acr_home, fakes_on_path):
+    """The fake codex never calls the mock model API, so acr cannot have understood it: the check fails,
+    exit 1, and both the last line and --json name the CLI (the reported case was the opposite: every check
+    passed, exit 1 for a reason the check output never showed)."""
+    r = runner.invoke(app, ["doctor", "--check", "--agent", "codex", "--json"])
+    out = json.loads(r.output)
+    assert r.exit_code == 1 and out["problems"] == ["--check: acr did not understand codex"]
+    assert not out["checks"][0]["ok"] and any("model request" in p for p in out["checks"][0]["problems"])
+    r = runner.invoke(app, ["doctor", "--check", "--agent", "codex"])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines()[-1] == "check failed for codex of 1 CLI(s) (exit 1)"
+
+
+def test_doctor_without_check_names_why_it_exits_1(acr_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI anywhere
+    out = json.loads(runner.invoke(app, ["doctor", "--json"]).output)
+    assert out["problems"] == ["no arm of this profile is usable: no agent CLI of its arms is installed"]
+    r = runner.invoke(app, ["doctor", "--check", "--json"])  # nothing to check is a failed check
+    assert r.exit_code == 1 and json.loads(r.output)["problems"] == ["no agent CLI installed to check"]
+
+
 @pytest.mark.parametrize("broken", ["dangling", "loop"])
 def test_a_settings_file_acr_cannot_reach_is_an_error_not_no_settings(acr_home, tmp_path, monkeypatch, broken):
     """A project's .acr.toml that is a broken link holds settings (verify, profile, memory) the user wrote:
