@@ -182,7 +182,7 @@ class LiveEnvironment:
             from acr_cli.paths import Paths
 
             why = readiness.known_not_ready(arm.agent, arm.model, self.adapter(arm).executable,
-                                            Paths.from_env().cache_dir)
+                                            Paths.from_env().cache_dir, args=arm.args)
         return why
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:

@@ -47,13 +47,13 @@ def arm_readiness(prof, cache_dir: Path, refresh: bool = False) -> list[dict]:
     for arm in prof.arms:
         adapter = agents.get(arm.agent, prof.agents)
         r = readiness.check(arm.agent, arm.model, adapter.executable, cache_dir=cache_dir, refresh=refresh,
-                            version_argv=adapter.version_argv())
+                            version_argv=adapter.version_argv(), args=arm.args)
         priced = arm.price_in is not None and arm.price_out is not None
         from acr_cli.pricing import known
 
         catalog = not priced and known(arm.agent, arm.model)
         out.append({"arm": arm.id, "agent": arm.agent, "model": arm.model,
-                    "scope": readiness.scope(arm.agent, arm.model),
+                    "scope": readiness.scope(arm.agent, arm.model, arm.args),
                     "usable": r.version is not None,  # the CLI is installed (kept for scripts that read it)
                     "installed": r.version is not None, "version": r.version,
                     "state": r.state, "reason": r.reason, "fix": r.fix,

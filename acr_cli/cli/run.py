@@ -315,7 +315,7 @@ def _cannot_run(profile, memory, arms) -> dict[str, str]:
     for a in arms:
         why = missing[a.agent] or (health[a.id].describe() if a.id in health else None)
         if not why:  # `acr doctor` found it not ready, and nothing it depends on changed since
-            why = known_not_ready(a.agent, a.model, get(a.agent, profile.agents).executable, cache)
+            why = known_not_ready(a.agent, a.model, get(a.agent, profile.agents).executable, cache, args=a.args)
         if why:
             out[a.id] = why
     return out

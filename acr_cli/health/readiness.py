@@ -165,12 +165,18 @@ def provider_of(model: str) -> str:
     return head.strip() if sep else ""
 
 
-def scope(agent: str, model: str) -> str:
+def scope(agent: str, model: str, args: Sequence[str] = ()) -> str:
     """The credential scope an arm belongs to: ``claude``, ``codex``, ``opencode:<provider>``
-    (``opencode:moonshotai`` for ``moonshotai/kimi-k2.5``), else the agent's name."""
+    (``opencode:moonshotai`` for ``moonshotai/kimi-k2.5``), else the agent's name. A codex arm whose
+    ``args`` choose a model provider (``-c model_provider=local``) is ``codex:<provider>``: the
+    OpenAI login of the other codex arms is not its credential, and a 401 there must not hold it."""
     if agent == "opencode":
         provider = provider_of(model)
         return f"opencode:{provider.lower()}" if provider else "opencode"
+    if agent == "codex":
+        provider = codex_overrides(args).get("model_provider")
+        if provider and provider.lower() != "openai":
+            return f"codex:{provider}"
     return agent
 
 
@@ -303,17 +309,24 @@ def _opencode_env_vars(provider: str) -> tuple[str, ...]:
 
 
 def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, timeout: float = 10.0,
-          refresh: bool = False, version_argv: Sequence[str] | None = None) -> Readiness:
-    """The readiness of arm ``agent:model`` whose CLI is ``adapter_executable``.
+          refresh: bool = False, version_argv: Sequence[str] | None = None, args: Sequence[str] = ()) -> Readiness:
+    """The readiness of arm ``agent:model`` (extra CLI arguments ``args``) whose CLI is ``adapter_executable``.
 
-    Reuses the answer cached in ``cache_dir/readiness.json`` for the arm's scope while its
-    :func:`fingerprint` is the same (``refresh`` ignores the cache); otherwise runs the status
-    command (at most ``timeout`` seconds) and ``version_argv`` (default ``EXE --version``)."""
+    An arm pointed at a model server on this machine or the local network (:func:`local_endpoint`) needs
+    no login: it is ready when the server answers, unknown (still tried) when nothing does now; no status
+    command runs and nothing is cached. Otherwise reuses the answer cached in ``cache_dir/readiness.json``
+    for the arm's scope while its :func:`fingerprint` is the same (``refresh`` ignores the cache), or runs
+    the status command (at most ``timeout`` seconds) and ``version_argv`` (default ``EXE --version``)."""
     exe = located(adapter_executable)
     if exe is None:
         return Readiness(NOT_READY, f"{agent}: `{adapter_executable}` is not installed (not found on PATH)",
                          _install_fix(agent, adapter_executable), None)
-    sc = scope(agent, model)
+    local = local_endpoint(agent, model, args)
+    if local is not None:
+        version = installed_version(adapter_executable, cache_dir=cache_dir, version_argv=version_argv,
+                                    refresh=refresh) or "?"
+        return _local_readiness(agent, *local, version)
+    sc = scope(agent, model, args)
     cache = _Cache(Path(cache_dir))
     if not refresh:
         hit = cache.get(sc, fingerprint(agent, model, executable=adapter_executable))
@@ -321,7 +334,7 @@ def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, t
             return hit
     version = installed_version(adapter_executable, cache_dir=cache_dir, version_argv=version_argv,
                                 refresh=refresh) or "?"
-    state, reason, fix, transient = _probe(agent, model, exe, Path(cache_dir), timeout)
+    state, reason, fix, transient = _probe(agent, model, exe, Path(cache_dir), timeout, args)
     result = Readiness(state, reason, fix, version)
     # the fingerprint after the check: a status command may itself create the files it reads
     # (claude writes ~/.claude.json on its first start)
@@ -330,16 +343,151 @@ def check(agent: str, model: str, adapter_executable: str, *, cache_dir: Path, t
     return result
 
 
-def known_not_ready(agent: str, model: str, adapter_executable: str, cache_dir: Path) -> str | None:
+def known_not_ready(agent: str, model: str, adapter_executable: str, cache_dir: Path,
+                    args: Sequence[str] = ()) -> str | None:
     """Why arm ``agent:model`` cannot run, if ``acr doctor`` (or ``acr init``) found it not ready and nothing it
     depends on has changed since (the cached answer, its fingerprint unchanged); else None. Runs no command:
-    what ``acr run`` and ``acr route`` ask before they plan."""
+    what ``acr run`` and ``acr route`` ask before they plan. An arm on a local server is never held here."""
     if shutil.which(adapter_executable) is None:
         return None  # (the caller says "not installed" itself)
-    hit = _Cache(Path(cache_dir)).get(scope(agent, model), fingerprint(agent, model, executable=adapter_executable))
+    if local_endpoint(agent, model, args) is not None:
+        return None
+    hit = _Cache(Path(cache_dir)).get(scope(agent, model, args),
+                                      fingerprint(agent, model, executable=adapter_executable))
     if hit is None or hit.state != NOT_READY:
         return None
     return f"not ready ({hit.reason})" + (f"; {hit.fix}" if hit.fix else "")
+
+
+# --------------------------------------------------------------------------- local model servers
+
+LOCAL_HOSTS = ("localhost", "host.docker.internal")
+PROBE_TIMEOUT_S = 1.0
+
+
+def codex_overrides(args: Sequence[str]) -> dict[str, str]:
+    """The ``-c key=value`` / ``--config key=value`` overrides in a codex arm's ``args``, each value as codex
+    reads it (TOML, else the raw text): ``{"model_provider": "local", "model_providers.local.base_url": ...}``."""
+    out: dict[str, str] = {}
+    items = [str(a) for a in args]
+    for i, a in enumerate(items):
+        if a in ("-c", "--config") and i + 1 < len(items):
+            pair = items[i + 1]
+        elif a.startswith("--config="):
+            pair = a.split("=", 1)[1]
+        else:
+            continue
+        key, sep, value = pair.partition("=")
+        if sep:
+            out[key.strip()] = _toml_value(value.strip())
+    return out
+
+
+def _toml_value(text: str) -> str:
+    """A ``-c`` value as codex takes it: parsed as TOML (``"x"`` is ``x``), else the text itself."""
+    try:
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        return str(tomllib.loads(f"v = {text}")["v"])
+    except Exception:
+        return text
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` names a server on this machine or a private network (loopback, 10/8, 192.168/16,
+    ``localhost``): what ollama, vLLM and llama.cpp's server listen on, and what needs no provider login."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    if host in LOCAL_HOSTS or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private
+
+
+def local_endpoint(agent: str, model: str, args: Sequence[str] = ()) -> tuple[str, str] | None:
+    """(provider, base URL) when the arm talks to a local model server, else None.
+
+    codex: the ``model_provider`` its ``args`` choose (else ``$CODEX_HOME/config.toml``'s), with that
+    provider's ``base_url`` from ``args`` or ``[model_providers.NAME]`` in config.toml, when the provider
+    names no ``env_key`` (then codex sends no key at all). opencode: the model's provider, defined in an
+    opencode config file with ``options.baseURL``. Local means :func:`is_local_url`."""
+    if agent == "codex":
+        over = codex_overrides(args)
+        provider = over.get("model_provider") or codex_provider()
+        if not provider or provider in ("?", "openai"):
+            return None
+        table = (_codex_config().get("model_providers") or {}).get(provider) or {}
+        table = table if isinstance(table, dict) else {}
+        prefix = f"model_providers.{provider}."
+        url = over.get(prefix + "base_url") or table.get("base_url")
+        if over.get(prefix + "env_key") or table.get("env_key") or not isinstance(url, str):
+            return None
+        return (provider, url) if is_local_url(url) else None
+    if agent == "opencode":
+        provider = provider_of(model)
+        url = opencode_base_url(provider) if provider else None
+        return (provider, url) if url and is_local_url(url) else None
+    return None
+
+
+def _codex_config() -> dict:
+    try:
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        return tomllib.loads((_codex_home() / "config.toml").read_text(encoding="utf-8", errors="replace"))
+    except Exception:  # no file, or one codex itself would refuse
+        return {}
+
+
+def opencode_base_url(provider: str) -> str | None:
+    """``options.baseURL`` of ``provider`` in the first opencode config file that defines it, else None."""
+    pid = provider.lower()
+    for path in opencode_config_files():
+        try:
+            data = _jsonc(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        prov = data.get("provider") if isinstance(data, dict) else None
+        for key, entry in (prov.items() if isinstance(prov, dict) else ()):
+            if isinstance(key, str) and key.lower() == pid and isinstance(entry, dict):
+                url = (entry.get("options") or {}).get("baseURL") if isinstance(entry.get("options"), dict) else None
+                return url if isinstance(url, str) else None
+    return None
+
+
+def answers(url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether something accepts a TCP connection at ``url``'s host and port (nothing is sent)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _local_readiness(agent: str, provider: str, url: str, version: str) -> Readiness:
+    """A local arm: ready when its server answers now, else unknown (it may be started later)."""
+    where = f"{agent}: provider {provider} at {url}, a local server (no login needed)"
+    if answers(url):
+        return Readiness(READY, where, None, version)
+    return Readiness(UNKNOWN, f"{where}: nothing answers there now", "start the server (e.g. `ollama serve`)",
+                     version)
 
 
 def located(executable: str) -> str | None:
@@ -394,12 +542,14 @@ def _install_fix(agent: str, executable: str) -> str:
     return f"install `{executable}` and put it on PATH, or fix `agents.{agent}.command` in the profile"
 
 
-def _probe(agent: str, model: str, exe: str, cwd: Path, timeout: float) -> tuple[str, str, str | None, bool]:
+def _probe(agent: str, model: str, exe: str, cwd: Path, timeout: float,
+           args: Sequence[str] = ()) -> tuple[str, str, str | None, bool]:
     """(state, reason, fix, transient) from the agent's status command."""
     if agent == "claude":
         return _claude(_status(agent, [exe, "auth", "status"], cwd, timeout))
     if agent == "codex":
-        return _codex(_status(agent, [exe, "login", "status"], cwd, timeout))
+        return _codex(_status(agent, [exe, "login", "status"], cwd, timeout),
+                      codex_overrides(args).get("model_provider"))
     if agent == "opencode":
         provider = provider_of(model)
         if not provider:
@@ -519,12 +669,16 @@ def codex_provider(config: Path | None = None) -> str | None:
     return None
 
 
-def _codex(res) -> tuple[str, str, str | None, bool]:
+def _codex(res, chosen: str | None = None) -> tuple[str, str, str | None, bool]:
+    """``chosen``: the model_provider the arm's own arguments select (``-c model_provider=...``)."""
     cmd = "codex login status"
     early = _cannot_tell("codex", cmd, res)
     if early:
         return early
     text = _strip_ansi((res.stdout or "") + "\n" + (res.stderr or ""))
+    if chosen and chosen.lower() != "openai":
+        return (UNKNOWN, f"codex: the arm's arguments select model_provider {chosen!r}: its credentials are in "
+                         "that provider's settings, where no status command looks", None, False)
     provider = codex_provider()
     if provider:
         name = "a model_provider" if provider == "?" else f"model_provider {provider!r}"

@@ -83,10 +83,16 @@ class HealthBook:
 
     def __init__(self, memory, scope_of: Callable[[str, str], str] | None = None,
                  fingerprint_of: Callable[[str, str], str] | None = None):
-        if scope_of is None or fingerprint_of is None:
-            scope_of, fingerprint_of = scope_of or readiness.scope, fingerprint_of or readiness.fingerprint
+        if fingerprint_of is None:
+            fingerprint_of = readiness.fingerprint
         self.m = memory
         self.scope_of, self.fingerprint_of = scope_of, fingerprint_of
+
+    def _scope(self, arm: Arm) -> str:
+        """The arm's credential scope: its arguments count (a codex arm on a provider of its own)."""
+        if self.scope_of is not None:
+            return self.scope_of(arm.agent, arm.model)
+        return readiness.scope(arm.agent, arm.model, arm.args)
 
     def _rows(self) -> list[sqlite3.Row]:
         try:
@@ -99,7 +105,7 @@ class HealthBook:
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == SETUP:
-            key = f"model:{arm.id}" if problem.model_only else f"scope:{self.scope_of(arm.agent, arm.model)}"
+            key = f"model:{arm.id}" if problem.model_only else f"scope:{self._scope(arm)}"
             self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
                           " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)" + _REPLACE,
                           (key, SET_ASIDE, arm.agent, arm.model, reason, problem.fix,
@@ -132,7 +138,7 @@ class HealthBook:
         lifted: list[str] = []
         fingerprints: dict[str, str] = {}
         for arm in arms:
-            scope = self.scope_of(arm.agent, arm.model)
+            scope = self._scope(arm)
             aside = False
             for r in (rows.get(f"scope:{scope}"), rows.get(f"model:{arm.id}")):
                 if r is None or r["key"] in lifted:

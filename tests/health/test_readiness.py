@@ -143,7 +143,7 @@ def test_codex_with_a_custom_model_provider_is_unknown(tmp_path, monkeypatch):
     says "Not logged in" although codex runs."""
     monkeypatch.setenv("FAKE_AGENT_LOGGED_OUT", "codex")
     write_codex_config(tmp_path, monkeypatch, 'model_provider = "mock"\n[model_providers.mock]\nname = "m"\n'
-                                              'base_url = "http://127.0.0.1:9/v1"\n')
+                                              'base_url = "https://llm.example.com/v1"\n')
     r = check("codex", "gpt-5.4", tmp_path)
     assert r.state == "unknown" and "model_provider 'mock'" in r.reason
     write_codex_config(tmp_path, monkeypatch, 'profile = "work"\n[profiles.work]\nmodel_provider = "azure"\n')
@@ -189,7 +189,7 @@ def test_an_opencode_config_that_defines_the_provider_makes_it_unknown_not_not_r
     conf.mkdir(parents=True)
     (conf / "opencode.jsonc").write_text('{\n  // my gateway\n  "$schema": "https://opencode.ai/config.json",\n'
                                          '  "provider": {"myproxy": {"options": {"apiKey": "k", "baseURL": '
-                                         '"http://127.0.0.1:9/v1"}, "models": {"m1": {}},},},\n}\n')
+                                         '"https://gateway.example.com/v1"}, "models": {"m1": {}},},},\n}\n')
     r = check("opencode", "myproxy/m1", tmp_path)
     assert r.state == "unknown" and r.runnable and "opencode.jsonc defines that provider" in r.reason
     assert check("opencode", "zhipuai/glm-5", tmp_path).state == "not_ready"  # that file does not define it
