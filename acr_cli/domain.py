@@ -54,8 +54,15 @@ class Arm:
     def id(self) -> str:
         return f"{self.agent}:{self.model}"
 
+    @property
+    def free(self) -> bool:
+        """Priced at $0 for input and output in the profile: a model on the user's own server."""
+        return self.price_in == 0 and self.price_out == 0
+
     def price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
-        """USD for the given tokens, or None when tokens or prices are unknown."""
+        """USD for the given tokens, or None when tokens or prices are unknown (a free arm: always 0)."""
+        if self.free:
+            return 0.0
         if tokens_in is None or tokens_out is None or self.price_in is None or self.price_out is None:
             return None
         return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6

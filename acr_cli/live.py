@@ -414,7 +414,9 @@ class LiveEnvironment:
         fb.tokens_in, fb.tokens_out = parsed.tokens_in, parsed.tokens_out
         fb.session_id = parsed.session_id
         fb.final_text = parsed.text
-        if parsed.cost_usd is not None:
+        if arm.free:  # $0 in the profile wins over a CLI's own table: claude prices a local model it does not know
+            fb.cost_usd, fb.cost_source = 0.0, COST_PRICED
+        elif parsed.cost_usd is not None:
             fb.cost_usd, fb.cost_source = parsed.cost_usd, COST_REPORTED
         else:
             priced = arm.price(parsed.tokens_in, parsed.tokens_out)

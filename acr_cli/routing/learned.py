@@ -519,8 +519,8 @@ class LearnedPolicy(Policy):
         """Each arm's expected USD for one attempt (None: unknown), given the costs already paid on this
         task; never above :meth:`ceiling`."""
         n = len(self.arms)
-        if fit.m is None:
-            return [None] * n
+        if fit.m is None:  # no cost scale yet; a free arm (priced $0, a local model) costs nothing all the same
+            return [0.0 if a.free else None for a in self.arms]
         m = fit.m
         sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
         resid = []
@@ -535,6 +535,9 @@ class LearnedPolicy(Policy):
         out: list[float | None] = []
         for i in range(n):
             mi = m[i]
+            if self.arms[i].free:  # $0 a million tokens: no estimate of tokens makes it cost anything
+                out.append(0.0)
+                continue
             if mi is None:
                 out.append(None)
                 continue

@@ -127,6 +127,27 @@ def test_the_openai_codex_login_failing_does_not_hold_the_local_codex_arm(fake_w
         == ["codex:qwen2.5-coder"]
 
 
+def test_route_plans_a_local_arm_at_0_and_claude_s_own_price_table_does_not_cost_it(fake_world):
+    """Priced {0, 0}: the plan's expected cost is $0 before anything is observed, and a CLI that reports a
+    cost from its own price table (claude prices a model it does not know like its default one) does not
+    make it cost anything."""
+    w = fake_world
+    with w["profile"].open("a") as f:
+        f.write("  - agent: claude\n    model: qwen2.5-coder\n    price: {input: 0, output: 0}\n")
+    r = acr("route", "make out.txt say good", "--profile", str(w["profile"]), "--json", cwd=w["project"], env=w["env"])
+    plan = {f"{a['agent']}:{a['model']}": a for a in json.loads(r.stdout)["order"]}
+    assert [plan[a]["expected_cost"] for a in (*LOCAL_ARMS, "claude:qwen2.5-coder")] == [0.0, 0.0, 0.0]
+    assert plan["codex:gpt-5.4"]["expected_cost"] is None  # no price anywhere: unknown, not $0
+    scenario = json.loads(Path(w["env"]["FAKE_AGENT_SCENARIO"]).read_text())
+    scenario["rules"].append({"match": {"agent": "claude"}, "write": {"out.txt": "good\n"}, "cost": 0.0151})
+    Path(w["env"]["FAKE_AGENT_SCENARIO"]).write_text(json.dumps(scenario))
+    env = {**w["env"], "ANTHROPIC_API_KEY": "local"}
+    r = acr("run", "--profile", str(w["profile"]), "--arms", "claude:qwen2.5-coder", "--verify", VERIFY, "--json",
+            "--", "make out.txt say good", cwd=w["project"], env=env)
+    att = json.loads(r.stdout)["attempts"][0]
+    assert (att["verdict"], att["cost_usd"], att["cost_source"]) == ("passed", 0.0, "priced"), att
+
+
 # --------------------------------------------------------------------------- the real CLIs
 
 
@@ -163,3 +184,26 @@ def test_the_real_cli_runs_the_readme_recipe_against_a_local_server(arm, tmp_pat
     assert (att["verdict"], att["cost_usd"], att["cost_source"]) == ("passed", 0.0, "priced"), att
     assert len(bodies) >= 2 and all(b.get("model") == "qwen2.5-coder" for b in bodies), bodies
     assert (project / "out.txt").read_text().strip() == "good"
+
+
+@pytest.mark.agents
+def test_the_real_claude_runs_with_the_readme_s_base_url_at_0(tmp_path):
+    """claude has no per-arm endpoint: README's two variables in acr's environment; the arm priced $0."""
+    _real("claude")
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Local models", 1)[1].split("\n## ", 1)[0]
+    readme_env = dict(re.findall(r"`(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY)=([^`\s]+)`", section))
+    assert readme_env["ANTHROPIC_BASE_URL"] == README_URL
+    project = init_repo(tmp_path / "repo", {"out.txt": "initial\n"})
+    profile = tmp_path / "claude-local.yaml"
+    profile.write_text("arms:\n  - agent: claude\n    model: qwen2.5-coder\n    price: {input: 0, output: 0}\n")
+    with MockServer(script=[tool_call("echo good > out.txt", final="done")], lifetime=600) as srv:
+        env = sandbox("claude", srv.url, tmp_path / "sandbox")  # offline settings, a HOME of its own
+        env.update({k: v.replace(README_URL, srv.url) for k, v in readme_env.items()})
+        r = acr("run", "--profile", str(profile), "--arms", "claude:qwen2.5-coder", "--verify", VERIFY, "--json",
+                "--timeout", "120", "--", "write good into out.txt", cwd=project, env=env, timeout=300)
+        bodies = [q["body"] for q in srv.model_requests()]
+    assert r.returncode == 0, r.stdout + r.stderr
+    att = json.loads(r.stdout)["attempts"][0]
+    # claude itself reports about $0.015 for these tokens (its default price): the arm's $0 wins
+    assert (att["verdict"], att["cost_usd"], att["cost_source"]) == ("passed", 0.0, "priced"), att
+    assert len(bodies) >= 2 and all(b.get("model") == "qwen2.5-coder" for b in bodies), bodies

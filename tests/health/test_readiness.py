@@ -151,6 +151,39 @@ def test_codex_with_a_custom_model_provider_is_unknown(tmp_path, monkeypatch):
     assert r.state == "unknown" and "model_provider 'azure'" in r.reason
 
 
+LOCAL_ARGS = ("-c", "model_provider=local", "--config", 'model_providers.local.base_url="http://127.0.0.1:9/v1"')
+
+
+def test_a_codex_arm_whose_args_choose_a_provider_has_a_scope_of_its_own():
+    assert readiness.scope("codex", "qwen2.5-coder", LOCAL_ARGS) == "codex:local"
+    assert readiness.scope("codex", "gpt-5.4", ("-c", 'model_provider="openai"')) == "codex"
+    assert readiness.scope("codex", "gpt-5.4", ("--config=model_provider=azure",)) == "codex:azure"
+    assert readiness.codex_overrides(LOCAL_ARGS) == {"model_provider": "local",
+                                                     "model_providers.local.base_url": "http://127.0.0.1:9/v1"}
+
+
+def test_a_local_server_arm_asks_no_login_and_is_unknown_while_nothing_answers(tmp_path, monkeypatch):
+    """Port 9 on loopback: nothing listens. The arm is still tried, with what to do; no status command ran."""
+    monkeypatch.setenv("FAKE_AGENT_LOGGED_OUT", "codex")
+    r = check("codex", "qwen2.5-coder", tmp_path, args=LOCAL_ARGS)
+    assert r.state == "unknown" and r.runnable and "http://127.0.0.1:9/v1" in r.reason
+    assert "nothing answers there now" in r.reason and "ollama serve" in r.fix
+    assert status_calls(tmp_path) == 0
+    assert readiness.known_not_ready("codex", "qwen2.5-coder", "codex", tmp_path / "cache", args=LOCAL_ARGS) is None
+    # the OpenAI login of the same CLI is asked for, and held, on its own
+    assert check("codex", "gpt-5.4", tmp_path).state == "not_ready" and status_calls(tmp_path) == 1
+
+
+def test_a_provider_with_a_key_or_on_another_host_is_not_taken_for_a_local_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT_LOGGED_OUT", "codex")
+    keyed = (*LOCAL_ARGS, "-c", "model_providers.local.env_key=LOCAL_KEY")
+    r = check("codex", "qwen2.5-coder", tmp_path, args=keyed)
+    assert r.state == "unknown" and "arguments select model_provider 'local'" in r.reason  # not "not logged in"
+    assert readiness.local_endpoint("codex", "m", keyed) is None
+    assert readiness.is_local_url("http://192.168.1.20:8000/v1") and readiness.is_local_url("http://localhost:8080")
+    assert not readiness.is_local_url("https://api.example.com/v1") and not readiness.is_local_url("not a url")
+
+
 def test_codex_api_key_variables(tmp_path, monkeypatch):
     """codex exec sends CODEX_API_KEY; the installed version does not send OPENAI_API_KEY (checked
     against a local server), so that one alone cannot make it ready: unknown, with the fix."""
