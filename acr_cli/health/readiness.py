@@ -42,6 +42,11 @@ Asked of the CLIs themselves, without spending anything (observed on claude 2.1.
   models): then *unknown*. Without credentials, ``opencode run`` ends with "Unexpected server error"
   (its log says ProviderModelNotFoundError: an unconfigured provider has no models).
 
+An arm pointed at a model server on this machine or a private network (:func:`local_endpoint`: a codex
+``model_provider`` without ``env_key`` chosen by the arm's ``-c`` arguments or config.toml, an opencode
+provider whose ``options.baseURL`` is local) needs no login: no status command runs; it is *ready* when
+the server accepts a connection, *unknown* when nothing answers (it may be started later).
+
 A CLI that is on PATH but cannot start is *not ready*: the interpreter its first line names is
 missing (``#!/usr/bin/env node`` without Node.js: env exits 127) or the file may not be run (126), and
 no attempt could run it either (:func:`cannot_start`). Any check that cannot tell (a version without
