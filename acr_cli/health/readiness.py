@@ -352,11 +352,14 @@ def known_not_ready(agent: str, model: str, adapter_executable: str, cache_dir: 
                     args: Sequence[str] = ()) -> str | None:
     """Why arm ``agent:model`` cannot run, if ``acr doctor`` (or ``acr init``) found it not ready and nothing it
     depends on has changed since (the cached answer, its fingerprint unchanged); else None. Runs no command:
-    what ``acr run`` and ``acr route`` ask before they plan. An arm on a local server is never held here."""
+    what ``acr run`` and ``acr route`` ask before they plan. An arm on a local server (:func:`local_endpoint`)
+    is never held for a login; it cannot run while nothing accepts a connection at its endpoint (a server not
+    started: the CLIs would retry it until acr's timeout), which one connection attempt tells."""
     if shutil.which(adapter_executable) is None:
         return None  # (the caller says "not installed" itself)
-    if local_endpoint(agent, model, args) is not None:
-        return None
+    local = local_endpoint(agent, model, args)
+    if local is not None:
+        return None if answers(local[1]) else f"nothing answers at {local[1]}: start its server (e.g. `ollama serve`)"
     hit = _Cache(Path(cache_dir)).get(scope(agent, model, args),
                                       fingerprint(agent, model, executable=adapter_executable))
     if hit is None or hit.state != NOT_READY:

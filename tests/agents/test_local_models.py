@@ -148,6 +148,23 @@ def test_route_plans_a_local_arm_at_0_and_claude_s_own_price_table_does_not_cost
     assert (att["verdict"], att["cost_usd"], att["cost_source"]) == ("passed", 0.0, "priced"), att
 
 
+def test_a_local_arm_whose_server_is_not_running_is_skipped_not_waited_for(tmp_path, fakes_on_path):
+    """Nothing listens at the endpoint (port 9): the real CLIs would retry until acr's timeout (20 minutes by
+    default). acr skips the arm before starting it, says what to do, and runs no agent."""
+    project = init_repo(tmp_path / "repo", {"out.txt": "initial\n"})
+    log = tmp_path / "calls.jsonl"
+    (tmp_path / "scenario.json").write_text(json.dumps({"log": str(log), "rules": []}))
+    env, profile = set_up(tmp_path, "http://127.0.0.1:9")
+    env["FAKE_AGENT_SCENARIO"] = str(tmp_path / "scenario.json")
+    r = acr("run", "--profile", str(profile), "--verify", VERIFY, "--", "make out.txt say good", cwd=project, env=env)
+    assert r.returncode == 2 and "no agent was run" in r.stderr, r.stderr
+    for arm in LOCAL_ARMS:
+        assert f"skip {arm}: nothing answers at http://127.0.0.1:9/v1: start its server" in r.stdout + r.stderr
+    assert not log.exists()
+    doctor = json.loads(acr("doctor", "--profile", str(profile), "--json", cwd=project, env=env).stdout)
+    assert {a["state"] for a in doctor["profile"]["arms"]} == {"unknown"}  # not "not logged in"
+
+
 # --------------------------------------------------------------------------- the real CLIs
 
 

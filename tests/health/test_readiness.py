@@ -169,7 +169,8 @@ def test_a_local_server_arm_asks_no_login_and_is_unknown_while_nothing_answers(t
     assert r.state == "unknown" and r.runnable and "http://127.0.0.1:9/v1" in r.reason
     assert "nothing answers there now" in r.reason and "ollama serve" in r.fix
     assert status_calls(tmp_path) == 0
-    assert readiness.known_not_ready("codex", "qwen2.5-coder", "codex", tmp_path / "cache", args=LOCAL_ARGS) is None
+    held = readiness.known_not_ready("codex", "qwen2.5-coder", "codex", tmp_path / "cache", args=LOCAL_ARGS)
+    assert held.startswith("nothing answers at http://127.0.0.1:9/v1") and "logged in" not in held
     # the OpenAI login of the same CLI is asked for, and held, on its own
     assert check("codex", "gpt-5.4", tmp_path).state == "not_ready" and status_calls(tmp_path) == 1
 
