@@ -256,10 +256,11 @@ def refused_line(r: dict) -> str:
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,
-                similar: tuple[list, dict] = ([], {})) -> None:
+                similar: tuple[list, dict] = ([], {}), excluded: dict[str, str] | None = None) -> None:
     """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
     that cannot be tried now (arm id -> why), listed after the plan. ``similar``: the similar earlier
-    tasks read and how they moved each arm's chance (``--explain`` lists them)."""
+    tasks read and how they moved each arm's chance (``--explain`` lists them). ``excluded``: arms the
+    settings (``arms``, ``exclude``) took out, with the setting (``--explain`` lists them)."""
     echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
          f" · policy {policy.name}")
     if explain:
@@ -283,6 +284,8 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     for arm_id, why in (blocked or {}).items():
         echo(f"  -  {arm_id}: cannot run now: {why}")
+    for arm_id, why in (excluded or {}).items() if explain else ():
+        echo(f"  -  {arm_id}: excluded by {why}")
     near, moved = similar
     if explain and near:
         echo("")
