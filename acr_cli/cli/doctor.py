@@ -131,7 +131,11 @@ def doctor(
             mem_info.update(_memory_figures(memory))
         except MemoryFileError as e:
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
+    from acr_cli import __version__
+    from acr_cli.memory.db import SCHEMA_VERSION
+
     report = {
+        "acr": {"version": __version__, "memory_schema": SCHEMA_VERSION},
         "agents": found,
         "profile": {"name": prof.name, "path": str(prof.path), "arms": arms, "readiness": counts},
         "paths": {"config": str(p.config_dir), "data": str(p.data_dir), "cache": str(p.cache_dir),
