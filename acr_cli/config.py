@@ -28,40 +28,15 @@ from acr_cli.domain import PERMISSIONS
 from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.paths import Paths
 from acr_cli.routing import registry
+from acr_cli.setting_keys import TABLE, TYPE_NAMES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-# Every setting of config.toml and .acr.toml, in one table: (type, what it means). ``acr config set --help``,
-# error hints and README's table are made from it (acr_cli.trust says what an untrusted project file may set).
-TABLE: dict[str, tuple[type, str]] = {
-    "profile": (str, "the profile: a name (built-in or yours) or a YAML file"),
-    "verify": (str, "command that checks an attempt (exit 0 = pass); \"\" runs none"),
-    "timeout": (float, "seconds per attempt before the agent is killed"),
-    "verify_timeout": (float, "seconds for the verifier"),
-    "max_attempts": (int, "attempts per task at most"),
-    "max_cost": (float, "USD a task may spend at most"),
-    "permissions": (str, "what the agent may do: read-only, workspace-write or full"),
-    # a file, or a team's postgresql:// URL (acr_cli.paths, acr_cli.memory.team)
-    "memory": (str, "the memory: a SQLite file, or a team's postgresql:// URL"),
-    # false: request texts and agents' answers stay in the local file (acr_cli.memory.team)
-    "share_prompts": (bool, "whether a team's server receives request texts and answers"),
-    # the verifier on the untouched tree (acr_cli.session)
-    "baseline": (str, "the verifier on the untouched tree first: check, accept or off"),
-    # an attempt that changes a matching path fails (acr_cli.checks.protected)
-    "protect": (list, "globs of paths an attempt must not change (comma-separated in `config set`)"),
-    # the routing settings: acr_cli.routing_settings
-    "arms": (list, "the only arms (AGENT:MODEL of the profile) routing may use"),
-    "exclude": (list, "agents or arms (AGENT:MODEL) never to use"),
-    "policy": (str, "routing policy, e.g. learned, fixed, cascade:A,B, always:ARM"),
-    "time_weight": (float, "USD a minute of waiting is worth to the learned router"),
-}
 KEYS = {key: kind for key, (kind, _) in TABLE.items()}
 BASELINE_MODES = ("check", "accept", "off")  # the verifier on the untouched tree: see acr_cli.session
-TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false",
-              list: "list of strings"}
 PROJECT_FILE = ".acr.toml"
 # A project file must not move the user's memory file; it may name the team's shared memory (a URL)
 # that runs in the project record into (a project file is trusted like its `verify`, which runs code).
