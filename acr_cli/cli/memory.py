@@ -137,13 +137,13 @@ def log(
 
     for t in tasks:
         state = task_state(t)
-        head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], 4)}", style="bold")
+        head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], None)}", style="bold")
         con.print(head)
         con.print(Text(terminal_safe("  " + (t["prompt"] or "").splitlines()[0][:100] if t["prompt"] else "  "),
                        style="italic"))
         for a in t["attempts"]:
             line = Text(f"  {MARK.get(a['verdict'], '?')} {a['seq']}. {a['agent']}:{a['model']}  {a['verdict']}  "
-                        f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {terminal_safe(a['detail'] or '')}",
+                        f"{fmt_money(a['cost_usd'], None)}  {a['duration_s'] or 0:.0f}s  {terminal_safe(a['detail'] or '')}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
         final = t["attempts"][-1] if t["attempts"] else None

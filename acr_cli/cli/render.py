@@ -72,7 +72,7 @@ class LiveView:
         elif what == "feedback":
             fb = data["feedback"]
             style = VERDICT_STYLE.get(fb.verdict, "white")
-            cost = fmt_money(fb.cost_usd, 4) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
+            cost = fmt_money(fb.cost_usd, None) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             from rich.markup import escape
 
@@ -195,7 +195,7 @@ def print_run_summary(report) -> None:
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
         tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
         con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total{unknown_cost(result)}{tail}")
+                  f"{fmt_money(result.cost_usd, None)} in total{unknown_cost(result)}{tail}")
         if fb.check_changed:  # one a line: the files a person must look at before trusting the pass
             con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
                       "the work until you do)[/]:")
@@ -223,10 +223,10 @@ def print_run_summary(report) -> None:
                 con.print(Text(f"  - {listed([line])}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
     elif result.cancelled:
         con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
-                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}.")
+                  f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}.")
     else:
         con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}; {tree}.")
+                  f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}; {tree}.")
         for i, (_, fb) in enumerate(result.steps, 1):
             con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {redact(fb.reason)}"))
         if result.steps:
