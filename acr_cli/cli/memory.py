@@ -132,7 +132,7 @@ def log(
         return
     from rich.text import Text
 
-    from acr_cli.cli.render import MARK, VERDICT_STYLE, headline, verdict_and_reason
+    from acr_cli.cli.render import MARK, VERDICT_STYLE, headline
     from acr_cli.cli.terminal import terminal_safe
 
     for t in tasks:
@@ -142,9 +142,8 @@ def log(
         con.print(Text(terminal_safe("  " + headline(t["prompt"])[:100]),
                        style="italic"))
         for a in t["attempts"]:
-            verdict, detail = verdict_and_reason(a["verdict"], a["detail"] or "")
-            line = Text(f"  {MARK.get(a['verdict'], '?')} {a['seq']}. {a['agent']}:{a['model']}  {verdict}  "
-                        f"{fmt_money(a['cost_usd'], None)}  {a['duration_s'] or 0:.0f}s {terminal_safe(detail)}",
+            line = Text(f"  {MARK.get(a['verdict'], '?')} {a['seq']}. {a['agent']}:{a['model']}  {a['verdict']}  "
+                        f"{fmt_money(a['cost_usd'], None)}  {a['duration_s'] or 0:.0f}s  {terminal_safe(a['detail'] or '')}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
         final = t["attempts"][-1] if t["attempts"] else None
