@@ -40,13 +40,15 @@ def test_a_trusted_project_excludes_an_agent_and_sets_the_policy_for_run_and_rou
 
 def test_trusted_arms_are_the_only_arms_and_its_limits_apply(project, fakes_on_path, scenario):
     log = scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
-    _toml(project, f'verify = "{VERIFY}"\npolicy = "fixed"\nmax_attempts = 2\n'
+    _toml(project, f'verify = "{VERIFY}"\npolicy = "fixed"\nmax_attempts = 2\ntime_weight = 0.5\n'
                    'arms = ["claude:claude-opus-4-6", "opencode:moonshotai/kimi-k2.5", "opencode:zhipuai/glm-5"]\n')
     assert acr("trust", cwd=project).returncode == 0
     route = json.loads(acr("route", "fix add", "--json", cwd=project).stdout)
     assert [f"{a['agent']}:{a['model']}" for a in route["order"]] == [
         "opencode:zhipuai/glm-5", "opencode:moonshotai/kimi-k2.5", "claude:claude-opus-4-6"]  # the profile's order
     assert len(route["excluded"]) == 5 and all("does not list it" in e["by"] for e in route["excluded"])
+    shown = json.loads(acr("config", "show", "--json", cwd=project).stdout)["settings"]
+    assert shown["time_weight"] == {"value": 0.5, "source": str(project / ".acr.toml")}
     r = acr("run", "fix add", "--json", cwd=project)
     assert r.returncode == 1
     assert _arms_called(log) == ["opencode:zhipuai/glm-5", "opencode:moonshotai/kimi-k2.5"]  # max_attempts = 2
@@ -83,8 +85,11 @@ def test_a_name_that_is_no_arm_is_an_error_naming_the_file_and_key(project, fake
     acr("trust", cwd=project)
     r = acr("route", "fix add", cwd=project)
     assert r.returncode == 2 and "arms: 'codex:gpt-9' is not an arm of profile balanced" in r.stderr
-    assert acr("config", "set", "exclude", "codex, claude, opencode").returncode == 0  # the user's own list
-    _toml(project, "")
+    assert acr("config", "set", "exclude", "codex, claude").returncode == 0  # the user's own list ...
+    _toml(project, 'exclude = ["opencode"]\n')  # ... and the project's add up
+    acr("trust", cwd=project)
+    shown = json.loads(acr("config", "show", "--json", cwd=project).stdout)["settings"]["exclude"]
+    assert shown["value"] == ["opencode", "codex", "claude"]
     r = acr("run", "fix add", "--verify", VERIFY, cwd=project)
     assert r.returncode == 2 and "no arm of profile balanced is left" in r.stderr
     assert str(acr_home / "config" / "config.toml") in r.stderr

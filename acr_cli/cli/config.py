@@ -45,6 +45,9 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
                 value = masked(path)
             else:
                 value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
+        elif k == "exclude" and "exclude" in s.project and "exclude" in s.user:  # the lists add up
+            value = [*s.project["exclude"], *s.user["exclude"]]
+            source = f"{s.project_file} and {s.user_file}"
         else:  # (policy, time_weight: the profile's unless a settings file sets them)
             value, source = s.resolve(k, None, getattr(prof.settings, k, None) if prof is not None else None)
             if source == "profile" and prof is not None:
