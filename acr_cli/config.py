@@ -22,33 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acr_cli import profiles
+from acr_cli import profiles, trust
 from acr_cli.atomic import atomic_write
 from acr_cli.domain import PERMISSIONS
-from acr_cli.errors import ConfigError, ProfileError
+from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.paths import Paths
+from acr_cli.routing import registry
+from acr_cli.setting_keys import TABLE, TYPE_NAMES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-KEYS = {
-    "profile": str,
-    "verify": str,
-    "timeout": float,
-    "verify_timeout": float,
-    "max_attempts": int,
-    "max_cost": float,
-    "permissions": str,
-    "memory": str,  # a file, or a team's postgresql:// URL (acr_cli.paths, acr_cli.memory.team)
-    "share_prompts": bool,  # false: request texts and agents' answers stay in the local file (acr_cli.memory.team)
-    "baseline": str,  # check | accept | off: the verifier on the untouched tree (acr_cli.session)
-    "protect": list,  # globs: an attempt that changes a matching path fails (acr_cli.checks.protected)
-}
+KEYS = {key: kind for key, (kind, _) in TABLE.items()}
 BASELINE_MODES = ("check", "accept", "off")  # the verifier on the untouched tree: see acr_cli.session
-TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false",
-              list: "list of strings"}
 PROJECT_FILE = ".acr.toml"
 # A project file must not move the user's memory file; it may name the team's shared memory (a URL)
 # that runs in the project record into (a project file is trusted like its `verify`, which runs code).
@@ -101,6 +89,17 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
     if key == "protect" and any(not item.strip() for item in value):
         return "expected globs such as \"tests/**\", got an empty one"
+    if key == "time_weight" and value < 0:
+        return f"expected 0 or more (USD a minute), got {value!r}"
+    if key in ("arms", "exclude") and any(not item.strip() for item in value):
+        return "expected agents or arms such as \"codex\" or \"codex:gpt-5.4\", got an empty one"
+    if key == "arms" and not value:
+        return "expected at least one arm (leave the setting out to use every arm of the profile)"
+    if key == "policy":
+        try:
+            registry.parse(value, live=True, option="policy")
+        except AcrError as e:
+            return e.message
     if key in ("profile", "memory") and not str(value).strip():
         return "expected a non-empty string"
     if key == "memory" and "://" in str(value) and not str(value).startswith(("postgresql://", "postgres://")):
@@ -139,8 +138,6 @@ class Settings:
         self.trusted = True
         self.ignored: dict[str, str] = {}  # key -> why an untrusted project file's value was not used
         if self.project_file is not None and self.project:
-            from acr_cli import trust
-
             self.trusted = trust.is_trusted(self.project_file, data_dir or Paths.from_env().data_dir)
             if not self.trusted:
                 self._drop_untrusted()
@@ -155,15 +152,21 @@ class Settings:
                                   hint="a project file may name a team's shared memory: memory = \"postgresql://...\"")
 
     def _drop_untrusted(self) -> None:
-        from acr_cli import trust
-
         for key, value in list(self.project.items()):
             if trust.CAREFUL.get(key, ()) == (value,) and key not in self.user:
                 continue  # only more careful than anything else could make it
+            if key == "exclude":
+                continue  # it only takes arms away (and adds to the user's own list)
+            if key in trust.NARROW_ONLY and key in self.user and value < self.user[key]:
+                continue  # lower than the user's own limit (resolve compares it with the profile's too)
             if key in trust.NEVER:
                 why = trust.NEVER[key]
+            elif key in trust.TRUSTED_ONLY:
+                why = trust.TRUSTED_ONLY[key]
             elif key == "profile" and profiles.is_path(str(value)):
                 why = trust.PROFILE_FILE
+            elif key in trust.NARROW_ONLY and key in self.user:
+                why = f"your {self.user_file.name} sets {self.user[key]!r}; an untrusted file may only lower it"
             elif key in self.user:
                 why = f"your {self.user_file.name} sets it"
             else:
@@ -178,16 +181,24 @@ class Settings:
     def tell(self) -> None:
         """Say (once per command, on stderr) what an untrusted project file set that was not used."""
         if self.ignored and self.project_file is not None:
-            from acr_cli import trust
-
             trust.tell(self.project_file, self.ignored)
 
     def resolve(self, key: str, cli_value: Any = None, profile_value: Any = None,
                 default: Any = None) -> tuple[Any, str]:
+        """(value, where it comes from): the command line, the project file, the user's file, the profile, the
+        default. An untrusted project file's ``max_attempts``/``max_cost`` apply only when lower than what
+        would apply without them (acr_cli.trust.NARROW_ONLY)."""
         if cli_value is not None:
             return cli_value, "command line"
         if key in self.project:
+            if not self.trusted and key in trust.NARROW_ONLY:
+                below = self.resolve_without_project(key, profile_value, default)
+                if below[0] is not None and below[0] <= self.project[key]:
+                    return below
             return self.project[key], str(self.project_file)
+        return self.resolve_without_project(key, profile_value, default)
+
+    def resolve_without_project(self, key: str, profile_value: Any = None, default: Any = None) -> tuple[Any, str]:
         if key in self.user:
             return self.user[key], str(self.user_file)
         if profile_value is not None:

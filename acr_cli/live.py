@@ -47,6 +47,10 @@ from acr_cli.workspace.refs import few
 
 OutputCallback = Callable[[Adapter, str, str], None]  # (adapter, stream, line)
 
+# said of a failed attempt whose check printed what it printed on the untouched tree (timings and temporary paths
+# aside): the files may well have changed; what did not is the check's failure
+SAME_FAILURE = "the check failed as it did before the attempt (same output): the attempt's changes did not change its result"
+
 
 def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_verifier: bool = True) -> str:
     """The request; on the first attempt, the command that will check the work (unless the profile's
@@ -65,8 +69,8 @@ def build_prompt(prompt: str, tried: list[Feedback], verify: str | None, tell_ve
     if last.verifier_tail and verify:
         lines += [f"The check `{verify}` printed (last lines):", "```", last.verifier_tail, "```"]
         if last.verifier_unchanged:
-            lines.append("That is what the check printed before the attempt too: the attempt did not change "
-                         "what the check tests.")
+            lines.append("That is what the check printed before the attempt too: the attempt's changes did not "
+                         "change the check's result.")
     # a NUL the check or the agent printed cannot be passed in an argument (the request itself has none)
     return "\n".join(lines).replace("\0", "\ufffd")
 
@@ -371,7 +375,7 @@ class LiveEnvironment:
         if fb.verdict == FAILED and self.baseline is not None and not self.baseline.passed:
             fb.verifier_unchanged = v.same_output(self.baseline)
             if fb.verifier_unchanged:
-                fb.reason += "; unchanged from before the attempt"
+                fb.reason += f"; {SAME_FAILURE}"
                 log.write("--- the verifier printed what it printed before the attempt (timings aside)\n")
         if fb.verdict == PASSED and changes is not None:
             inputs = check_inputs(changes, self.verify, self._prefix(guard))

@@ -13,7 +13,6 @@ used up, ``max_cost`` would be exceeded, or the user cancels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -22,6 +21,7 @@ from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
 from acr_cli.errors import AcrError
 from acr_cli.memory.store import Memory
+from acr_cli.money import usd
 from acr_cli.redact import redact
 from acr_cli.routing.base import Policy
 
@@ -138,16 +138,16 @@ def run_task(
         if max_cost is not None and not state.tried and decision.expected_cost is None:
             # (the limit may be the profile's max_cost, not a flag the user passed: name both)
             emit("note", message=f"no cost estimate for {decision.arm.id} ({policy.name} policy): the cost limit "
-                                 f"{_usd(max_cost)} (--max-cost, or max_cost in the profile) can stop only the "
+                                 f"{usd(max_cost)} (--max-cost, or max_cost in the profile) can stop only the "
                                  "attempts after this one")
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
             if state.spent >= max_cost:
-                result.stop_reason = f"--max-cost {_usd(max_cost)} is spent ({_usd(state.spent)})"
+                result.stop_reason = f"--max-cost {usd(max_cost)} is spent ({usd(state.spent)})"
                 break
             if projected > max_cost:
-                result.stop_reason = (f"--max-cost {_usd(max_cost)} would be exceeded "
-                                      f"(spent {_usd(state.spent)}, next ~{_usd(decision.expected_cost or 0)})")
+                result.stop_reason = (f"--max-cost {usd(max_cost)} would be exceeded "
+                                      f"(spent {usd(state.spent)}, next ~{usd(decision.expected_cost or 0)})")
                 break
         seq = len(state.tried) + 1
         task_id = begin()
@@ -201,21 +201,12 @@ def _budget_refusal(ctx: Context, policy: Policy, state: TaskState, max_cost: fl
     hint = ("raise --max-cost or leave it out (a budget can also come from .acr.toml, config.toml or the "
             "profile's settings); `acr route --explain` shows what each arm is expected to cost")
     if not costs:  # the policy has no cost estimate to name
-        return AcrError(f"--max-cost {_usd(max_cost)} leaves no arm to try; nothing was run", hint=hint)
+        return AcrError(f"--max-cost {usd(max_cost)} leaves no arm to try; nothing was run", hint=hint)
     arm, cost = min(costs.items(), key=lambda kv: (kv[1], kv[0]))
     if cost <= max_cost:  # something fits: the budget is not why the policy stopped
         return None
-    return AcrError(f"--max-cost {_usd(max_cost)} is less than any arm is expected to cost: the cheapest, {arm}, "
-                    f"~{_usd(cost)} an attempt; nothing was run", hint=hint)
-
-
-def _usd(x: float) -> str:
-    """Dollars with the digits that matter: $1.25, $0.0021, $0.000034 (cents would show a small budget as $0.00)."""
-    if abs(x) >= 0.1 or x == 0:
-        return f"${x:,.2f}"
-    if abs(x) >= 0.0001:
-        return f"${x:.4f}"
-    return f"${x:.{1 - math.floor(math.log10(abs(x)))}f}"  # two significant digits
+    return AcrError(f"--max-cost {usd(max_cost)} is less than any arm is expected to cost: the cheapest, {arm}, "
+                    f"~{usd(cost)} an attempt; nothing was run", hint=hint)
 
 
 def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:

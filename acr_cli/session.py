@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import interrupts, process
+from acr_cli import interrupts, process, routing_settings
 from acr_cli.agents import unavailable
 from acr_cli.config import Option, Settings, resolve_options
 from acr_cli.context import Context, classify, context_json
@@ -34,6 +34,7 @@ from acr_cli.paths import Paths
 from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
 from acr_cli.routing.registry import live_policy
+from acr_cli.routing_settings import Routing
 from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
 from acr_cli.workspace import Workspace
 from acr_cli.workspace.core import UnwritableGitDir
@@ -151,6 +152,7 @@ class Prepared:
     workspace: Any = None  # acr_cli.workspace.Workspace when rolling back
     lock: Any = None
     team: Any = None  # acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)
+    routing: Routing | None = None  # the policy to route by (acr_cli.routing_settings; None: --policy's)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
 
@@ -185,7 +187,9 @@ class Prepared:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
         req, opts = self.request, self.options
         def make(memory: Any) -> Any:
-            return live_policy(self.profile, memory, arms=self.arm_ids, policy=req.policy)
+            routing = self.routing or Routing(self.profile, req.policy)
+            return live_policy(self.profile, memory, arms=self.arm_ids, policy=routing.policy,
+                               option=routing.policy_option)
 
         policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
         ctx = classify(req.text, req.project, kind=req.kind)
@@ -284,6 +288,8 @@ def prepare(req: RunRequest, *,
     the memory named by --memory, ACR_MEMORY or config.toml)."""
     profile, settings = load_profile(req.profile, req.project)
     arm_ids = parse_arms(req.arms, profile)
+    routing = routing_settings.apply(profile, settings, cli_arms=arm_ids, cli_policy=req.policy)
+    profile = routing.profile  # the arms this project may use, its policy and time weight
     options = resolve_options(settings, profile, {
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
@@ -308,7 +314,7 @@ def prepare(req: RunRequest, *,
     team = for_command(req.memory, req.project, settings)
     memory = team.local if team is not None else open_memory(req.memory)
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
-    prepared = Prepared(req, profile, options, arm_ids, memory, team=team)
+    prepared = Prepared(req, profile, options, arm_ids, memory, team=team, routing=routing)
     if team is not None and team.note:
         prepared.warnings.append(team.note)
     try:

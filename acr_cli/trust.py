@@ -3,8 +3,9 @@
 A repository you clone brings its ``.acr.toml`` with it, so until you trust it acr reads it as the
 repository's wish, not yours (as direnv does with ``.envrc`` and editors with a workspace). An
 untrusted file may still set what a project naturally decides and what costs you nothing to accept
-(``verify``, timeouts, ``max_attempts``, ``max_cost``, ``baseline``, ``protect``, a built-in or your own
-profile by name), and only where your ``config.toml`` does not set it. It can never:
+(``verify``, timeouts, ``baseline``, ``protect``, a built-in or your own profile by name), and only where
+your ``config.toml`` does not set it; ``exclude`` (agents or arms never to use) always; ``max_attempts``
+and ``max_cost`` only below what would apply without it. It can never:
 
 * name a memory server (``memory``): a URL could send your database password elsewhere, and read-only
   commands (``route``, ``show``, ``memory``, ``doctor``, ``config``) would connect to it;
@@ -12,7 +13,8 @@ profile by name), and only where your ``config.toml`` does not set it. It can ne
   make acr more careful (``permissions = "read-only"``, ``share_prompts = false``);
 * name a profile *file*: a profile defines agents (commands acr runs, ``version:`` ones inside
   ``acr doctor`` too) and the arguments each arm passes to its CLI;
-* override a setting your ``config.toml`` sets.
+* choose the arms (``arms``, ``policy``) or what waiting is worth (``time_weight``): each steers your money;
+* override a setting your ``config.toml`` sets (other than by narrowing it, as above).
 
 Trusting records the file's path and the SHA-256 of its bytes in ``<data>/trusted.json``; a file that
 changed since (a ``git pull``) is untrusted again until you look at it and trust it again. A trusted
@@ -37,6 +39,15 @@ NEVER = {
 }
 # ... except the one value of each that only makes acr more careful than any other would
 CAREFUL = {"permissions": ("read-only",), "share_prompts": (False,)}
+# routing settings only a trusted file may set: each can steer your money to the arms it prefers
+TRUSTED_ONLY = {
+    "arms": "it chooses which arms run, and so what you pay",
+    "policy": "it chooses which arms run, and so what you pay",
+    "time_weight": "it trades your money for speed",
+}
+# limits an untrusted file may only lower (below your config.toml's, the profile's): narrowing costs you nothing.
+# (``exclude`` needs no trust at all: it only takes arms away.)
+NARROW_ONLY = ("max_attempts", "max_cost")
 PROFILE_FILE = "a profile file defines agents and the commands acr runs"
 
 _said: set[str] = set()  # files whose ignored settings this process has already told about

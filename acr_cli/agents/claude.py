@@ -104,7 +104,9 @@ class ClaudeAdapter(Adapter):
                     parts.append(short(block["text"], 120))
             return " · ".join(parts) or None
         if ev.get("type") == "result":
-            return f"result: {ev.get('subtype')} cost ${ev.get('total_cost_usd', '?')}"
+            from acr_cli.money import usd
+
+            return f"result: {ev.get('subtype')} cost {usd(ev.get('total_cost_usd', '?'))}"
         return None
 
     def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:

@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from acr_cli.bench.baselines import REIMPLEMENTED
+from acr_cli.bench.columns import HEAD, METRICS, legend_lines
 from acr_cli.errors import AcrError
 
-METRICS = ("avg_perf", "cum_regret", "cost_usd", "perf_per_dollar", "racc", "apply_ok", "avg_steps", "escalations",
-           "hours")
-HEAD = {"avg_perf": "AvgPerf", "cum_regret": "CumReg", "cost_usd": "$Total", "perf_per_dollar": "Perf/$",
-        "racc": "rAcc", "apply_ok": "Apply%", "avg_steps": "Steps", "escalations": "Esc.", "hours": "Hours"}
 FMT = {"avg_perf": "{:.2f}", "cum_regret": "{:.1f}", "cost_usd": "{:.2f}", "perf_per_dollar": "{:.2f}",
        "racc": "{:.3f}", "apply_ok": "{:.1f}", "avg_steps": "{:.2f}", "escalations": "{:.0f}", "hours": "{:.2f}"}
 # columns shown only where some row has a figure: whether a patch applied (OOD176 records it), time taken
@@ -50,6 +47,11 @@ def _fmt(metric: str, value: Any) -> str:
 def columns(doc: dict[str, Any]) -> list[str]:
     """The metrics a table shows: every one, but those of ``OPTIONAL`` that no row has a figure for."""
     return [m for m in METRICS if m not in OPTIONAL or any(r.get(m) is not None for r in doc["results"])]
+
+
+def legend(doc: dict[str, Any] | None = None) -> list[str]:
+    """One line per column: its header and what it means (the columns ``doc``'s table shows; None: all)."""
+    return legend_lines(columns(doc) if doc is not None else list(METRICS))
 
 
 def rich_table(doc: dict[str, Any], width: int = 200):

@@ -42,7 +42,12 @@ def _configured_profile() -> str:
 class ReplayRequest:
     benchmark: str
     policies: list[str]
-    baselines: bool = False
+    baselines: bool | None = None  # add the standard baselines; None: only when no policy is named
+
+    def with_baselines(self) -> bool:
+        """Whether the standard baselines are replayed too: as ``--baselines/--no-baselines`` says, else when
+        no ``--policy`` names what to replay."""
+        return self.baselines if self.baselines is not None else not self.policies
     data_dir: Path | None = None
     protocol: str | None = None
     cost_weight: float = 0.1
@@ -151,7 +156,7 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
     if context == "prompt":
         matrix = contexts.with_prompt_context(matrix)
     names = list(req.policies)
-    if req.baselines or not names:
+    if req.with_baselines():
         names += [p for p in policies.baseline_set(spec.name, found.path) if p not in names]
         if spec.name != "ood176" and not any(n.startswith("map:") for n in names):
             warnings.append(f"no reference/acrouter_id_group_map.json in {found.path} (it comes with the paper's "
@@ -177,7 +182,9 @@ def _memory_source(req: ReplayRequest) -> Source:
         raise AcrError("memory holds no judged live attempt yet (passed, failed or timeout)")
     if (req.protocol or "cascade") != "cascade":
         raise AcrError("--protocol: your memory replays with `cascade` only")
-    names = req.policies or ["oracle", "learned", "random", "linucb", "lints", "knn"]
+    names = list(req.policies)
+    if req.with_baselines():
+        names += [p for p in ("oracle", "learned", "random", "linucb", "lints", "knn") if p not in names]
     return Source(matrix, replay_mod.bench_arms(matrix, prof), prof, "cascade", Path("."), "Your memory (live runs)",
                   names=names, live_tasks=live_tasks, context="prompt")
 
@@ -193,7 +200,7 @@ def _results_source(req: ReplayRequest) -> Source:
     prof = _profile(req.profile) if req.profile else profiles.bare("results", f"the arms of {folder}")
     names = list(req.policies)
     best, pair = policies.hindsight(matrix, req.cost_weight, cascade=protocol == "cascade")
-    if req.baselines or req.every_arm or not names:
+    if req.with_baselines() or req.every_arm:
         names += [p for p in policies.results_baselines(matrix, req.cost_weight, protocol, req.every_arm)
                   if p not in names]
     warnings = []

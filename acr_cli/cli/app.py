@@ -144,15 +144,18 @@ app = typer.Typer(
 
 
 def _version(value: bool) -> None:
+    """``acr --version``: the package's version and the memory schema's (acr_cli.memory.db.SCHEMA_VERSION)."""
     if value:
-        echo(f"acr {__version__}")
+        from acr_cli.memory.db import SCHEMA_VERSION
+
+        echo(f"acr {__version__} (memory schema {SCHEMA_VERSION})")
         raise typer.Exit()
 
 
 @app.callback()
 def main(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
-                                 help="Print acr's version and exit."),
+                                 help="Print acr's version and its memory schema's, and exit."),
 ) -> None:
     """Route each coding request to the right agent CLI and model, verify the result, escalate, and learn.
 

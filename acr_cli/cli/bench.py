@@ -8,6 +8,7 @@ from typing import Callable, Iterator, List, Optional
 
 import typer
 
+from acr_cli.bench.columns import legend_lines
 from acr_cli.cli.common import JSON_HELP, PROFILE_HELP, console, finite, paths, print_json
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
@@ -21,16 +22,35 @@ MAX_ORDERS = 10_000  # 100 orders of ID2919 take minutes; 10,000 take most of a 
 DATA_HELP = "Folder with the CodeRouterBench files (default: $ACR_BENCH_DATA, else acr's download cache)."
 
 
-@app.command()
+_REPLAY_HELP = """Replay routing policies on a benchmark and report regret, performance and cost.
+
+Examples:
+
+  acr bench replay ood176 --data-dir ../shared/coderouterbench
+
+  acr bench replay id2919 --policy learned --protocol verify --orders 20
+
+  acr bench replay bench/examples/tiny --policy learned --baselines --orders 20
+
+The table's columns (n: tasks; a dim "paper" line under a row: the paper's published figures):
+
+\b
+""" + "\n".join(legend_lines())
+
+
+@app.command(help=_REPLAY_HELP)
 def replay(
     benchmark: str = typer.Argument(..., help="ood176, id2919, memory (your own recorded runs), or a folder of "
                                                    "results: results.jsonl or results.csv, one record per task and arm "
                                                    "(bench/README.md, 'Your own results')."),
     policy: Optional[List[str]] = typer.Option(None, "--policy", "-P",
                                                help=f"Policy to replay (repeatable): {registry.help_text(live=False)}."),
-    baselines: bool = typer.Option(False, "--baselines", help="Add the standard set of baselines (on a results folder: "
-                                                              "oracle, the best arm and the best two-arm cascade in "
-                                                              "hindsight, random, linucb, lints, knn, learned)."),
+    baselines: Optional[bool] = typer.Option(None, "--baselines/--no-baselines", show_default=False,
+                                             help="Replay the standard set of baselines too (on a results folder: "
+                                                  "oracle, the best arm and the best two-arm cascade in hindsight, "
+                                                  "random, linucb, lints, knn, learned). Default: with them when no "
+                                                  "--policy is given, without when one is; --baselines adds them to "
+                                                  "your --policy rows, --no-baselines replays only those."),
     all_arms: bool = typer.Option(False, "--all-arms", help="A results folder: the baselines and every arm alone."),
     time_weight: float = typer.Option(0.0, "--time-weight", min=0, callback=finite,
                                       help="USD a minute of waiting is worth to learned's plan (results with "
@@ -66,19 +86,12 @@ def replay(
     plot: Optional[str] = typer.Option(None, "--plot", help="Draw cumulative regret to FILE.png or FILE.svg "
                                                             "(needs matplotlib in acr's environment: `pip install matplotlib`)."),
 ) -> None:
-    """Replay routing policies on a benchmark and report regret, performance and cost.
-
-    Examples:
-
-      acr bench replay ood176 --data-dir ../shared/coderouterbench --baselines
-
-      acr bench replay id2919 --policy learned --protocol verify --orders 20
-
-      acr bench replay bench/examples/tiny --baselines --orders 20
-    """
     from acr_cli.bench.runner import ReplayRequest, run_replays
     from acr_cli.cli.bench_render import check_formats, render
 
+    if baselines is False and not policy and not all_arms:
+        raise AcrError("--no-baselines without --policy leaves nothing to replay",
+                       hint="name what to replay: --policy learned (repeatable)")
     req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
                         profile=profile, memory=memory, context=context, every_arm=all_arms,

@@ -29,6 +29,8 @@ def render(doc: dict[str, Any], *, json_out: bool, csv_out: bool, md_out: bool, 
     else:
         con = console()
         con.print(report.rich_table(doc, con.width))
+        for line in report.legend(doc):  # what each column means, under the table
+            con.print(f"[dim]  {line}[/]", highlight=False)
         for note in report.notes(doc):
             con.print(f"[dim]{note}[/]")
         if stored_note and not doc.get("not_stored"):

@@ -185,8 +185,11 @@ def load_profile(spec: str | None, project: Path | None = None):
         raise
 
 
-def fmt_money(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"${x:,.{digits}f}"
+def fmt_money(x: float | None, digits: int | None = 2) -> str:
+    """Money for people, through acr's one formatter (acr_cli.money.usd)."""
+    from acr_cli.money import usd
+
+    return usd(x, digits)
 
 
 def fmt_pct(x: float | None) -> str:

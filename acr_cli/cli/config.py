@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from acr_cli import setting_keys
 from acr_cli.cli.common import JSON_HELP, load_profile, paths, print_json
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
@@ -44,8 +45,13 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
                 value = masked(path)
             else:
                 value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
-        else:
-            value, source = s.resolve(k, None, None)
+        elif k == "exclude" and "exclude" in s.project and "exclude" in s.user:  # the lists add up
+            value = [*s.project["exclude"], *s.user["exclude"]]
+            source = f"{s.project_file} and {s.user_file}"
+        else:  # (policy, time_weight: the profile's unless a settings file sets them)
+            value, source = s.resolve(k, None, getattr(prof.settings, k, None) if prof is not None else None)
+            if source == "profile" and prof is not None:
+                source = f"profile {prof.name}"
             if k == "profile" and source == "default":
                 from acr_cli.profiles import DEFAULT_PROFILE
 
@@ -70,13 +76,21 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
         echo(f"(the profile could not be loaded: {problem})", err=True)
 
 
-@app.command("set", context_settings={"ignore_unknown_options": True})  # `max_cost -1` is a value, not an option
-def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile."),
-         value: str = typer.Argument(..., help="New value.")) -> None:
-    """Set a user setting (a profile is checked first; `verify ""` means no verifier).
+_SET_HELP = f"""Set a user setting (a profile is checked first; `verify ""` means no verifier).
 
-    Example: acr config set profile cheap
-    """
+Example: acr config set profile cheap
+
+The settings (the same keys go in a project's .acr.toml):
+
+\b
+{setting_keys.help_text()}
+"""
+
+
+@app.command("set", context_settings={"ignore_unknown_options": True},  # `max_cost -1` is a value, not an option
+             help=_SET_HELP)
+def set_(key: str = typer.Argument(..., help="Setting name, e.g. profile (the list is above)."),
+         value: str = typer.Argument(..., help="New value; a list is comma-separated.")) -> None:
     from acr_cli.config import set_user_value
 
     p = paths()

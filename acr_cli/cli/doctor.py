@@ -10,6 +10,7 @@ import typer
 from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, console, load_profile, open_memory, paths, print_json
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PROBLEMS, AcrError, MemoryFileError, Reported
+from acr_cli.money import usd
 
 
 def agent_versions(names: list[str], profile_agents: dict, cache_dir: Optional[Path] = None,
@@ -136,7 +137,11 @@ def doctor(
             mem_info.update(_memory_figures(memory))
         except MemoryFileError as e:
             mem_info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
+    from acr_cli import __version__
+    from acr_cli.memory.db import SCHEMA_VERSION
+
     report = {
+        "acr": {"version": __version__, "memory_schema": SCHEMA_VERSION},
         "agents": found,
         "profile": {"name": prof.name, "path": str(prof.path), "arms": arms, "readiness": counts},
         "paths": {"config": str(p.config_dir), "data": str(p.data_dir), "cache": str(p.cache_dir),
@@ -196,7 +201,7 @@ def doctor(
         for c in checks:
             if c["ok"]:
                 s = c["seen"]
-                cost = f"cost ${s['cost_usd']:.4f} reported" if s["cost_usd"] else "no cost reported: acr prices tokens"
+                cost = f"cost {usd(s['cost_usd'])} reported" if s["cost_usd"] else "no cost reported: acr prices tokens"
                 con.print(f"  [green]✓[/] {c['agent']:9} {c['version'] or '?'}: understood "
                           f"(tokens {s['tokens_in']}/{s['tokens_out']}, {cost}, tool call ran) in {c['duration_s']:.1f}s")
             else:

@@ -23,8 +23,10 @@ def init(
 
     Every arm of the built-in profiles (balanced, quality, cheap) is checked as `acr doctor` does
     (installed, logged in or keyed for its provider); the ready ones go into the new profile with the
-    built-in prices and priors, in the built-in order. It prints what it kept and what it left out and
-    why, and makes the profile the active one when none is set.
+    built-in prices and priors, in the built-in order. An arm whose readiness a check could not tell
+    (a login status acr does not understand, a CLI that did not answer) is left out unless
+    --include-unknown keeps it; init names each such arm and says how to keep them. It prints what it
+    kept and what it left out and why, and makes the profile the active one when none is set.
 
     Examples: acr init; acr init --name work --force; acr init --include-unknown --json
     """
@@ -89,9 +91,13 @@ def init(
 
 def _print(out: dict) -> None:
     for k in out["kept"]:
-        echo(f"  ✓ {k['arm']}" + ("" if k["state"] == "ready" else f"  (unknown: {k['reason']})"))
+        echo(f"  ✓ {k['arm']}" + ("" if k["state"] == "ready" else f"  (readiness unknown, kept: {k['reason']})"))
     for k in out["left_out"]:
-        echo(f"  ✗ {k['arm']}: {k['reason']}" + (f"; {k['fix']}" if k.get("fix") else ""))
+        if k["state"] == "unknown":
+            echo(f"  ? {k['arm']}: readiness unknown, left out: {k['reason']}" + (f"; {k['fix']}" if k.get("fix") else ""))
+        else:
+            echo(f"  ✗ {k['arm']}: {k['reason']}" + (f"; {k['fix']}" if k.get("fix") else ""))
+    unknown = [k["arm"] for k in out["left_out"] if k["state"] == "unknown"]
     if not out["written"]:
         echo("no arm is ready here, so no profile was written: do what the lines above say, then "
              "`acr init` again (or `acr init --include-unknown`)")
@@ -99,3 +105,7 @@ def _print(out: dict) -> None:
     echo(f"wrote {out['path']} with {len(out['kept'])} arm(s)"
          + ("; it is now the active profile" if out["active"] else
             f"; make it the active one with `acr config set profile {out['profile']}`"))
+    if unknown:
+        name = "" if out["profile"] == "mine" else f" --name {out['profile']}"
+        echo(f"left out {len(unknown)} arm(s) whose readiness no check could tell (they may well run): "
+             f"{', '.join(unknown)}; `acr init --include-unknown --force{name}` keeps them")

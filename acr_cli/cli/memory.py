@@ -132,23 +132,23 @@ def log(
         return
     from rich.text import Text
 
-    from acr_cli.cli.render import MARK, VERDICT_STYLE
+    from acr_cli.cli.render import MARK, VERDICT_STYLE, headline
     from acr_cli.cli.terminal import terminal_safe
 
     for t in tasks:
         state = task_state(t)
-        head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], 4)}", style="bold")
+        head = Text(f"{t['created_at']}  {t['id']}  {t['kind']}  {state}  {fmt_money(t['cost_usd'], None)}", style="bold")
         con.print(head)
-        con.print(Text(terminal_safe("  " + (t["prompt"] or "").splitlines()[0][:100] if t["prompt"] else "  "),
+        con.print(Text(terminal_safe("  " + headline(t["prompt"])[:100]),
                        style="italic"))
         for a in t["attempts"]:
             line = Text(f"  {MARK.get(a['verdict'], '?')} {a['seq']}. {a['agent']}:{a['model']}  {a['verdict']}  "
-                        f"{fmt_money(a['cost_usd'], 4)}  {a['duration_s'] or 0:.0f}s  {terminal_safe(a['detail'] or '')}",
+                        f"{fmt_money(a['cost_usd'], None)}  {a['duration_s'] or 0:.0f}s  {terminal_safe(a['detail'] or '')}",
                         style=VERDICT_STYLE.get(a["verdict"], ""))
             con.print(line)
         final = t["attempts"][-1] if t["attempts"] else None
         if final and final.get("text"):  # the answer that ended the task, its first line (`acr show` has it all)
-            first = final["text"].strip().splitlines()[0] if final["text"].strip() else ""
+            first = headline(final["text"])
             con.print(Text(terminal_safe(f"    answer: {first[:160]}"), style="dim"))
     con.print(Text("`acr show ID` shows a task whole: answers, verifier output, logs, kept work", style="dim"))
 

@@ -33,6 +33,31 @@ VERDICT_STYLE = {"passed": "green", "unverified": "cyan", "failed": "red", "erro
 MARK = {"passed": "✓", "unverified": "?", "failed": "✗", "error": "!", "timeout": "⧗", "cancelled": "■"}
 
 
+def verdict_and_reason(verdict: str, reason: str) -> tuple[str, str]:
+    """A verdict and the reason after it, the verdict said once: "cancelled" and "cancelled with Ctrl-C; ..."
+    read "cancelled with Ctrl-C; ...". The reason comes back with its leading space (or empty)."""
+    if reason.startswith(verdict + " ") or reason == verdict:
+        return verdict, reason[len(verdict):]
+    return verdict, f" {reason}" if reason else ""
+
+
+def said_once(verdict: str, reason: str, sep: str = " ") -> str:
+    """``verdict`` + ``sep`` + ``reason``, or the reason alone when it starts with the verdict."""
+    if reason == verdict or reason.startswith(verdict + " "):
+        return reason
+    return f"{verdict}{sep}{reason}" if reason else verdict
+
+
+def headline(text: str | None) -> str:
+    """The first line of a request or an answer that says something: lines of only punctuation, brackets or a
+    code fence (")", "```python", "---") are passed over; none such: the first non-blank line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    for line in lines:
+        if not line.startswith(("```", "~~~")) and any(ch.isalnum() for ch in line):
+            return line
+    return lines[0] if lines else ""
+
+
 class LiveView:
     """The compact live view of ``acr run`` on stderr (stdout stays clean for --json)."""
 
@@ -72,11 +97,12 @@ class LiveView:
         elif what == "feedback":
             fb = data["feedback"]
             style = VERDICT_STYLE.get(fb.verdict, "white")
-            cost = fmt_money(fb.cost_usd, 4) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
+            cost = fmt_money(fb.cost_usd, None) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             from rich.markup import escape
 
-            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {fb.verdict}[/] {escape(redact(fb.reason) or '')}"
+            verdict, reason = verdict_and_reason(fb.verdict, redact(fb.reason) or "")
+            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {verdict}[/]{escape(reason)}"
                            f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
             if not fb.accepted:
                 for line in why_failed(fb):  # (soft: a command or path wrapped by rich would not paste)
@@ -195,7 +221,7 @@ def print_run_summary(report) -> None:
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
         tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
         con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} in total{unknown_cost(result)}{tail}")
+                  f"{fmt_money(result.cost_usd, None)} in total{unknown_cost(result)}{tail}")
         if fb.check_changed:  # one a line: the files a person must look at before trusting the pass
             con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
                       "the work until you do)[/]:")
@@ -223,12 +249,12 @@ def print_run_summary(report) -> None:
                 con.print(Text(f"  - {listed([line])}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
     elif result.cancelled:
         con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
-                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}.")
+                  f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}.")
     else:
         con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
-                  f"{fmt_money(result.cost_usd, 4)} spent{unknown_cost(result)}; {tree}.")
+                  f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}; {tree}.")
         for i, (_, fb) in enumerate(result.steps, 1):
-            con.print(Text(f"  {i}. {fb.arm.id}: {fb.verdict}, {redact(fb.reason)}"))
+            con.print(Text(f"  {i}. {fb.arm.id}: {said_once(fb.verdict, redact(fb.reason) or '', ', ')}"))
         if result.steps:
             for line in why_failed(result.steps[-1][1]):
                 con.print(line, soft_wrap=True)
@@ -256,10 +282,11 @@ def refused_line(r: dict) -> str:
 
 
 def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,
-                similar: tuple[list, dict] = ([], {})) -> None:
+                similar: tuple[list, dict] = ([], {}), excluded: dict[str, str] | None = None) -> None:
     """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
     that cannot be tried now (arm id -> why), listed after the plan. ``similar``: the similar earlier
-    tasks read and how they moved each arm's chance (``--explain`` lists them)."""
+    tasks read and how they moved each arm's chance (``--explain`` lists them). ``excluded``: arms the
+    settings (``arms``, ``exclude``) took out, with the setting (``--explain`` lists them)."""
     echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
          f" · policy {policy.name}")
     if explain:
@@ -283,6 +310,8 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     for arm_id, why in (blocked or {}).items():
         echo(f"  -  {arm_id}: cannot run now: {why}")
+    for arm_id, why in (excluded or {}).items() if explain else ():
+        echo(f"  -  {arm_id}: excluded by {why}")
     near, moved = similar
     if explain and near:
         echo("")
@@ -291,7 +320,7 @@ def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, 
             t = n.task
             outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
             where = "" if t.same_project else " (other project)"
-            echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(t.prompt[:60])}")
+            echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(headline(t.prompt)[:60])}")
             echo(f"        {outcome}")
         shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
         echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")

@@ -249,6 +249,7 @@ def route(
 
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
+    from acr_cli import routing_settings
     from acr_cli.cli.render import print_route
     from acr_cli.config import resolve_options
     from acr_cli.context import classify, context_json
@@ -261,6 +262,8 @@ def route(
     kind, policy = check_kind(kind), _policy(policy)
     prof, settings = load_profile(profile, proj)
     arm_list = parse_arms(arms, prof)
+    routing = routing_settings.apply(prof, settings, cli_arms=arm_list, cli_policy=policy)
+    prof = routing.profile  # the arms this project may use (`arms`, `exclude`), its policy and time weight
     opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
     from acr_cli.memory.team import for_command
 
@@ -269,7 +272,7 @@ def route(
         echo(f"acr: warning: {team.note}", err=True)
     mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
     try:
-        pol = live_policy(prof, mem, arms=arm_list, policy=policy)
+        pol = live_policy(prof, mem, arms=arm_list, policy=routing.policy, option=routing.policy_option)
         ctx = classify(prompt, proj, kind=kind)
         # planned as for a run with a verifier (a run without one takes the arm with the best expected score)
         state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
@@ -289,13 +292,14 @@ def route(
                       for r in planned],
             "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id]}
                            for r in ranked if r.arm.id in blocked],
+            "excluded": [{"arm": arm_id, "by": why} for arm_id, why in routing.excluded.items()],
             "similar": [{"task": n.task.task_id, "similarity": round(n.task.similarity, 4),
                          "same_project": n.task.same_project, "created_at": n.task.created_at,
                          "request": n.task.prompt, "outcome": n.task.outcome} for n in near],
             "moved_by_similar": {arm: {"without": a, "with": b} for arm, (a, b) in moved.items()},
         })
     else:
-        print_route(ctx, prof, pol, planned, explain, blocked, similar=(near, moved))
+        print_route(ctx, prof, pol, planned, explain, blocked, similar=(near, moved), excluded=routing.excluded)
     if ranked and not planned:
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
 

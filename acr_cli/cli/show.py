@@ -138,7 +138,7 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
 
     out = echo  # memory's text may hold what a request or an agent planted for a terminal: echo escapes it
     ctx = d["context"]
-    out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], 4)} · {d['created_at']}")
+    out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], None)} · {d['created_at']}")
     if d["project"]:
         out(f"project: {d['project']}")
     out("request:")
@@ -168,7 +168,7 @@ def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
             "tree back and ended the task)")
     for a in d["attempts"]:
         out("")
-        out(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], 4)}"
+        out(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], None)}"
             f" ({a['cost_source'] or 'unknown'}) · {a['duration_s'] or 0:.1f}s")
         if a["reason"]:
             out(f"  chosen: {a['reason']}")

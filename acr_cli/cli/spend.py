@@ -49,7 +49,7 @@ def spend(
         per = "-" if j["passed_per_usd"] is None else f"{j['passed_per_usd']:.1f}"
         unknown = f"  ({x.unknown_cost} attempt(s) of unknown cost)" if x.unknown_cost else ""
         echo(f"{x.key:<{width}}  {j['tasks']:>6}  {j['passed']:>6}  {j['attempts']:>8}  "
-             f"{fmt_money(j['cost_usd'], 4):>10}  {per:>8}  {_tokens(x.tokens_in):>8}/{_tokens(x.tokens_out):<8}{unknown}")
+             f"{fmt_money(j['cost_usd'], None):>10}  {per:>8}  {_tokens(x.tokens_in):>8}/{_tokens(x.tokens_out):<8}{unknown}")
 
 
 def _tokens(n: int) -> str:

@@ -345,6 +345,10 @@ MIGRATIONS: list[tuple[str, Callable[[Any, Any], None]]] = [
     ("010_text_index_in_any_locale", _m010_text_index_in_any_locale),
     ("011_text_index_within_its_limit", _m011_text_index_within_its_limit),
 ]
+# The memory schema's version: the number of the last migration. It changes exactly when the schema does, so
+# `acr --version` and `acr doctor --json` show it beside the package version (an acr that writes a newer schema
+# than another reads is told apart by it).
+SCHEMA_VERSION = int(re.match(r"\d+", MIGRATIONS[-1][0]).group())
 # steps for files SQLite wrote only: a server's memory is never asked for them (a member who may not change its
 # schema would otherwise be told of an upgrade due that has nothing to do there)
 SQLITE_ONLY = {"001b_first_builds"}

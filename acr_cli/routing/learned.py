@@ -78,6 +78,7 @@ from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory import similar
 from acr_cli.memory.aggregates import GroupStats, Near
+from acr_cli.money import usd
 from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
 from acr_cli.routing.latent import Latent, Phi_inv, plan_value, tau2_of
@@ -651,7 +652,7 @@ class LearnedPolicy(Policy):
         i = plan[0]
         p = info["p"][i]
         what = "pass chance" if verified else "expected score"
-        money = f"~${cost[i]:.3f}" if cost[i] is not None else "cost unknown"
+        money = f"~{usd(cost[i], 3)}" if cost[i] is not None else "cost unknown"
         tail = f"; plan: {' > '.join(self.arms[j].id for j in plan)}" if len(plan) > 1 else ""
         return Decision(self.arms[i], f"{what} {p:.2f}, {money}{tail}{_exploring(self, info, plan)}", cost[i])
 

@@ -134,14 +134,15 @@ def live_setup(profile: Profile) -> Setup:
 
 
 def live_policy(profile: Profile, memory: Memory, *, arms: Sequence[str] | None = None,
-                policy: str | None = None, scope: str = "live") -> Policy:
+                policy: str | None = None, scope: str = "live", option: str | None = None) -> Policy:
     """The policy of an ``acr run`` / ``acr route`` / ``memory show``: ``--arms`` (tried in that order),
-    else ``--policy``, else the profile's ``policy`` setting."""
+    else ``policy`` (``--policy``, or a settings file's: ``option`` names it in errors), else the profile's
+    ``policy`` setting."""
     from acr_cli.routing.fixed import FixedOrder
 
     if arms:
         return FixedOrder([profile.resolve_arm(a) for a in arms], why="--arms order")
-    option = "--policy" if policy else f"profile {profile.name}: settings.policy"
+    option = option or ("--policy" if policy else f"profile {profile.name}: settings.policy")
     _, make = build(policy or profile.settings.policy, live_setup(profile), option=option)
     return make(memory, scope)
 

@@ -29,12 +29,25 @@ def test_help_and_version():
     assert r.exit_code == 0
     for cmd in ("run", "route", "memory", "bench", "profiles", "doctor", "config"):
         assert cmd in r.output
-    assert invoke("--version").output.strip() == f"acr {__version__}"
+    assert invoke("--version").output.strip().startswith(f"acr {__version__} (memory schema ")
     assert "Exit codes" in invoke("run", "--help").output
     for args in (["--help"], ["run", "--help"], ["bench", "replay", "--help"], ["memory", "forget", "--help"]):
         out = invoke(*args).output  # options name their value; a flag shows no Python type after it
         assert not re.search(r"<(bool|str|path|list|float|int)", out), args
     assert "ORDERS" in invoke("bench", "replay", "--help").output
+
+
+def test_the_version_names_the_schema_a_new_memory_is_written_in(tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setenv("ACR_MEMORY", str(tmp_path / "m.sqlite"))
+    Memory.open(tmp_path / "m.sqlite").close()  # a memory as this acr writes it
+    with sqlite3.connect(tmp_path / "m.sqlite") as db:
+        newest = max(int(re.match(r"\d+", name).group()) for (name,) in db.execute("SELECT name FROM migrations"))
+    shown = re.fullmatch(r"acr (\S+) \(memory schema (\d+)\)", invoke("--version").output.strip())
+    assert shown and shown.group(1) == __version__ and int(shown.group(2)) == newest
+    doctor = json.loads(invoke("doctor", "--json").output)
+    assert doctor["acr"] == {"version": __version__, "memory_schema": newest}
 
 
 @pytest.mark.parametrize("args, message", [

@@ -61,3 +61,15 @@ def test_init_takes_only_a_plain_name(tmp_path, acr_home):
     r = acr("init", "--name", "work-2.é", env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [p.name for p in (acr_home / "config" / "profiles").iterdir()] == ["work-2.é.yaml"]
+
+
+def test_init_names_the_arms_of_unknown_readiness_it_leaves_out_and_how_to_keep_them(tmp_path, acr_home):
+    env = only(tmp_path, "claude", "codex") | {"FAKE_AGENT_STATUS_UNSUPPORTED": "claude"}
+    r = acr("init", env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for arm in ("claude:claude-opus-4-6", "claude:claude-sonnet-4-6"):
+        assert f"? {arm}: readiness unknown, left out: claude: `claude auth status`" in r.stdout
+    assert ("left out 2 arm(s) whose readiness no check could tell (they may well run): claude:claude-opus-4-6, "
+            "claude:claude-sonnet-4-6; `acr init --include-unknown --force` keeps them") in r.stdout
+    kept = acr("init", "--include-unknown", "--force", "--json", env=env, cwd=tmp_path)
+    assert {"claude:claude-opus-4-6", "claude:claude-sonnet-4-6"} <= {k["arm"] for k in json.loads(kept.stdout)["kept"]}

@@ -20,12 +20,12 @@ MEMORY_ATTEMPT = {"seq", "agent", "model", "policy", "reason", "started_at", "du
                   "tokens_out", "cost_usd", "cost_source", "verdict", "score", "apply_ok", "detail", "verifier",
                   "verifier_tail", "session_id", "log_path", "text", "attempt_ref", "base_tree", "verifier_unchanged",
                   "changes"}
-ROUTE = {"context", "profile", "policy", "order", "cannot_run", "similar", "moved_by_similar"}
+ROUTE = {"context", "profile", "policy", "order", "cannot_run", "excluded", "similar", "moved_by_similar"}
 ROUTE_ARM = {"agent", "model", "mean", "interval90", "expected_cost", "expected_reward", "attempts", "why"}
 MEMORY_SHOW_ROW = {"kind", "agent", "model", "attempts", "judged", "passed", "unverified", "pass_rate", "mean_cost_usd",
                    "mean_duration_s", "last_used", "posterior_mean", "interval90", "expected_cost_usd",
                    "expected_reward", "order", "health"}
-DOCTOR = {"agents", "memory", "paths", "problems", "profile"}
+DOCTOR = {"acr", "agents", "memory", "paths", "problems", "profile"}
 DOCTOR_AGENT = {"executable", "found", "path", "version"}
 DOCTOR_ARM = {"agent", "arm", "fix", "health", "installed", "model", "price_note", "priced", "reason", "scope", "state",
               "usable", "version"}

@@ -154,8 +154,9 @@ def test_a_failure_the_attempt_did_not_touch_is_reported_unchanged_to_the_user_a
     out = json.loads(r.stdout)
     first = out["attempts"][0]
     assert first["verdict"] == "failed" and first["verifier_unchanged"] is True
-    assert "unchanged from before the attempt" in first["detail"]
-    assert "did not change what the check tests" in calls(log)[1]["prompt"]
+    assert "the check failed as it did before the attempt (same output)" in first["detail"]
+    assert "the attempt's changes did not change its result" in first["detail"]  # not "nothing changed"
+    assert "did not change the check's result" in calls(log)[1]["prompt"]
     assert out["passed"] is True  # the next arm still got its turn
 
 
@@ -164,7 +165,7 @@ def test_a_changed_failure_is_not_called_unchanged(project, fakes_on_path, scena
     out = json.loads(acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5", "--json",
                          cwd=project).stdout)
     assert out["attempts"][0]["verifier_unchanged"] is False
-    assert "unchanged" not in out["attempts"][0]["detail"]
+    assert "as it did before the attempt" not in out["attempts"][0]["detail"]
 
 
 def test_the_first_prompt_names_the_check_unless_the_profile_says_not_to(project, fakes_on_path, scenario, tmp_path):

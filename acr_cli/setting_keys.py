@@ -1,0 +1,40 @@
+"""Every setting of ``config.toml`` and ``.acr.toml`` in one table: its type and what it means.
+
+``acr config set --help``, the settings files' checks (acr_cli.config) and the error hints are made from it;
+it imports nothing, so every command's ``--help`` can read it for free. What an untrusted project file may
+set is acr_cli.trust's to say.
+"""
+
+from __future__ import annotations
+
+TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false",
+              list: "list of strings"}
+
+# key -> (type, what it means)
+TABLE: dict[str, tuple[type, str]] = {
+    "profile": (str, "the profile: a name (built-in or yours) or a YAML file"),
+    "verify": (str, "command that checks an attempt (exit 0 = pass); \"\" runs none"),
+    "timeout": (float, "seconds per attempt before the agent is killed"),
+    "verify_timeout": (float, "seconds for the verifier"),
+    "max_attempts": (int, "attempts per task at most"),
+    "max_cost": (float, "USD a task may spend at most"),
+    "permissions": (str, "what the agent may do: read-only, workspace-write or full"),
+    # a file, or a team's postgresql:// URL (acr_cli.paths, acr_cli.memory.team)
+    "memory": (str, "the memory: a SQLite file, or a team's postgresql:// URL"),
+    # false: request texts and agents' answers stay in the local file (acr_cli.memory.team)
+    "share_prompts": (bool, "whether a team's server receives request texts and answers"),
+    # the verifier on the untouched tree (acr_cli.session)
+    "baseline": (str, "the verifier on the untouched tree first: check, accept or off"),
+    # an attempt that changes a matching path fails (acr_cli.checks.protected)
+    "protect": (list, "globs of paths an attempt must not change"),
+    # the routing settings: acr_cli.routing_settings
+    "arms": (list, "the only arms (AGENT:MODEL of the profile) routing may use"),
+    "exclude": (list, "agents or arms (AGENT:MODEL) never to use"),
+    "policy": (str, "routing policy, e.g. learned, fixed, cascade:A,B, always:ARM"),
+    "time_weight": (float, "USD a minute of waiting is worth to the learned router"),
+}
+
+
+def help_text() -> str:
+    """The keys as ``acr config set --help`` lists them: one line each, with the value's type."""
+    return "\n".join(f"{key}: {meaning} ({TYPE_NAMES[kind]})" for key, (kind, meaning) in TABLE.items())
