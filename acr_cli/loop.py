@@ -33,7 +33,6 @@ from acr_cli.memory.store import Memory
 from acr_cli.redact import redact
 from acr_cli.routing.base import Policy
 
-
 FREE_ATTEMPTS = 5
 
 

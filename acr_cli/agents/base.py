@@ -75,6 +75,9 @@ class Adapter:
         (``silence_s``: the profile's ``model_silence``), or None: the CLI needs none."""
         return None
 
+    def version_argv(self) -> list[str]:
+        return [self.executable, "--version"]
+
 
 class Watchdog:
     """Reads a run's output lines (``line``) and says when the run is stuck (``check``: a reason, or None)."""
@@ -84,9 +87,6 @@ class Watchdog:
 
     def check(self) -> str | None:
         return None
-
-    def version_argv(self) -> list[str]:
-        return [self.executable, "--version"]
 
 
 # --------------------------------------------------------------------------- helpers

@@ -46,6 +46,12 @@ class Health:
     errors: int = 1
     since: str | None = None
 
+    def label(self) -> str:
+        """The state in a few words: "set aside", "cooling down", "held until 14:00 (usage limit)"."""
+        if self.state == HELD:
+            return f"held until {_clock(self.until)} (usage limit)"
+        return "set aside" if self.state == SET_ASIDE else "cooling down"
+
     def describe(self) -> str:
         if self.state == HELD:
             return f"held until {_clock(self.until)} (usage limit): {self.reason}"

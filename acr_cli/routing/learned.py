@@ -517,10 +517,10 @@ class LearnedPolicy(Policy):
 
     def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float | None]:
         """Each arm's expected USD for one attempt (None: unknown), given the costs already paid on this
-        task; never above :meth:`ceiling`."""
+        task; never above :meth:`ceiling`; $0 for an arm on a plan (``billing: plan``)."""
         n = len(self.arms)
         if fit.m is None:
-            return [None] * n
+            return [0.0 if a.on_plan else None for a in self.arms]
         m = fit.m
         sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
         resid = []
@@ -535,6 +535,9 @@ class LearnedPolicy(Policy):
         out: list[float | None] = []
         for i in range(n):
             mi = m[i]
+            if self.arms[i].on_plan:  # paid by a subscription: an attempt costs nothing more
+                out.append(0.0)
+                continue
             if mi is None:
                 out.append(None)
                 continue
