@@ -176,6 +176,17 @@ def as_float(val: Any) -> float | None:
     return x if math.isfinite(x) and x >= 0 else None
 
 
+def limit_reset(text: str | None, before: float | None = None) -> float | None:
+    """For ``AgentResult.limit_resets_at``: when a message (read whole, before it is shortened) says a plan's usage
+    limit was reached, its reset (epoch seconds; 0 when it names none), else ``before``."""
+    from acr_cli.health import limits
+
+    if before is not None or not limits.is_limit(text):
+        return before
+    at = limits.reset_time(text)
+    return at.timestamp() if at is not None else 0.0
+
+
 def tail(text: str, n: int = 20) -> str:
     return "\n".join((text or "").splitlines()[-n:])
 

@@ -23,6 +23,7 @@ from acr_cli.agents.base import (
     as_int,
     json_event,
     json_lines,
+    limit_reset,
     prompt_fits_argv,
     short,
     tool_call,
@@ -86,6 +87,7 @@ class ClaudeAdapter(Adapter):
         res.text = final.get("result") if isinstance(final.get("result"), str) else None
         if (final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code
                 or res.limit_resets_at is not None):
+            res.limit_resets_at = limit_reset(res.text, res.limit_resets_at)  # (an answer may quote such words)
             status = final.get("api_error_status")
             detail = res.text or final.get("subtype") or "error"
             res.error = f"API error {status}: {short(detail)}" if status and str(status) not in str(detail) else short(detail)

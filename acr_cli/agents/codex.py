@@ -18,7 +18,17 @@ import os
 import time
 from pathlib import Path
 
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_event, json_lines, prompt_fits_argv, short
+from acr_cli.agents.base import (
+    Adapter,
+    AgentResult,
+    Invocation,
+    as_int,
+    json_event,
+    json_lines,
+    limit_reset,
+    prompt_fits_argv,
+    short,
+)
 from acr_cli.domain import Arm
 
 SANDBOX = {"read-only": "read-only", "workspace-write": "workspace-write", "full": "danger-full-access"}
@@ -75,6 +85,7 @@ class CodexAdapter(Adapter):
                     res.text = item["text"]
         res.tokens_in, res.tokens_out = tin, tout
         if failure or exit_code:
+            res.limit_resets_at = limit_reset(failure or notice, res.limit_resets_at)
             res.error = short(failure or notice or _stderr_reason(stderr) or f"codex exited with {exit_code}")
         return res
 

@@ -34,6 +34,7 @@ from acr_cli.agents.base import (
     as_int,
     json_event,
     json_lines,
+    limit_reset,
     short,
     tool_call,
 )
@@ -91,6 +92,7 @@ class OpencodeAdapter(Adapter):
                 data = err.get("data") or {}
                 status = data.get("statusCode")
                 msg = data.get("message") or err.get("name") or "error"
+                res.limit_resets_at = limit_reset(str(msg), res.limit_resets_at)
                 error = f"API error {status}: {short(msg)}" if status and str(status) not in str(msg) else short(msg)
         res.tokens_in, res.tokens_out = tin, tout
         # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
