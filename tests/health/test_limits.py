@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import VERIFY, acr, calls
 
+from acr_cli.pricing import catalog_price
+
 CLAUDE2 = "claude:claude-sonnet-4-6,claude:claude-opus-4-6"
 
 
@@ -180,6 +182,10 @@ def test_an_arm_on_a_plan_costs_nothing_for_routing_and_budgets(project, fakes_o
     assert out["cost_usd"] == 0
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT tokens_in, cost_usd, cost_source FROM attempts").fetchone() == (20000, 0.0, "plan")
+    spend = json.loads(acr("spend", "--json", cwd=project).stdout)["total"]  # what the plan saved, at API prices
+    assert (spend["cost_usd"], spend["plan_attempts"]) == (0, 1)
+    assert spend["plan_saved_usd"] == pytest.approx(catalog_price("claude", "claude-sonnet-4-6", 20000, 3000))
+    assert spend["plan_saved_usd"] > 0 and "plans saved ~$" in acr("spend", cwd=project).stdout
     # the same arm billed per token is refused by that budget before anything runs
     prof.write_text(PLAN_PROFILE.replace(", billing: plan", ""))
     r = acr("run", "fix add", "--verify", "true", "--yes", "--profile", str(prof), "--max-cost", "0.0001", cwd=project)
