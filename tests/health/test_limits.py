@@ -197,3 +197,36 @@ def test_billing_must_be_api_or_plan(project, tmp_path, acr_home):
     prof.write_text(PLAN_PROFILE.replace("billing: plan", "billing: monthly"))
     r = acr("route", "fix add", "--profile", str(prof), cwd=project)
     assert r.returncode == 2 and "billing" in r.stderr and "plan" in r.stderr and "Traceback" not in r.stderr
+
+
+NOW = datetime(2026, 11, 28, 3, 0, tzinfo=timezone.utc)  # 11:00 in Shanghai
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Claude AI usage limit reached|1762952400", datetime(2025, 11, 12, 13, 0, tzinfo=timezone.utc)),
+    ("You've hit your limit · resets 2pm (Asia/Shanghai)", datetime(2026, 11, 28, 6, 0, tzinfo=timezone.utc)),
+    ("You've hit your limit · resets 10:30am (Asia/Shanghai)",  # already past there today: tomorrow's
+     datetime(2026, 11, 29, 2, 30, tzinfo=timezone.utc)),
+    ("You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 2 days "
+     "17 hours 14 minutes.", datetime(2026, 11, 30, 20, 14, tzinfo=timezone.utc)),
+    ('{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_at":1777936568,'
+     '"resets_in_seconds":13872}}', datetime.fromtimestamp(1777936568, timezone.utc)),
+    ("You have exceeded the 5-hour usage quota. It will reset at 2026-07-30 16:11:46 +0800 CST.",
+     datetime(2026, 7, 30, 8, 11, 46, tzinfo=timezone.utc)),
+    ("You've hit your usage limit. Upgrade to Plus to continue using Codex (https://chatgpt.com/explore/plus), or "
+     "try again at Jul 5th, 2027 8:19 PM.", datetime(2027, 7, 5, 20, 19).astimezone().astimezone(timezone.utc)),
+])
+def test_each_clis_reset_time_is_read_with_its_time_zone(text, expected):
+    from acr_cli.health import limits
+
+    assert limits.is_limit(text) and limits.reset_time(text, NOW) == expected
+
+
+@pytest.mark.parametrize("text", ["exceeded retry limit, last status: 429 Too Many Requests",
+                                  "You exceeded your current quota, please check your plan and billing details.",
+                                  "API Error: 429 rate_limit_error: This request would exceed your rate limit"])
+def test_a_rate_limit_or_an_empty_balance_is_not_a_plans_usage_limit(text):
+    from acr_cli.health import limits
+    from acr_cli.health.errors import LIMIT, classify
+
+    assert not limits.is_limit(text) and classify("codex", "m", text).kind != LIMIT
