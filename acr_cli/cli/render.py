@@ -73,6 +73,8 @@ class LiveView:
             fb = data["feedback"]
             style = VERDICT_STYLE.get(fb.verdict, "white")
             cost = fmt_money(fb.cost_usd, 4) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
+            if fb.cost_source == "plan" and fb.api_cost_usd:
+                cost = f"$0 (plan; {fmt_money(fb.api_cost_usd, 4)} at API prices)"
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             from rich.markup import escape
 

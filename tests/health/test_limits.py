@@ -186,6 +186,8 @@ def test_an_arm_on_a_plan_costs_nothing_for_routing_and_budgets(project, fakes_o
     assert (spend["cost_usd"], spend["plan_attempts"]) == (0, 1)
     assert spend["plan_saved_usd"] == pytest.approx(catalog_price("claude", "claude-sonnet-4-6", 20000, 3000))
     assert spend["plan_saved_usd"] > 0 and "plans saved ~$" in acr("spend", cwd=project).stdout
+    shown = acr("run", "fix add", "--verify", "true", "--yes", "--profile", str(prof), cwd=project).stderr
+    assert "$0 (plan; $0.2500 at API prices)" in shown
     # the same arm billed per token is refused by that budget before anything runs
     prof.write_text(PLAN_PROFILE.replace(", billing: plan", ""))
     r = acr("run", "fix add", "--verify", "true", "--yes", "--profile", str(prof), "--max-cost", "0.0001", cwd=project)
