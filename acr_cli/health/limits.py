@@ -16,10 +16,11 @@ What the CLIs say when a plan's limit is reached (their own formats; see ``../sh
   never exits (see :mod:`acr_cli.agents.opencode`, the watchdog).
 
 The reset time is read with the time zone the text gives (an offset, an IANA name, epoch seconds); a clock time
-with no zone is the machine's local time (codex prints it so). When no reset time can be read, the limit is held
-for :data:`FALLBACK_HOLD_S`: trying a limited arm again costs one quick attempt that never reached a model (not
-counted against ``max_attempts``), while holding it too long loses the arm for hours; an hour, the same as the
-longest cooldown of a transient error, keeps the first cost small without retrying on every run.
+with no zone is the machine's local time (codex prints it so). When no reset time can be read, or the one read
+is already past, the limit is held for :data:`FALLBACK_HOLD_S`: trying a limited arm again costs one quick
+attempt that never reached a model (not counted against ``max_attempts``), while holding it too long loses the
+arm for hours; an hour, the same as the longest cooldown of a transient error, keeps the first cost small
+without retrying on every run.
 """
 
 from __future__ import annotations
@@ -148,6 +149,6 @@ def _next_clock(hour: int, minute: int, half: str | None, zone, now: datetime) -
 def hold_until(resets_at: datetime | None, now: datetime | None = None) -> tuple[datetime, bool]:
     """Until when to hold a limited login, and whether that time was read from the CLI (False: the fallback)."""
     now = now or datetime.now(timezone.utc)
-    if resets_at is None:
-        return now + timedelta(seconds=FALLBACK_HOLD_S), False
-    return min(max(resets_at, now), now + MAX_HOLD), True
+    if resets_at is None or resets_at <= now:  # none named, or one already past (claude was seen to repeat a
+        return now + timedelta(seconds=FALLBACK_HOLD_S), False  # stale reset for hours): the fallback
+    return min(resets_at, now + MAX_HOLD), True

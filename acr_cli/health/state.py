@@ -119,7 +119,7 @@ class HealthBook:
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
         if problem.kind == LIMIT:
-            reason += "" if problem.until_known else f"; no reset time given, tried again after {FALLBACK_HOLD_S / 60:g} min"
+            reason += "" if problem.until_known else f"; no reset time ahead given, tried again in {FALLBACK_HOLD_S / 60:g} min"
             key = f"scope:{self.scope_of(arm.agent, arm.model)}"
             self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
                           " errors, until, updated_at) VALUES (?,?,?,?,?,NULL,?,1,?,?)" + _REPLACE,

@@ -113,7 +113,7 @@ def test_opencodes_silent_retry_is_ended_by_the_watchdog_and_the_run_goes_on(pro
     assert [a["agent"] for a in out["attempts"]] == ["opencode", "codex"] and out["verdict"] == "passed"
     held = utc(first["held_until"]).timestamp() - time.time()
     assert 3000 < held <= 3600  # no reset time given: the documented fallback, an hour
-    assert "no reset time given" in first["health"]
+    assert "no reset time ahead given" in first["health"]
 
 
 def test_a_held_login_is_tried_again_by_itself_after_the_reset(project, fakes_on_path, scenario, acr_home):
@@ -127,6 +127,14 @@ def test_a_held_login_is_tried_again_by_itself_after_the_reset(project, fakes_on
     out = run_json(project, *arms)  # after the reset, no `acr doctor --reset` needed
     assert [(a["agent"], a["verdict"]) for a in out["attempts"]] == [("claude", "passed")]
     assert [c["agent"] for c in calls(log)] == ["claude", "codex", "codex", "claude"]
+
+
+def test_a_reset_already_past_holds_the_login_for_the_fallback_hour(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "claude"}, "error": "usage_limit_legacy", "resets_at": int(time.time()) - 600})
+    out = run_json(project, *cascade("claude:claude-sonnet-4-6", "claude:claude-opus-4-6", "codex:gpt-5.4"))
+    assert [a["agent"] for a in out["attempts"]] == ["claude", "codex"]  # not every claude arm, one by one
+    assert 3500 < utc(out["attempts"][0]["held_until"]).timestamp() - time.time() <= 3600
+    assert "no reset time ahead given" in out["attempts"][0]["health"]
 
 
 def test_the_issues_scenario_opencode_answering_401_for_every_provider(project, fakes_on_path, scenario, acr_home):
