@@ -22,10 +22,14 @@ JUDGED = (PASSED, FAILED, TIMEOUT)
 # What an agent may touch (the routing policies are named in acr_cli.routing.registry).
 PERMISSIONS = ("read-only", "workspace-write", "full")
 
-# Where an attempt's cost came from.
+# How an arm is paid for: per token ("api"), or by a subscription ("plan": an attempt's marginal cost is $0
+# for routing and budgets; its tokens are recorded and its would-be API cost reported, Feedback.api_cost_usd)
+BILLING = ("api", "plan")
+
 # where an attempt's cost comes from: the agent's report, the profile's prices, the price catalog
 # (acr_cli.pricing, for a model the profile gives no price for), or nowhere
 COST_REPORTED, COST_PRICED, COST_CATALOG, COST_UNKNOWN = "reported", "priced", "catalog", "unknown"
+COST_PLAN = "plan"  # an arm billed by a subscription: $0 an attempt
 
 
 def parse_arm_id(text: str) -> tuple[str, str]:
@@ -49,6 +53,11 @@ class Arm:
     args: tuple[str, ...] = ()
     prior: tuple[tuple[str, float], ...] = ()  # (kind, prior mean score); "default" applies to any kind
     prior_weight: float | None = None  # pseudo-count of the prior; None = the profile's setting
+    billing: str = "api"  # BILLING
+
+    @property
+    def on_plan(self) -> bool:
+        return self.billing == "plan"
 
     @property
     def id(self) -> str:
@@ -58,6 +67,11 @@ class Arm:
     def free(self) -> bool:
         """Priced at $0 for input and output in the profile: a model on the user's own server."""
         return self.price_in == 0 and self.price_out == 0
+
+    @property
+    def costs_nothing(self) -> bool:
+        """An attempt costs nothing more: a free arm, or one a subscription pays for (``billing: plan``)."""
+        return self.free or self.on_plan
 
     def price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """USD for the given tokens, or None when tokens or prices are unknown (a free arm: always 0)."""
@@ -121,6 +135,8 @@ class Feedback:
     # then unverified. tests_added: test files the attempt added, which the check also ran (named, the pass stands)
     check_changed: list[tuple[str, str]] = field(default_factory=list)
     tests_added: list[str] = field(default_factory=list)
+    # an arm on a plan (cost_usd 0, cost_source "plan"): what the attempt would have cost on the API, when known
+    api_cost_usd: float | None = None
     # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
     abort: Exception | None = field(default=None, repr=False, compare=False)
 
@@ -147,6 +163,9 @@ class TaskState:
     """What happened so far on the task being routed."""
 
     tried: list[Feedback] = field(default_factory=list)
+    # attempts that never reached a model (acr_cli.loop.FREE_ATTEMPTS): not counted against max_attempts,
+    # their arms excluded for the rest of the task
+    free: list[Feedback] = field(default_factory=list)
     excluded: set[str] = field(default_factory=set)  # arm ids that cannot run (e.g. CLI missing)
     max_attempts: int | None = None
     max_cost: float | None = None
@@ -156,7 +175,7 @@ class TaskState:
 
     @property
     def spent(self) -> float:
-        return sum(f.cost_usd or 0.0 for f in self.tried)
+        return sum(f.cost_usd or 0.0 for f in (*self.tried, *self.free))
 
     @property
     def tried_ids(self) -> set[str]:

@@ -12,6 +12,7 @@ import os
 import secrets
 import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -22,6 +23,7 @@ from acr_cli.context import Context
 from acr_cli.domain import (
     CANCELLED,
     COST_CATALOG,
+    COST_PLAN,
     COST_PRICED,
     COST_REPORTED,
     COST_UNKNOWN,
@@ -35,7 +37,9 @@ from acr_cli.domain import (
     TaskState,
 )
 from acr_cli.errors import WorkspaceError
+from acr_cli.health import limits
 from acr_cli.health.errors import classify as classify_error
+from acr_cli.health.errors import usage_limit
 from acr_cli.health.state import HealthBook
 from acr_cli.pricing import catalog_price
 from acr_cli.profiles import Profile
@@ -244,7 +248,7 @@ class LiveEnvironment:
 
     def _note_health(self, arm: Arm, fb: Feedback) -> None:
         """What an error says about the arm (not about the model's skill), kept in memory for later runs."""
-        if fb.verdict == ERROR:
+        if fb.verdict == ERROR and fb.problem is None:
             ran = fb.exit_code not in (None, 126, 127) or bool(fb.tokens_in or fb.tokens_out or fb.final_text
                                                                 or fb.session_id)
             fb.problem = classify_error(arm.agent, arm.model, fb.reason, ran=ran)
@@ -316,11 +320,19 @@ class LiveEnvironment:
             fb.exit_code = res.exit_code
             self._apply_usage(arm, fb, parsed)
         else:
-            on_line = (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None
+            dog = adapter.watchdog(self.profile.settings.model_silence)
+            on_line = _lines(dog.line if dog else None,
+                             (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None)
             res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
-                              stdin_text=inv.stdin, marker=marker)
+                              stdin_text=inv.stdin, marker=marker, stalled=dog.check if dog else None)
             self._log_leftovers(res, log)
             fb.exit_code = res.exit_code
+            if res.stalled:  # a silent retry: what the CLI does when out of quota (its watchdog's docstring)
+                self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, None)
+                fb.verdict, fb.reason = ERROR, f"{res.stalled}; the agent's process group was killed"
+                fb.problem = usage_limit(None, None, what="no answer from the model (a silent retry: out of quota?)")
+                log.write(f"--- {fb.reason}\n")
+                return fb, None
             if res.timed_out:
                 self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
                 fb.verdict = TIMEOUT
@@ -332,6 +344,10 @@ class LiveEnvironment:
             parsed = self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
         if parsed.error:
             fb.verdict, fb.reason = ERROR, parsed.error
+            if parsed.limit_resets_at is not None:  # a limit the CLI reported in a structured event
+                at = parsed.limit_resets_at
+                fb.problem = usage_limit(parsed.error, datetime.fromtimestamp(at, timezone.utc) if at else
+                                         limits.reset_time(parsed.error))
             return fb, None
         if parsed.failed:
             fb.verdict, fb.reason = FAILED, parsed.failed
@@ -415,6 +431,13 @@ class LiveEnvironment:
 
     @staticmethod
     def _apply_usage(arm: Arm, fb: Feedback, parsed: AgentResult) -> None:
+        LiveEnvironment._price(arm, fb, parsed)
+        if arm.on_plan:  # paid by a subscription: nothing more to pay for this attempt; what the API would charge kept
+            fb.api_cost_usd = fb.cost_usd if fb.cost_source != COST_UNKNOWN else None
+            fb.cost_usd, fb.cost_source = 0.0, COST_PLAN
+
+    @staticmethod
+    def _price(arm: Arm, fb: Feedback, parsed: AgentResult) -> None:
         fb.tokens_in, fb.tokens_out = parsed.tokens_in, parsed.tokens_out
         fb.session_id = parsed.session_id
         fb.final_text = parsed.text
@@ -429,3 +452,17 @@ class LiveEnvironment:
             else:  # no price in the profile: the catalog's, else unknown
                 listed = catalog_price(arm.agent, arm.model, parsed.tokens_in, parsed.tokens_out)
                 fb.cost_usd, fb.cost_source = (listed, COST_CATALOG) if listed is not None else (None, COST_UNKNOWN)
+
+
+def _lines(*callbacks):
+    """One line callback calling each of ``callbacks`` that is not None (None when there is none)."""
+    live = [c for c in callbacks if c is not None]
+    if not live:
+        return None
+    if len(live) == 1:
+        return live[0]
+
+    def each(stream: str, line: str) -> None:
+        for c in live:
+            c(stream, line)
+    return each

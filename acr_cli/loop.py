@@ -9,6 +9,13 @@ live ``acr run`` (an :class:`Environment` that runs agent CLIs) and for
 It stops when an attempt passes (or, with no verifier, finishes: ``unverified``; so does a pass of a check whose
 inputs the attempt changed, acr_cli.checks), the policy says stop, the attempts are
 used up, ``max_cost`` would be exceeded, or the user cancels.
+
+An attempt that never reached a model (a set-up error: not logged in, 401/403, an unknown model, a CLI that
+cannot start; or a plan's usage limit: :data:`acr_cli.health.errors.BEFORE_MODEL`) is recorded but not
+counted against ``max_attempts``, and its arm is not tried again in the task: the next arm is tried at once.
+At most :data:`FREE_ATTEMPTS` of them a task are free; later ones count like any attempt. Five covers a
+profile whose every provider of one CLI is refused (three to five arms a CLI in the built-in profiles) and
+still bounds what a run with nothing set up does before it stops.
 """
 
 from __future__ import annotations
@@ -20,10 +27,18 @@ from acr_cli import interrupts
 from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
 from acr_cli.errors import AcrError
+from acr_cli.health.errors import BEFORE_MODEL
 from acr_cli.memory.store import Memory
 from acr_cli.money import usd
 from acr_cli.redact import redact
 from acr_cli.routing.base import Policy
+
+FREE_ATTEMPTS = 5
+
+
+def never_reached_model(fb: Feedback) -> bool:
+    """Did the attempt end before any model answered (its error a set-up problem or a usage limit)?"""
+    return fb.problem is not None and getattr(fb.problem, "kind", None) in BEFORE_MODEL
 
 
 class Environment(Protocol):
@@ -48,6 +63,12 @@ class TaskResult:
     cancelled: bool = False  # Ctrl-C, SIGTERM or SIGHUP ended the task
     accepted: bool = False  # an attempt ended the task and its changes are kept: passed, or unverified
     forgotten: bool = False  # `acr memory forget` removed the task while it ran: later attempts not recorded
+    free: list[int] = field(default_factory=list)  # seq of the attempts not counted (they never reached a model)
+
+    @property
+    def counted(self) -> int:
+        """Attempts counted against max_attempts."""
+        return len(self.steps) - len(self.free)
 
     @property
     def verdict(self) -> str:
@@ -113,15 +134,17 @@ def run_task(
                     _finish(memory, result, state)
             raise
         if decision is None:
-            if not state.tried and max_cost is not None:
+            if not state.tried and not state.free and max_cost is not None:
                 refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget)
                 if refusal is not None:  # a budget nothing fits in: a usage error, not a failed task
                     raise refusal
-            if not state.tried and result.skipped:  # every arm it would try cannot run here: nothing to record
+            if not state.tried and not state.free and result.skipped:  # every arm cannot run here: nothing to record
                 why = "; ".join(f"{arm.id}: {reason}" for arm, reason in result.skipped)
                 raise AcrError(f"no arm of the plan can run here ({why}); no agent was run",
                                hint="`acr doctor` says what each one needs")
-            result.stop_reason = policy.exhausted if state.tried else "no usable arm"
+            result.stop_reason = (policy.exhausted if state.tried else
+                                  f"no arm left that can run ({len(state.free)} attempt(s) never reached a model)"
+                                  if state.free else "no usable arm")
             break
         why_not = env.unavailable(decision.arm)
         if why_not:
@@ -149,7 +172,7 @@ def run_task(
                 result.stop_reason = (f"--max-cost {usd(max_cost)} would be exceeded "
                                       f"(spent {usd(state.spent)}, next ~{usd(decision.expected_cost or 0)})")
                 break
-        seq = len(state.tried) + 1
+        seq = len(result.steps) + 1
         task_id = begin()
         emit("attempt", seq=seq, decision=decision, task_id=task_id)
         try:
@@ -162,9 +185,14 @@ def run_task(
             if not memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier,
                                       started_at=timestamp):
                 result.forgotten = True
-        state.tried.append(fb)
+        if never_reached_model(fb) and len(state.free) < FREE_ATTEMPTS:  # not counted; the next arm at once
+            state.free.append(fb)
+            state.excluded.add(fb.arm.id)
+            result.free.append(seq)
+        else:
+            state.tried.append(fb)
         result.steps.append((decision, fb))
-        emit("feedback", seq=seq, decision=decision, feedback=fb)
+        emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in result.free)
         if fb.abort is not None:
             with interrupts.deferred():
                 _finish(memory, result, state)
@@ -226,6 +254,10 @@ def summary(result: TaskResult) -> dict[str, Any]:
         "verdict": result.verdict,
         "cost_usd": round(result.cost_usd, 6),
         "stop_reason": redact(result.stop_reason),
+        # attempts counted against max_attempts, and those that never reached a model (at most FREE_ATTEMPTS free)
+        "attempts_counted": result.counted,
+        "attempts_free": len(result.free),
+        "attempts_free_max": FREE_ATTEMPTS,
         "attempts": [
             {
                 "agent": fb.arm.agent,
@@ -236,6 +268,8 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "tokens_out": fb.tokens_out,
                 "cost_usd": fb.cost_usd,
                 "cost_source": fb.cost_source,
+                "api_cost_usd": fb.api_cost_usd,
+                "counted": seq not in result.free,
                 "duration_s": round(fb.duration_s, 3),
                 "reason": redact(d.reason),
                 "detail": redact(fb.reason),
@@ -246,8 +280,9 @@ def summary(result: TaskResult) -> dict[str, Any]:
                 "tests_added": fb.tests_added,
                 "problem": fb.problem.kind if fb.problem else None,
                 "health": fb.health,
+                "held_until": getattr(fb.problem, "until", None),
             }
-            for d, fb in result.steps
+            for seq, (d, fb) in enumerate(result.steps, 1)
         ],
         "skipped": [{"agent": a.agent, "model": a.model, "reason": redact(why)} for a, why in result.skipped],
     }

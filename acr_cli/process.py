@@ -129,6 +129,8 @@ class ProcessResult:
     leftovers: list[str] = field(default_factory=list)
     # Set when writing the log failed and logging stopped, e.g. "logging stopped: No space left on device".
     log_problem: str | None = None
+    # Why the caller's ``stalled`` check ended the run (its whole group killed, as on a timeout), or None.
+    stalled: str | None = None
 
 
 class Cancelled(Exception):
@@ -159,6 +161,7 @@ def run(
     stdin_text: str | None = None,
     marker: str | None = None,
     log_max_bytes: int = LOG_MAX_BYTES,
+    stalled: Callable[[], str | None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) and wait, bounded by ``timeout`` seconds.
 
@@ -173,6 +176,9 @@ def run(
     ended too and named in ``leftovers`` (see the module docstring for what holds on Linux and on
     macOS). The parent-death signal the child gets on Linux is tied to the thread that calls run():
     call it from a thread that outlives the run (run() itself waits, so any caller does).
+
+    ``stalled``: asked ten times a second while the child runs; a reason it returns ends the run as a
+    timeout would (the whole group killed) and is kept in ``ProcessResult.stalled``.
     """
     argv = [str(a) for a in argv]
     start = time.monotonic()
@@ -183,7 +189,7 @@ def run(
     watch.reaper = _subreaper_enter()
     try:
         return _run(argv, cwd, child_environment, timeout, on_line, _LogSink(log, log_max_bytes), stdin_text, watch,
-                    start)
+                    start, stalled)
     finally:
         if watch.reaper:
             _subreaper_exit()
@@ -250,7 +256,8 @@ def _bytes(n: int) -> str:
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None, on_line: LineCallback | None,
-         log: _LogSink, stdin_text: str | None, watch: _Watch, start: float) -> ProcessResult:
+         log: _LogSink, stdin_text: str | None, watch: _Watch, start: float,
+         stalled: Callable[[], str | None] | None = None) -> ProcessResult:
     out_lines = _Capture()
     err_lines = _Capture()
     lock = threading.Lock()
@@ -333,6 +340,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
     threads: list[threading.Thread] = []
     deadline = None if timeout is None else start + timeout
     timed_out = cancelled = False
+    stall: str | None = None
     try:  # from here on, a Ctrl-C ends the child and everything the run started
         watch.session = proc.pid  # start_new_session=True: the child leads its own session and group
         threads.append(threading.Thread(target=pump, args=(proc.stdout, "out", out_lines), daemon=True))
@@ -349,22 +357,35 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                 if deadline is not None and time.monotonic() >= deadline:
                     timed_out = True
                     break
+                stall = _stalled(stalled)
+                if stall is not None:
+                    break
     except KeyboardInterrupt:
         cancelled = True
     # The direct child is gone (or is to go now); everything the run started goes too.
     watch.session = proc.pid  # (again: a Ctrl-C may have come before the first time)
-    leftovers, interrupted = _end_run(proc, watch, KILL_GRACE_S if timed_out or cancelled else LEFTOVER_GRACE_S)
+    leftovers, interrupted = _end_run(proc, watch, KILL_GRACE_S if timed_out or cancelled or stall else LEFTOVER_GRACE_S)
     try:
         _join(threads)
     except KeyboardInterrupt:
         interrupted = True
     done.set()
     result = ProcessResult(argv, proc.returncode, out_lines.text(), err_lines.text(), time.monotonic() - start,
-                           timed_out=timed_out, leftovers=leftovers, log_problem=log.problem)
+                           timed_out=timed_out, leftovers=leftovers, log_problem=log.problem, stalled=stall)
     if cancelled or interrupted:
         result.cancelled = True
         raise Cancelled(result) from None
     return result
+
+
+def _stalled(check: Callable[[], str | None] | None) -> str | None:
+    """The caller's reason to end the run now, or None (a check that fails is no reason)."""
+    if check is None:
+        return None
+    try:
+        return check()
+    except Exception:
+        return None
 
 
 def _drop_rest_of_line(stream: IO[bytes]) -> int:

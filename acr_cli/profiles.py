@@ -16,6 +16,8 @@ A profile is a YAML file::
       time_weight: 0.05       # USD a minute of waiting is worth to the learned policy's plan
       verify: null            # default verifier command
       tell_verifier: true     # the first attempt's prompt names the command that will check its work
+      model_silence: 150      # seconds opencode may wait on its model printing nothing (a silent retry when out
+                              # of quota) before acr ends the attempt and holds the login; null = no watchdog
     arms:
       - agent: codex          # claude | codex | opencode | a name under `agents:`
         model: gpt-5.4
@@ -23,6 +25,7 @@ A profile is a YAML file::
         args: []              # extra CLI arguments for this arm
         prior: {default: 0.5, bug_fix: 0.57}  # optional prior mean score per task kind
         prior_weight: 4       # optional, overrides settings.prior_weight
+        billing: api          # api (default) | plan: a subscription; its attempts cost $0 for routing and budgets
     order:                    # default order per task kind (arm ids AGENT:MODEL)
       default: [codex:gpt-5.4]
     agents:                   # optional generic CLIs (see acr_cli/agents/command.py)
@@ -48,7 +51,7 @@ from typing import Any
 
 from acr_cli import agents, yamlfile
 from acr_cli.agents.command import validate_spec
-from acr_cli.domain import PERMISSIONS, Arm, parse_arm_id  # noqa: F401 (re-exported)
+from acr_cli.domain import BILLING, PERMISSIONS, Arm, parse_arm_id  # noqa: F401 (re-exported)
 from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.resources import profiles_dir
 from acr_cli.routing import registry
@@ -71,6 +74,7 @@ class Settings:
     verify: str | None = None
     tell_verifier: bool = True
     time_weight: float = 0.05  # USD a minute of waiting is worth (see README, "How acr learns")
+    model_silence: float | None = 150.0  # acr_cli.agents.opencode.SilenceWatchdog
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
             out[name] = v.number(val, k, minimum=1.0)
         elif name in ("cost_weight", "prior_weight", "time_weight"):
             out[name] = v.number(val, k, minimum=0.0)
-        elif name == "typical_tokens":
+        elif name in ("typical_tokens", "model_silence"):
             out[name] = None if val is None else v.number(val, k, minimum=1.0)
         elif name == "max_cost":
             out[name] = None if val is None else v.number(val, k, minimum=0.0)
@@ -292,7 +296,7 @@ def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:
     seen: set[str] = set()
     for i, item in enumerate(raw):
         k = ("arms", i)
-        v.mapping(item, k, {"agent", "model", "price", "args", "prior", "prior_weight"})
+        v.mapping(item, k, {"agent", "model", "price", "args", "prior", "prior_weight", "billing"})
         agent = v.string(item.get("agent"), k + ("agent",))
         if agent not in known_agents:
             raise v.error(k + ("agent",), f"unknown agent {_quoted(agent)}; known: {', '.join(sorted(known_agents))}")
@@ -312,7 +316,8 @@ def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:
                 prior.append((str(kind), v.number(mean, k + ("prior", kind), minimum=0.0, maximum=1.0)))
         pw = item.get("prior_weight")
         prior_weight = None if pw is None else v.number(pw, k + ("prior_weight",), minimum=0.0)
-        arm = Arm(agent, model, price_in, price_out, args, tuple(prior), prior_weight)
+        billing = v.choice(item.get("billing", "api"), k + ("billing",), BILLING)
+        arm = Arm(agent, model, price_in, price_out, args, tuple(prior), prior_weight, billing)
         if arm.id in seen:
             raise v.error(k, f"arm {arm.id} is listed twice")
         seen.add(arm.id)

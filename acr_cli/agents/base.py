@@ -41,6 +41,9 @@ class AgentResult:
     text: str | None = None  # the agent's final message
     error: str | None = None  # API error, rate limit, auth...: the attempt is an `error`
     failed: str | None = None  # the agent ran but cannot have succeeded (e.g. all tools denied)
+    # a plan's usage limit the CLI reported in a structured event (claude's rejected rate_limit_event, codex's
+    # usage_limit_reached): when it resets (epoch seconds), 0 when it gave no time (acr_cli.health.limits)
+    limit_resets_at: float | None = None
 
 
 class Adapter:
@@ -67,8 +70,23 @@ class Adapter:
         """Tokens (in, out) of the newest session started after ``since``, from the agent's files."""
         return None
 
+    def watchdog(self, silence_s: float | None) -> "Watchdog | None":
+        """A watch over a non-interactive run's output for a CLI that can wait forever without a word
+        (``silence_s``: the profile's ``model_silence``), or None: the CLI needs none."""
+        return None
+
     def version_argv(self) -> list[str]:
         return [self.executable, "--version"]
+
+
+class Watchdog:
+    """Reads a run's output lines (``line``) and says when the run is stuck (``check``: a reason, or None)."""
+
+    def line(self, stream: str, line: str) -> None:
+        pass
+
+    def check(self) -> str | None:
+        return None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -156,6 +174,17 @@ def as_float(val: Any) -> float | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return x if math.isfinite(x) and x >= 0 else None
+
+
+def limit_reset(text: str | None, before: float | None = None) -> float | None:
+    """For ``AgentResult.limit_resets_at``: when a message (read whole, before it is shortened) says a plan's usage
+    limit was reached, its reset (epoch seconds; 0 when it names none), else ``before``."""
+    from acr_cli.health import limits
+
+    if before is not None or not limits.is_limit(text):
+        return before
+    at = limits.reset_time(text)
+    return at.timestamp() if at is not None else 0.0
 
 
 def tail(text: str, n: int = 20) -> str:

@@ -5,7 +5,9 @@ Non-interactive: ``claude -p --output-format stream-json --verbose --model M
 instead). The stream is one JSON object per line; the last one (``type:
 result``) carries ``total_cost_usd``, ``usage``, ``session_id``, ``result``
 (final text), ``is_error`` and ``permission_denials``. A run whose tool calls were all denied exits 0 with
-subtype ``success``: acr counts it as a failed attempt.
+subtype ``success``: acr counts it as a failed attempt. A plan's usage limit shows as a ``rate_limit_event``
+with ``rate_limit_info.status`` "rejected" and ``resetsAt`` (epoch seconds), and as the result text
+(:mod:`acr_cli.health.limits`); the event with status "allowed" comes with healthy runs and is ignored.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from acr_cli.agents.base import (
     as_int,
     json_event,
     json_lines,
+    limit_reset,
     prompt_fits_argv,
     short,
     tool_call,
@@ -67,7 +70,12 @@ class ClaudeAdapter(Adapter):
                         tool_uses += 1
             elif kind == "result":
                 final = ev
+            elif kind == "rate_limit_event":
+                res.limit_resets_at = _rejected_until(ev.get("rate_limit_info"), res.limit_resets_at)
         if final is None:
+            if res.limit_resets_at is not None:
+                res.error = "usage limit reached (rate_limit_event: rejected)"
+                return res
             res.error = _first_line(stderr) or f"claude produced no result (exit {exit_code})"
             return res
         usage = final.get("usage") or {}
@@ -77,7 +85,9 @@ class ClaudeAdapter(Adapter):
         res.tokens_in, res.tokens_out = tin, as_int(usage.get("output_tokens"))
         res.cost_usd = as_float(final.get("total_cost_usd"))
         res.text = final.get("result") if isinstance(final.get("result"), str) else None
-        if final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code:
+        if (final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code
+                or res.limit_resets_at is not None):
+            res.limit_resets_at = limit_reset(res.text, res.limit_resets_at)  # (an answer may quote such words)
             status = final.get("api_error_status")
             detail = res.text or final.get("subtype") or "error"
             res.error = f"API error {status}: {short(detail)}" if status and str(status) not in str(detail) else short(detail)
@@ -135,6 +145,14 @@ def transcript_usage(text: str) -> tuple[int, int] | None:
     if not per_message:
         return None
     return sum(v[0] for v in per_message.values()), sum(v[1] for v in per_message.values())
+
+
+def _rejected_until(info, before: float | None) -> float | None:
+    """A ``rate_limit_event``'s reset time (epoch seconds; 0 when it gives none) when it says the limit is
+    reached (status "rejected"), else ``before``."""
+    if not isinstance(info, dict) or str(info.get("status", "")).lower() != "rejected":
+        return before
+    return as_float(info.get("resetsAt")) or 0.0
 
 
 def _first_line(text: str) -> str:

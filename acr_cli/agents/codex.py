@@ -6,16 +6,29 @@ for one argument goes to stdin instead). Output is JSONL
 events: ``thread.started{thread_id}``, ``item.completed{item}``
 (``agent_message``, ``command_execution``, ``error``), ``turn.completed{usage}``,
 ``turn.failed{error}``. Codex reports tokens but no cost: acr prices them from
-the profile.
+the profile. A plan's usage limit ends the turn with "You've hit your usage limit ... try again at
+<time>" (read by :mod:`acr_cli.health.limits`); an ``error`` object of type ``usage_limit_reached`` with
+``resets_at`` / ``resets_in_seconds``, where a version prints one, gives the reset exactly.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_int, json_event, json_lines, prompt_fits_argv, short
+from acr_cli.agents.base import (
+    Adapter,
+    AgentResult,
+    Invocation,
+    as_int,
+    json_event,
+    json_lines,
+    limit_reset,
+    prompt_fits_argv,
+    short,
+)
 from acr_cli.domain import Arm
 
 SANDBOX = {"read-only": "read-only", "workspace-write": "workspace-write", "full": "danger-full-access"}
@@ -60,16 +73,19 @@ class CodexAdapter(Adapter):
                     tout = (tout or 0) + as_int(usage.get("output_tokens"))
             elif kind == "turn.failed":
                 err = ev.get("error")
+                res.limit_resets_at = _usage_limit(err, res.limit_resets_at)
                 failure = (err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
                            ) or "turn failed"
             elif kind == "error":
                 notice = ev.get("message") or notice
+                res.limit_resets_at = _usage_limit(ev.get("error"), res.limit_resets_at)
             elif kind == "item.completed":
                 item = ev.get("item") or {}
                 if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
                     res.text = item["text"]
         res.tokens_in, res.tokens_out = tin, tout
         if failure or exit_code:
+            res.limit_resets_at = limit_reset(failure or notice, res.limit_resets_at)
             res.error = short(failure or notice or _stderr_reason(stderr) or f"codex exited with {exit_code}")
         return res
 
@@ -108,6 +124,17 @@ def rollout_usage(text: str) -> tuple[int, int] | None:
         if isinstance(total, dict):
             best = (as_int(total.get("input_tokens")) or 0, as_int(total.get("output_tokens")) or 0)
     return best
+
+
+def _usage_limit(err, before: float | None) -> float | None:
+    """The reset (epoch seconds) of an error object of type ``usage_limit_reached``, else ``before``."""
+    if not isinstance(err, dict) or err.get("type") != "usage_limit_reached":
+        return before
+    at = as_int(err.get("resets_at"))
+    if at:
+        return float(at)
+    after = as_int(err.get("resets_in_seconds"))
+    return time.time() + after if after is not None else 0.0
 
 
 def _stderr_reason(stderr: str) -> str:

@@ -9,6 +9,10 @@ JSONL events carrying ``sessionID``: ``text{part.text}``, ``tool_use``,
 ``step_finish{part.tokens, part.cost}`` (summed over steps), ``error``.
 Permissions are passed as inline config in ``OPENCODE_PERMISSION``.
 
+Out of quota (a plan's limit, a provider's 429 it deems retryable), ``opencode run`` retries silently and
+never exits: nothing on stdout, even with ``--format json`` (opencode 1.17-1.18; its log file has the
+error). :class:`SilenceWatchdog` ends such a run (see its rule there).
+
 Interactive sessions print no usage; afterwards ``opencode session list --format json``
 names the project's newest session and ``opencode export ID`` prints it with its
 totals in ``info.tokens`` (input, output, cache read/write).
@@ -17,10 +21,23 @@ totals in ``info.tokens`` (input, output, cache read/write).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from acr_cli import process
-from acr_cli.agents.base import Adapter, AgentResult, Invocation, as_float, as_int, json_event, json_lines, short, tool_call
+from acr_cli.agents.base import (
+    Adapter,
+    AgentResult,
+    Invocation,
+    Watchdog,
+    as_float,
+    as_int,
+    json_event,
+    json_lines,
+    limit_reset,
+    short,
+    tool_call,
+)
 from acr_cli.domain import Arm
 
 SESSION_TIMEOUT = 30.0  # seconds for each of `opencode session list` and `opencode export` (about 2 s each)
@@ -75,6 +92,7 @@ class OpencodeAdapter(Adapter):
                 data = err.get("data") or {}
                 status = data.get("statusCode")
                 msg = data.get("message") or err.get("name") or "error"
+                res.limit_resets_at = limit_reset(str(msg), res.limit_resets_at)
                 error = f"API error {status}: {short(msg)}" if status and str(status) not in str(msg) else short(msg)
         res.tokens_in, res.tokens_out = tin, tout
         # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
@@ -82,6 +100,9 @@ class OpencodeAdapter(Adapter):
         if error or exit_code:
             res.error = error or short(_last_line(stderr)) or f"opencode exited with {exit_code}"
         return res
+
+    def watchdog(self, silence_s: float | None) -> Watchdog | None:
+        return SilenceWatchdog(silence_s) if silence_s else None
 
     def session_usage(self, workdir: Path, since: float) -> tuple[int, int] | None:
         """Tokens of the newest opencode session in ``workdir`` updated after ``since`` (None if none)."""
@@ -107,6 +128,41 @@ class OpencodeAdapter(Adapter):
         if ev.get("type") == "error":
             return "error: " + short(json.dumps(ev.get("error")), 120)
         return None
+
+
+class SilenceWatchdog(Watchdog):
+    """Ends an ``opencode run`` that waits on its model for longer than ``silence_s`` seconds with nothing printed.
+
+    The rule: opencode waits on the model from its start to its first ``step_start`` event, and from each
+    ``step_finish`` to the next ``step_start`` (a step starts when the model's answer starts streaming).
+    Only those waits are watched: inside a step a tool may run for long, and its event comes when it ends.
+
+    The bound (profile setting ``model_silence``, 150 s by default), from first principles: a healthy run
+    starts in 4-8 s and a provider starts streaming within seconds; opencode retries a transient error
+    (5xx, a rate limit) with a backoff from 2 s, doubling, and was seen to give up on a 500 after ~87 s
+    with exit 1. A wait far beyond that (here: over 1.5 times it) is a retry that will not end by
+    itself (an exhausted quota whose reset is hours away); acr's own ``timeout`` still bounds the rest.
+    """
+
+    def __init__(self, silence_s: float, clock=time.monotonic):
+        self.silence_s, self.clock = silence_s, clock
+        self.waiting_since: float | None = clock()  # waiting on the model since then; None: a step runs
+
+    def line(self, stream: str, line: str) -> None:
+        if stream != "out":
+            return
+        ev = json_event(line)
+        kind = ev.get("type") if ev else None
+        if kind == "step_start":
+            self.waiting_since = None
+        elif kind == "step_finish":
+            self.waiting_since = self.clock()
+
+    def check(self) -> str | None:
+        if self.waiting_since is None or self.clock() - self.waiting_since <= self.silence_s:
+            return None
+        return (f"no answer from the model for {self.silence_s:g}s and nothing printed (model_silence): opencode "
+                "retries silently when out of quota")
 
 
 def newest_session(listing: str, workdir: Path, since: float) -> str | None:

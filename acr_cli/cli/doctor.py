@@ -75,9 +75,9 @@ def readiness_counts(arms: list[dict]) -> dict[str, int]:
 
 
 def readiness_summary(name: str, counts: dict[str, int]) -> str:
-    """"profile balanced: 3 of 8 arms ready, 2 unknown, 3 not ready, 1 set aside or cooling down"."""
+    """"profile balanced: 3 of 8 arms ready, 2 unknown, 3 not ready, 1 set aside, cooling down or held"."""
     extra = [f"{counts[k]} {label}" for k, label in (("unknown", "unknown"), ("not_ready", "not ready"),
-                                                      ("held", "set aside or cooling down")) if counts.get(k)]
+                                                      ("held", "set aside, cooling down or held")) if counts.get(k)]
     return f"profile {name}: {counts['ready']} of {counts['total']} arms ready" + "".join(", " + e for e in extra)
 
 
@@ -224,7 +224,7 @@ def _print_arm(con, a: dict, width: int) -> None:
 
     head = f"  {_MARK[a['state']]} {escape(a['arm'].ljust(width))}  {_LABEL[a['state']]}"
     if a.get("health"):  # whatever its login says, acr does not try it now
-        held = "set aside" if a["health"]["state"] == "set_aside" else "cooling down"
+        held = a["health"]["label"]
         head = f"  [yellow]![/] {escape(a['arm'].ljust(width))}  {held} ({_LABEL[a['state']]} by its login)"
     if a["state"] == "ready":  # why, on the same line as far as it fits (all of it in --json)
         con.print(f"{head}  [dim]{escape(a['reason'])}[/]", no_wrap=True, overflow="ellipsis")
@@ -262,7 +262,8 @@ def _arm_health(memory: Optional[Path], prof, arms: list[dict], reset: bool) -> 
     for a in arms:
         h = health.get(a["arm"])
         a["health"] = None if h is None else {"state": h.state, "reason": h.reason, "fix": h.fix,
-                                              "until": h.until, "since": h.since, "text": h.describe()}
+                                              "until": h.until, "since": h.since, "text": h.describe(),
+                                              "label": h.label()}
     return forgotten
 
 

@@ -98,6 +98,8 @@ class LiveView:
             fb = data["feedback"]
             style = VERDICT_STYLE.get(fb.verdict, "white")
             cost = fmt_money(fb.cost_usd, None) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
+            if fb.cost_source == "plan" and fb.api_cost_usd:
+                cost = f"$0 (plan; {fmt_money(fb.api_cost_usd, None)} at API prices)"
             tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
             from rich.markup import escape
 
@@ -114,6 +116,8 @@ class LiveView:
                                    + escape(listed(fb.side_effects)), highlight=False)
             if fb.health:
                 self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
+            if not data.get("counted", True):
+                self.con.print("  [dim]not counted against --max-attempts: it never reached a model[/]")
 
     def output(self, adapter, stream: str, line: str) -> None:
         if self.quiet or stream != "out":
@@ -201,6 +205,13 @@ def unknown_cost(result) -> str:
     return f" (the cost of {unknown} attempt(s) is not known)" if unknown else ""
 
 
+def attempts_said(result) -> str:
+    """"3 attempt(s)", with those that never reached a model named: "3 attempt(s) (2 never reached a model, not
+    counted)"."""
+    free = len(result.free)
+    return f"{len(result.steps)} attempt(s)" + (f" ({free} never reached a model, not counted)" if free else "")
+
+
 def print_run_summary(report) -> None:
     """On stdout: the answer of the attempt that ended the task, in full, then what happened."""
     from rich.markup import escape
@@ -220,7 +231,7 @@ def print_run_summary(report) -> None:
         head = ("[green bold]passed[/]" if result.passed else "[yellow bold]not verified[/]" if fb.check_changed else
                 "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
         tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
-        con.print(f"{head} with {escape(fb.arm.id)} after {len(result.steps)} attempt(s), "
+        con.print(f"{head} with {escape(fb.arm.id)} after {escape(attempts_said(result))}, "
                   f"{fmt_money(result.cost_usd, None)} in total{unknown_cost(result)}{tail}")
         if fb.check_changed:  # one a line: the files a person must look at before trusting the pass
             con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
@@ -251,7 +262,7 @@ def print_run_summary(report) -> None:
         con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
                   f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}.")
     else:
-        con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {len(result.steps)} attempt(s), "
+        con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {escape(attempts_said(result))}, "
                   f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}; {tree}.")
         for i, (_, fb) in enumerate(result.steps, 1):
             con.print(Text(f"  {i}. {fb.arm.id}: {said_once(fb.verdict, redact(fb.reason) or '', ', ')}"))

@@ -278,7 +278,7 @@ def route(
         state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
         ranked = pol.rank(ctx, state)
         near, moved = pol.similar_effect(ctx, state) if explain or json_out else ([], {})
-        blocked = _cannot_run(prof, team.local if team is not None else mem, [r.arm for r in ranked])
+        blocked, held = _cannot_run(prof, team.local if team is not None else mem, [r.arm for r in ranked])
     finally:
         (team or mem).close()
     planned = [r for r in ranked if r.arm.id not in blocked]
@@ -290,8 +290,8 @@ def route(
             "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),
                        "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
                       for r in planned],
-            "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id]}
-                           for r in ranked if r.arm.id in blocked],
+            "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id],
+                            "held_until": held.get(r.arm.id)} for r in ranked if r.arm.id in blocked],
             "excluded": [{"arm": arm_id, "by": why} for arm_id, why in routing.excluded.items()],
             "similar": [{"task": n.task.task_id, "similarity": round(n.task.similarity, 4),
                          "same_project": n.task.same_project, "created_at": n.task.created_at,
@@ -304,8 +304,9 @@ def route(
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
 
 
-def _cannot_run(profile, memory, arms) -> dict[str, str]:
-    """arm id -> why it cannot be tried now: its CLI is missing, or it is set aside or cooling down."""
+def _cannot_run(profile, memory, arms) -> tuple[dict[str, str], dict[str, str]]:
+    """arm id -> why it cannot be tried now (its CLI is missing, or it is set aside, cooling down or held after a
+    usage limit), and arm id -> the UTC time a held arm's limit resets."""
     from acr_cli.agents import unavailable
     from acr_cli.health.state import HealthBook
 
@@ -322,4 +323,4 @@ def _cannot_run(profile, memory, arms) -> dict[str, str]:
             why = known_not_ready(a.agent, a.model, get(a.agent, profile.agents).executable, cache, args=a.args)
         if why:
             out[a.id] = why
-    return out
+    return out, {a: h.until for a, h in health.items() if h.state == "held" and a in out}

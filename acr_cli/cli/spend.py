@@ -50,6 +50,9 @@ def spend(
         unknown = f"  ({x.unknown_cost} attempt(s) of unknown cost)" if x.unknown_cost else ""
         echo(f"{x.key:<{width}}  {j['tasks']:>6}  {j['passed']:>6}  {j['attempts']:>8}  "
              f"{fmt_money(j['cost_usd'], None):>10}  {per:>8}  {_tokens(x.tokens_in):>8}/{_tokens(x.tokens_out):<8}{unknown}")
+    if total.plan_attempts:
+        echo(f"plans saved ~{fmt_money(total.plan_saved_usd, None)}: {total.plan_attempts} attempt(s) on a plan "
+             "(billing: plan) priced at the catalog's API prices")
 
 
 def _tokens(n: int) -> str:

@@ -7,7 +7,10 @@
 * **transient**: it may work in a minute: 429 / rate limit, 5xx, overloaded, a connection reset,
   a network timeout. The arm cools down for a while that grows with repeated errors.
 
-Neither is evidence about the model's skill. An error matching neither (a crash of the CLI, an
+* **limit**: a plan's usage limit was reached (:mod:`acr_cli.health.limits`): every arm of that login is
+  held until the limit resets (the time the CLI names, else a fallback), then tried again by itself.
+
+None is evidence about the model's skill. An error matching neither (a crash of the CLI, an
 argument it refused) is left to the router like any other error. The patterns are the CLIs'
 observed messages (``../shared/AGENT_CLIS.md``) and the HTTP statuses they quote; a quota message
 wins over its 429, an authentication message over a generic "server error".
@@ -17,17 +20,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
+
+from acr_cli.health import limits
 
 SETUP = "setup"
 TRANSIENT = "transient"
+LIMIT = "limit"
+# kinds of error that show the attempt never reached a model: not counted against max_attempts (acr_cli.loop)
+BEFORE_MODEL = (SETUP, LIMIT)
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # SETUP | TRANSIENT
+    kind: str  # SETUP | TRANSIENT | LIMIT
     what: str  # short, for people: "not logged in", "rate limited (429)"
     fix: str | None = None  # what to do (set-up errors)
     model_only: bool = False  # a set-up error about this model (unknown, not allowed): the agent's other models may work
+    until: str | None = None  # a limit: UTC ISO time it resets (read from the CLI, else the fallback)
+    until_known: bool = False  # that time was read from the CLI's own words
 
 
 _FIX = {
@@ -67,12 +78,17 @@ _RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
 ]
 
 
-def classify(agent: str, model: str, text: str | None, ran: bool = False) -> Problem | None:
-    """The problem an error attempt's message shows, or None when it is neither kind. ``ran``: the CLI
+def classify(agent: str, model: str, text: str | None, ran: bool = False,
+             resets_at: datetime | None = None) -> Problem | None:
+    """The problem an error attempt's message shows, or None when it is none of the kinds. ``ran``: the CLI
     showed it had started (an exit status of its own, tokens, an answer): then a line about a missing
-    interpreter came from something it ran (a plugin, a tool, the project's scripts), not from its start."""
+    interpreter came from something it ran (a plugin, a tool, the project's scripts), not from its start.
+    ``resets_at``: a limit's reset time the CLI gave outside the message (a stream event); it also makes
+    the error a limit."""
     if not text:
         return None
+    if resets_at is not None or limits.is_limit(text):
+        return usage_limit(text, resets_at or limits.reset_time(text))
     if agent == "opencode" and re.search(r"unexpected server error", text, re.I):
         # what opencode says for a provider without credentials and for an unknown model alike
         # (observed with opencode 1.18.33; its logs name the cause); a real 5xx carries its status
@@ -85,6 +101,13 @@ def classify(agent: str, model: str, text: str | None, ran: bool = False) -> Pro
             return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None,
                            model_only=fix in ("model", "access"))
     return None
+
+
+def usage_limit(text: str | None, resets_at: datetime | None, what: str = "usage limit reached",
+                now: datetime | None = None) -> Problem:
+    """A plan's usage limit, held until ``resets_at`` (else the fallback of :mod:`acr_cli.health.limits`)."""
+    until, known = limits.hold_until(resets_at, now)
+    return Problem(LIMIT, what, until=until.strftime("%Y-%m-%dT%H:%M:%SZ"), until_known=known)
 
 
 def _fix(agent: str, model: str, key: str | None) -> str:

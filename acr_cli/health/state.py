@@ -5,6 +5,9 @@
   itself (unknown, or not allowed to this account) sets that arm aside alone. It comes back when
   what its readiness depends on changes (the CLI, its credential or config files, the API-key
   variables: :func:`acr_cli.health.readiness.fingerprint`), or with ``acr doctor --reset``.
+* A **usage limit** (:mod:`acr_cli.health.limits`) holds the arm's credential scope (every arm of that
+  login) until the limit resets; then it is tried again by itself (or sooner when its readiness inputs
+  change, or with ``acr doctor --reset``).
 * A **transient** error cools the arm down for ``COOL_BASE_S`` x 2^(errors in a row - 1), at most
   ``COOL_MAX_S``; the count starts again after an attempt that ran (any verdict but error).
 
@@ -22,7 +25,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from acr_cli.domain import Arm
 from acr_cli.health import readiness
-from acr_cli.health.errors import SETUP
+from acr_cli.health.errors import LIMIT, SETUP
+from acr_cli.health.limits import FALLBACK_HOLD_S
 from acr_cli.redact import redact
 
 if TYPE_CHECKING:  # the error patterns compile on import: routing, which only reads health, skips them
@@ -30,19 +34,27 @@ if TYPE_CHECKING:  # the error patterns compile on import: routing, which only r
 
 COOL_BASE_S = 60.0
 COOL_MAX_S = 3600.0
-SET_ASIDE, COOLING = "set_aside", "cooling"
+SET_ASIDE, COOLING, HELD = "set_aside", "cooling", "held"
 
 
 @dataclass(frozen=True)
 class Health:
-    state: str  # SET_ASIDE | COOLING
+    state: str  # SET_ASIDE | COOLING | HELD
     reason: str
     fix: str | None = None
-    until: str | None = None  # cooling: UTC ISO time it ends
+    until: str | None = None  # cooling, held: UTC ISO time it ends
     errors: int = 1
     since: str | None = None
 
+    def label(self) -> str:
+        """The state in a few words: "set aside", "cooling down", "held until 14:00 (usage limit)"."""
+        if self.state == HELD:
+            return f"held until {_clock(self.until)} (usage limit)"
+        return "set aside" if self.state == SET_ASIDE else "cooling down"
+
     def describe(self) -> str:
+        if self.state == HELD:
+            return f"held until {_clock(self.until)} (usage limit): {self.reason}"
         if self.state == SET_ASIDE:
             return f"set aside since {_local(self.since)}: {self.reason}" + (f"; {self.fix}" if self.fix else "")
         return f"cooling down until {_local(self.until)} after {self.errors} error(s) in a row: {self.reason}"
@@ -65,6 +77,14 @@ def _local(s: str | None) -> str:
         return "?"
     t = _parse(s).astimezone()
     return t.strftime("%H:%M:%S") if t.date() == datetime.now().astimezone().date() else t.strftime("%Y-%m-%d %H:%M")
+
+
+def _clock(s: str | None) -> str:
+    """A reset time for people: HH:MM today, else the date too (local time)."""
+    if not s:
+        return "?"
+    t = _parse(s).astimezone()
+    return t.strftime("%H:%M") if t.date() == datetime.now().astimezone().date() else t.strftime("%Y-%m-%d %H:%M")
 
 
 def cooldown_s(errors: int) -> float:
@@ -104,6 +124,14 @@ class HealthBook:
         """Remember what an error attempt showed; returns the arm's health now."""
         now = now or _now()
         reason = redact(f"{problem.what}" + (f" ({_short(detail)})" if detail else ""))
+        if problem.kind == LIMIT:
+            reason += "" if problem.until_known else f"; no reset time ahead given, tried again in {FALLBACK_HOLD_S / 60:g} min"
+            key = f"scope:{self._scope(arm)}"
+            self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
+                          " errors, until, updated_at) VALUES (?,?,?,?,?,NULL,?,1,?,?)" + _REPLACE,
+                          (key, HELD, arm.agent, arm.model, reason, self.fingerprint_of(arm.agent, arm.model),
+                           problem.until, _iso(now)))
+            return Health(HELD, reason, until=problem.until, since=_iso(now))
         if problem.kind == SETUP:
             key = f"model:{arm.id}" if problem.model_only else f"scope:{self._scope(arm)}"
             self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
@@ -128,8 +156,8 @@ class HealthBook:
             pass
 
     def of(self, arms: Iterable[Arm], now: datetime | None = None) -> dict[str, Health]:
-        """arm id -> its health, for the arms that cannot be tried now. A set-aside scope whose
-        readiness inputs changed since is lifted (and forgotten)."""
+        """arm id -> its health, for the arms that cannot be tried now. A set-aside or held scope whose
+        readiness inputs changed since, and a hold whose limit has reset, are lifted (and forgotten)."""
         now = now or _now()
         rows = {r["key"]: r for r in self._rows()}
         if not rows:
@@ -144,8 +172,11 @@ class HealthBook:
                 if r is None or r["key"] in lifted:
                     continue
                 fp = fingerprints.get(scope) or fingerprints.setdefault(scope, self.fingerprint_of(arm.agent, arm.model))
-                if fp == r["fingerprint"]:
-                    out[arm.id] = Health(SET_ASIDE, r["reason"], r["fix"], since=r["updated_at"])
+                over = r["state"] == HELD and (not r["until"] or _parse(r["until"]) <= now)  # the limit reset
+                if fp == r["fingerprint"] and not over:
+                    out[arm.id] = (Health(HELD, r["reason"], until=r["until"], since=r["updated_at"])
+                                   if r["state"] == HELD else
+                                   Health(SET_ASIDE, r["reason"], r["fix"], since=r["updated_at"]))
                     aside = True
                     break
                 lifted.append(r["key"])

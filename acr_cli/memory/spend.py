@@ -5,7 +5,9 @@ calendar day, ISO week (``2026-W48``) or month of when the task started, in this
 Per arm or agent, a task "passed" means an attempt of that arm passed it (each task counts once per
 arm); per period, project or kind, a task passed when its run did. An attempt whose cost is unknown
 (the agent reported none and no price was known) adds nothing to the money and is counted in
-``unknown_cost``, so a total that misses some is said to.
+``unknown_cost``, so a total that misses some is said to. An attempt of an arm on a plan (``billing: plan``,
+recorded at $0) adds what its tokens would have cost at the catalog's API prices to ``plan_saved_usd`` (an
+estimate: not the profile's prices, which a memory does not keep; a model the catalog lacks adds nothing).
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ class Line:
     unknown_cost: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    plan_attempts: int = 0
+    plan_saved_usd: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         cost = round(self.cost_usd, 6)
         return {"key": self.key, "tasks": len(self.tasks), "passed": len(self.passed), "attempts": self.attempts,
                 "cost_usd": cost, "unknown_cost": self.unknown_cost, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out,
-                "passed_per_usd": round(len(self.passed) / cost, 3) if cost > 0 else None}
+                "passed_per_usd": round(len(self.passed) / cost, 3) if cost > 0 else None,
+                "plan_attempts": self.plan_attempts, "plan_saved_usd": round(self.plan_saved_usd, 6)}
 
 
 def _local(stamp: str) -> datetime:
@@ -62,7 +67,7 @@ def rows(db: Any, since: str | None) -> list[Any]:
         params.append(since)
     return db.execute(
         "SELECT t.id AS task_id, t.created_at, t.project, t.kind, t.passed AS task_passed, a.agent, a.model, "
-        "a.verdict, a.cost_usd, a.tokens_in, a.tokens_out FROM attempts a JOIN tasks t ON t.id = a.task_id "
+        "a.verdict, a.cost_usd, a.cost_source, a.tokens_in, a.tokens_out FROM attempts a JOIN tasks t ON t.id = a.task_id "
         f"WHERE {where} ORDER BY t.created_at, a.seq", params).fetchall()
 
 
@@ -82,6 +87,9 @@ def totals(records: Iterable[Any], by: str) -> tuple[list[Line], Line]:
                 target.cost_usd += float(r["cost_usd"])
             target.tokens_in += int(r["tokens_in"] or 0)
             target.tokens_out += int(r["tokens_out"] or 0)
+            if r["cost_source"] == "plan":
+                target.plan_attempts += 1
+                target.plan_saved_usd += _api_price(r)
         if (r["verdict"] == "passed") if per_arm else r["task_passed"] == 1:
             line.passed.add(r["task_id"])
         if r["task_passed"] == 1:
@@ -89,3 +97,10 @@ def totals(records: Iterable[Any], by: str) -> tuple[list[Line], Line]:
     ordered = sorted(lines.values(), key=(lambda x: x.key) if by in ("day", "week", "month")
                      else (lambda x: (-x.cost_usd, x.key)))
     return ordered, total
+
+
+def _api_price(r: Any) -> float:
+    """What an attempt on a plan would have cost at the catalog's API prices ($0 when the catalog cannot say)."""
+    from acr_cli.pricing import catalog_price
+
+    return catalog_price(r["agent"], r["model"], r["tokens_in"], r["tokens_out"]) or 0.0

@@ -28,7 +28,8 @@ class FixedOrder(Policy):
         if not left:
             return None
         pos = arms.index(left[0]) + 1
-        return Decision(left[0], f"{self._why}: #{pos} of {len(arms)}")
+        return Decision(left[0], f"{self._why}: #{pos} of {len(arms)}", 0.0 if left[0].costs_nothing else None)
 
     def rank(self, ctx: Context, state: TaskState | None = None) -> list[Ranked]:
-        return [Ranked(a, why=f"{self._why} #{i}") for i, a in enumerate(self.arms_for(ctx), 1)]
+        return [Ranked(a, cost=0.0 if a.costs_nothing else None, why=f"{self._why} #{i}")
+                for i, a in enumerate(self.arms_for(ctx), 1)]

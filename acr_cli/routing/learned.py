@@ -518,10 +518,10 @@ class LearnedPolicy(Policy):
 
     def expected_costs(self, fit: Fit, state: TaskState | None, corr: float) -> list[float | None]:
         """Each arm's expected USD for one attempt (None: unknown), given the costs already paid on this
-        task; never above :meth:`ceiling`."""
+        task; never above :meth:`ceiling`; $0 for an arm on a plan (``billing: plan``)."""
         n = len(self.arms)
-        if fit.m is None:  # no cost scale yet; a free arm (priced $0, a local model) costs nothing all the same
-            return [0.0 if a.free else None for a in self.arms]
+        if fit.m is None:  # no cost scale yet; an arm that costs nothing more (local, on a plan) costs nothing all the same
+            return [0.0 if a.costs_nothing else None for a in self.arms]
         m = fit.m
         sd = [math.sqrt(max(v, 1e-6)) for v in fit.s2]
         resid = []
@@ -536,7 +536,7 @@ class LearnedPolicy(Policy):
         out: list[float | None] = []
         for i in range(n):
             mi = m[i]
-            if self.arms[i].free:  # $0 a million tokens: no estimate of tokens makes it cost anything
+            if self.arms[i].costs_nothing:  # $0 a million tokens, or paid by a subscription: nothing more to pay
                 out.append(0.0)
                 continue
             if mi is None:

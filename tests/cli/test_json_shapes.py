@@ -8,10 +8,11 @@ import json
 from conftest import GOOD, VERIFY, acr
 
 RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "answer", "changes", "baseline", "context",
-       "attempts", "skipped", "shared_memory"}
+       "attempts", "skipped", "shared_memory", "attempts_counted", "attempts_free", "attempts_free_max"}
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
-               "verifier_unchanged", "attempt_ref", "diff_command", "kept_before", "check_changed", "tests_added"}
+               "verifier_unchanged", "attempt_ref", "diff_command", "kept_before", "check_changed", "tests_added",
+               "api_cost_usd", "counted", "held_until"}
 BASELINE = {"command", "passed", "exit_code", "score", "timed_out", "duration_s", "tail"}
 CONTEXT = {"kind", "language", "size", "project", "groups", "reasons", "kind_sure"}
 SHOW = {"id", "created_at", "finished_at", "state", "passed", "cost_usd", "project", "prompt", "policy", "context",

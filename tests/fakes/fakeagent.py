@@ -20,7 +20,8 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
          "text": "Fixed add()",
          "error": null,        # an API error in the CLI's own format, exit 1: "500" | "401" | "rate_limit" |
                                # "login" | "403" | "quota" | "unknown_model" | "unknown_model_named" |
-                               # "503" | "overloaded" (see ERRORS below)
+                               # "503" | "overloaded" (see ERRORS below) | "usage_limit" (a plan's limit, below)
+         "resets_at": null,    # usage_limit: its reset, epoch seconds (default: two hours from now)
          "error_message": null,  # codex: that error with this message instead; "{prompt}" in it is the
                                  # request (an API error that quotes the request back)
          "deny": false,        # claude: every tool call denied (exit 0, permission_denials)
@@ -30,6 +31,18 @@ The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
          "exit": 0}]}
 
 Without a scenario every call succeeds without touching any file.
+
+A plan's usage limit (``"error": "usage_limit"``), in each CLI's own format, with its reset time:
+
+* claude: a ``rate_limit_event`` with ``rate_limit_info`` ``{"status": "rejected", "resetsAt": <epoch>,
+  "rateLimitType": "five_hour"}``, then the result ``You've hit your limit · resets 2pm (Europe/Paris)``
+  (``is_error``, exit 1); ``"usage_limit_legacy"``: only the result ``Claude AI usage limit reached|<epoch>``.
+  A healthy claude run also prints the event, with status "allowed", as the real one does.
+* codex: an ``error`` event and ``turn.failed`` with ``You've hit your usage limit. ... or try again at 3:04 PM.``
+  (the machine's local time; with the date, ``Jul 5th, 2026 8:19 PM``, when not today), exit 1.
+* opencode: an ``error`` event, APIError 429 ``You have exceeded the 5-hour usage quota. It will reset at
+  2026-07-30 16:11:46 +0800 CST.`` (the reset in UTC+8), exit 1; ``"silent_retry"``: what opencode does out of
+  quota on providers whose 429 it retries: prints nothing and never exits.
 
 Login status commands (``claude auth status``, ``codex login status``, ``opencode auth list``)
 answer like the real ones (claude 2.1.197, codex-cli 0.169.0, opencode 1.18.33), driven by:
@@ -277,7 +290,7 @@ CODEX_ERRORS = {  # mode -> the message of its error event and turn.failed
 }
 
 
-def opencode_error(mode: str, model: str) -> dict:
+def opencode_error(mode: str, model: str, rule: dict | None = None) -> dict:
     """The ``error`` of opencode's error event for ``mode``. Without credentials for the provider and
     for a model it does not know, opencode 1.18.33 prints the same UnknownError (its log, with
     --print-logs, says ProviderModelNotFoundError); "unknown_model_named" is that error by name."""
@@ -289,6 +302,14 @@ def opencode_error(mode: str, model: str) -> dict:
     if mode == "unknown_model_named":
         return {"name": "ProviderModelNotFoundError", "data": {"providerID": provider, "modelID": model_id,
                                                                "suggestions": []}}
+    if mode == "usage_limit":
+        from datetime import datetime, timedelta, timezone
+
+        t = datetime.fromtimestamp(resets_at(rule or {}), timezone(timedelta(hours=8)))
+        message = (f"You have exceeded the 5-hour usage quota. It will reset at {t:%Y-%m-%d %H:%M:%S} +0800 CST.")
+        return {"name": "APIError", "data": {"message": message, "statusCode": 429, "isRetryable": False,
+                                             "responseBody": json.dumps({"error": {"message": message,
+                                                                                   "type": "rate_limit_error"}})}}
     status, message, body = {
         "403": (403, "Your account is not authorized to access this model",
                 {"error": {"message": "Your account is not authorized to access this model",
@@ -304,6 +325,35 @@ def opencode_error(mode: str, model: str) -> dict:
 
 
 
+def resets_at(rule: dict) -> int:
+    """A usage limit's reset (epoch seconds): the rule's, else two hours from now."""
+    return int(rule.get("resets_at") or time.time() + 7200)
+
+
+def claude_limit_text(rule: dict) -> str:
+    """claude's words for a reached limit: the reset as a clock time in a named zone (the legacy form: epoch)."""
+    at = resets_at(rule)
+    if rule.get("error") == "usage_limit_legacy":
+        return f"Claude AI usage limit reached|{at}"
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    t = datetime.fromtimestamp(at, ZoneInfo("Europe/Paris"))  # claude names the account's zone, not the machine's
+    clock = f"{t.hour % 12 or 12}{':%02d' % t.minute if t.minute else ''}{'am' if t.hour < 12 else 'pm'}"
+    return f"You've hit your limit · resets {clock} (Europe/Paris)"
+
+
+def codex_limit_text(rule: dict) -> str:
+    """codex's words for a reached limit: the reset in the machine's local time, with its date when not today."""
+    t = time.localtime(resets_at(rule))
+    clock = f"{t.tm_hour % 12 or 12}:{t.tm_min:02d} {'AM' if t.tm_hour < 12 else 'PM'}"
+    if time.strftime("%Y-%m-%d", t) != time.strftime("%Y-%m-%d"):
+        suffix = "th" if 10 <= t.tm_mday % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(t.tm_mday % 10, "th")
+        clock = f"{time.strftime('%b', t)} {t.tm_mday}{suffix}, {t.tm_year} {clock}"
+    return ("You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
+            f"https://chatgpt.com/codex/settings/usage to purchase more credits or try again at {clock}.")
+
+
 def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
     sid = str(uuid.uuid4())
     tin, tout = rule.get("tokens", [1000, 100])
@@ -313,6 +363,11 @@ def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
         hang(lambda: None)
     time.sleep(rule.get("sleep", 0))
     err = rule.get("error")
+    limited = err in ("usage_limit", "usage_limit_legacy")
+    if err != "usage_limit_legacy":  # every run says where the plan's window stands (rejected: the limit is reached)
+        emit({"type": "rate_limit_event", "session_id": sid, "uuid": str(uuid.uuid4()),
+              "rate_limit_info": {"status": "rejected" if limited else "allowed", "rateLimitType": "five_hour",
+                                  "resetsAt": resets_at(rule), "isUsingOverage": False}})
     base = {"type": "result", "duration_ms": 1200, "duration_api_ms": 1100, "num_turns": 1, "session_id": sid,
             "total_cost_usd": rule.get("cost", 0.01) or 0, "usage": {"input_tokens": tin, "output_tokens": tout,
                                                                     "cache_creation_input_tokens": 0,
@@ -320,7 +375,9 @@ def claude(rule: dict, model: str, prompt: str, root: Path) -> int:
             "modelUsage": {model: {"inputTokens": tin, "outputTokens": tout, "costUSD": rule.get("cost", 0.01)}},
             "permission_denials": []}
     if err:
-        if str(err) in CLAUDE_ERRORS:
+        if limited:
+            status, text = 429, claude_limit_text(rule)
+        elif str(err) in CLAUDE_ERRORS:
             status, text = CLAUDE_ERRORS[str(err)]
             text = text.format(model=model)
         else:
@@ -365,6 +422,7 @@ def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
     if err:
         msg = {"500": "unexpected status 500 Internal Server Error", "401": "unexpected status 401 Unauthorized",
                "rate_limit": "exceeded retry limit, last status: 429 Too Many Requests",
+               "usage_limit": codex_limit_text(rule).replace("{", "{{").replace("}", "}}"),
                **CODEX_ERRORS}[str(err)].format(model=model)
         if rule.get("error_message"):  # a message of the scenario's own, which may quote the request back
             msg = rule["error_message"].replace("{prompt}", prompt)
@@ -384,6 +442,9 @@ def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
 def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
     sid = "ses_" + uuid.uuid4().hex[:20]
     ts = int(time.time() * 1000)
+    if rule.get("error") == "silent_retry":  # out of quota: it retries with nothing printed, and never exits
+        while True:
+            time.sleep(1)
     emit({"type": "step_start", "timestamp": ts, "sessionID": sid, "part": {"type": "step-start"}})
     if rule.get("hang"):
         hang(lambda: None)
@@ -395,7 +456,7 @@ def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
             error = {"name": "APIError", "data": {"message": f"Request failed with status {status}",
                                                   "statusCode": status, "isRetryable": status != 401}}
         else:
-            error = opencode_error(str(err), model)
+            error = opencode_error(str(err), model, rule)
         emit({"type": "error", "timestamp": ts, "sessionID": sid, "error": error})
         return 1
     for rel in apply_files(rule, root):
