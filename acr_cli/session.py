@@ -330,20 +330,10 @@ def prepare(req: RunRequest, *,
         if ws is None and options["protect"].value:  # what an attempt changed is read from its checkpoint
             prepared.warnings.append(f"protect (from {options['protect'].source}) is not enforced without the "
                                      "rollback (--no-rollback, or outside git): nothing tells what an attempt changed")
+        if prepared.lock is not None:  # (with --no-rollback too: a later `acr recover` would revert its work)
+            refuse_after_a_killed_run(prepared.lock)
         if ws is not None:
             ws.ensure_no_operation_in_progress()
-            interrupted = ws.interrupted_checkpoints()
-            alive = ws.survivors(interrupted) if interrupted else []
-            if alive:  # a killed run's agent still writing here would write into this run's attempts
-                raise AcrError(
-                    "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
-                    "changing the work tree during this run: "
-                    + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
-                    hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
-            for name in interrupted:
-                prepared.warnings.append(
-                    f"an earlier `acr run` here was killed before it could roll back (checkpoint {name}); "
-                    "`acr recover` puts the work tree back as it was before that attempt")
             for lock_file in ws.stale_locks():
                 prepared.warnings.append(
                     f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
@@ -352,3 +342,28 @@ def prepare(req: RunRequest, *,
         prepared.close()
         raise
     return prepared
+
+
+def refuse_after_a_killed_run(ws: Workspace) -> None:
+    """Refuse to start where a killed ``acr run`` left a checkpoint (call while holding the lock).
+
+    A run that went on would keep its work on top of the killed attempt's half-done changes, and a later
+    ``acr recover`` would put the tree back to that checkpoint: the later run's pass would be reverted.
+    Recovering first, unasked, could revert edits the user made since the kill (acr cannot tell them
+    from the killed attempt's), so the user chooses: ``acr recover`` (back to before the killed attempt,
+    what the tree holds kept in acr's store) or ``acr recover --discard`` (the tree stays as it is)."""
+    interrupted = ws.interrupted_checkpoints()
+    if not interrupted:
+        return
+    alive = ws.survivors(interrupted)
+    if alive:  # a killed run's agent still writing here would write into this run's attempts
+        raise AcrError(
+            "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
+            "changing the work tree during this run: " + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
+            hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
+    names = ", ".join(interrupted)
+    raise AcrError(
+        f"an earlier `acr run` here was killed mid-attempt (checkpoint {names}): the work tree may hold that "
+        "attempt's half-done changes; no agent was run",
+        hint="`acr recover` puts the work tree back as it was before that attempt (what it holds now is kept in "
+             "acr's store), or `acr recover --discard` keeps the work tree as it is; then run again")
