@@ -28,7 +28,7 @@ from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
-from acr_cli.loop import TaskResult, run_task, summary
+from acr_cli.loop import TaskResult, first_refusal, run_task, summary
 from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
 from acr_cli.profiles import Profile, parse_arms
@@ -153,6 +153,7 @@ class Prepared:
     team: Any = None  # acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
+    _route: tuple[Any, Context, LiveEnvironment] | None = None
 
     @property
     def verify(self) -> str | None:
@@ -180,22 +181,47 @@ class Prepared:
         self._baseline = result
         return result
 
+    def _routing(self) -> tuple[Any, Context, LiveEnvironment]:
+        """The run's policy, how the request is read, and its live environment (made once)."""
+        if self._route is None:
+            req, opts = self.request, self.options
+
+            def make(memory: Any) -> Any:
+                return live_policy(self.profile, memory, arms=self.arm_ids, policy=req.policy)
+
+            policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
+            ctx = classify(req.text, req.project, kind=req.kind)
+            env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
+                                  workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
+                                  verify_timeout=float(opts["verify_timeout"].value),
+                                  permissions=opts["permissions"].value, interactive=req.interactive,
+                                  health=HealthBook(self.memory), tell_verifier=self.profile.settings.tell_verifier,
+                                  protect=tuple(opts["protect"].value or ()))
+            self._route = (policy, ctx, env)
+        return self._route
+
+    def refuse_early(self) -> None:
+        """Raise the :class:`AcrError` the routing loop would refuse the task with before any attempt (a budget
+        below every arm's expected cost, no arm that can run here): asked before the baseline, which may take
+        minutes, so that such a refusal costs nothing."""
+        policy, ctx, env = self._routing()
+        refusal = first_refusal(ctx, policy, env, max_attempts=self._max_attempts(),
+                                max_cost=self.options["max_cost"].value, verified=bool(self.verify),
+                                budget_name=self._budget_name())
+        if refusal is not None:
+            raise refusal
+
+    def _budget_name(self) -> str:
+        """How messages name the budget: as the user gave it (the flag, or the file that set it)."""
+        opt = self.options["max_cost"]
+        return "--max-cost" if opt.source == "command line" else f"max_cost (from {opt.source})"
+
     def execute(self, on_event: Callable[..., None] | None = None,
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
-        req, opts = self.request, self.options
-        def make(memory: Any) -> Any:
-            return live_policy(self.profile, memory, arms=self.arm_ids, policy=req.policy)
-
-        policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
-        ctx = classify(req.text, req.project, kind=req.kind)
-        env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
-                              workspace=self.workspace, verify=self.verify,
-                              timeout=float(opts["timeout"].value), verify_timeout=float(opts["verify_timeout"].value),
-                              permissions=opts["permissions"].value, interactive=req.interactive,
-                              on_output=on_output, health=HealthBook(self.memory), baseline=self._baseline,
-                              tell_verifier=self.profile.settings.tell_verifier,
-                              protect=tuple(opts["protect"].value or ()))
+        opts = self.options
+        policy, ctx, env = self._routing()
+        env.on_output, env.baseline = on_output, self._baseline
         if on_event is not None:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         described: set[str] = set()
@@ -215,7 +241,7 @@ class Prepared:
 
         result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
                           max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
-                          on_event=events)
+                          on_event=events, budget_name=self._budget_name())
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
@@ -338,6 +364,7 @@ def prepare(req: RunRequest, *,
                 prepared.warnings.append(
                     f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
                     f"a process that died left it: `rm {lock_file}`")
+        prepared.refuse_early()  # before the baseline: a refusal that needs no verifier costs nothing
     except BaseException:
         prepared.close()
         raise
