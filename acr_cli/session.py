@@ -72,6 +72,7 @@ class RunReport:
     baseline: VerifierResult | None = None
     policy: str = ""
     shared: dict[str, Any] | None = None  # a team's shared memory: where routing read, what the sync did
+    pruned: Any = None  # acr_cli.workspace.gc.Pruned: the day's automatic prune after this run (None: not due)
 
     @property
     def final(self):
@@ -248,6 +249,11 @@ class Prepared:
             with interrupts.deferred():
                 self.team.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
+        if self.lock is not None:  # what acr kept to be safe, once old (acr_cli.workspace.gc): once a day at most
+            from acr_cli.workspace.gc import maybe_prune
+
+            with interrupts.deferred():
+                report.pruned = maybe_prune(self.lock)
         if self.team is not None:
             report.shared = {"server": self.team.label, "routed_from": "server" if self.team.server else "local copy",
                              **self.team.sync().to_json()}
