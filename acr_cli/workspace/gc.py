@@ -13,8 +13,8 @@ gives unreachable work (``gc.reflogExpireUnreachable``) before its own gc may ta
 How old an item is: the UTC time in its name (``<task>`` is ``YYYYMMDD-HHMMSS-...``, when the task began);
 without one, a folder's modification time, a ref's object's date, a kept attempt's commit date.
 
-Never pruned: anything of a checkpoint still in acr's store (a killed run's, which ``acr recover`` needs:
-its keep-alive ref ``refs/acr/keep/<name>``, the put-aside folders and refs of that name, and the
+Never pruned: anything of a checkpoint still in acr's store, of any worktree (a killed run's, which
+``acr recover`` needs: its keep-alive ref ``refs/acr/keep/<name>``, the put-aside folders and refs of that name, and the
 checkpoint's own files and objects, which this module never touches), and ``refs/acr/checkpoints/*``
 (a killed run's checkpoint in the layout of acr before its store: only a person can recover it).
 
@@ -86,7 +86,7 @@ def prune(ws, older_than_days: float = DEFAULT_AGE_DAYS, dry_run: bool = False, 
     now = time.time() if now is None else now
     cutoff = now - older_than_days * 86400
     out = Pruned(older_than_days, dry_run)
-    live = set(ws.interrupted_checkpoints())
+    live = set(ws.interrupted_checkpoints()) | _live_anywhere(ws.store.dir.parent)
 
     def needed(name: str) -> bool:  # a live checkpoint's own, or one of its "-2" put-aside folders
         hit = next((c for c in live if name == c or name.startswith(c + "-")), None)
@@ -106,6 +106,15 @@ def prune(ws, older_than_days: float = DEFAULT_AGE_DAYS, dry_run: bool = False, 
         if out.attempts:
             ws.kept.prune(keep=0, names=out.attempts)
     return out
+
+
+def _live_anywhere(base: Path) -> set[str]:
+    """The checkpoints in every worktree's store: the refs under refs/acr and the put-aside folder are the
+    repository's, shared by its linked worktrees, and another worktree's killed run may need them."""
+    try:
+        return {f.stem for store in base.iterdir() if store.is_dir() for f in store.glob("*.json")}
+    except OSError:
+        return set()
 
 
 def _old_folders(base: Path, cutoff: float, needed) -> list[str]:

@@ -99,3 +99,17 @@ def test_gc_refuses_a_bad_age_and_outside_git(tmp_path, acr_home):
     assert r.returncode == 2 and "--older-than 'soon': expected an age like 30d" in r.stderr
     r = acr("gc", cwd=tmp_path)
     assert r.returncode == 2 and "not inside a git repository" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_gc_leaves_what_a_killed_run_in_another_worktree_needs(project, tmp_path, acr_home):
+    """refs/acr and .git/acr are the repository's, shared by its linked worktrees."""
+    other = tmp_path / "other"
+    git(project, "worktree", "add", "-q", "-b", "other", str(other))
+    _plant_old(project, PENDING)
+    Workspace.open(other).checkpoint(PENDING)  # a run in the other worktree was killed
+    r = acr("gc", "--older-than", "0", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["refs"] == [] and out["put_aside_folders"] == [] and out["left_for_recovery"] == [PENDING]
+    assert f"refs/acr/keep/{PENDING}" in git(project, "for-each-ref", "--format=%(refname)", "refs/acr")
+    assert acr("recover", cwd=other).returncode == 0
