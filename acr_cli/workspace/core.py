@@ -224,6 +224,33 @@ class Workspace:
         oldest first."""
         return self.store.names()
 
+    def note_kept(self, name: str) -> None:
+        """Remember that the attempt ``name`` was kept in this work tree, and when (``<git dir>/acr-kept``): a
+        checkpoint taken before it must not be restored over it (:meth:`kept_since`). In the git directory, not
+        acr's data directory: a run with another ``ACR_HOME`` (or another acr install) sees the same file."""
+        import json
+        import time
+
+        tmp = self.git_dir / "acr-kept.tmp"
+        try:
+            tmp.write_text(json.dumps({"name": name, "at": time.time()}))
+            os.replace(tmp, self.git_dir / "acr-kept")
+        except OSError:  # (a .git that went read-only): the work is kept all the same
+            pass
+
+    def kept_since(self, name: str) -> tuple[str, float] | None:
+        """(attempt, Unix time) of a kept attempt of a later run than checkpoint ``name`` was taken in; None when
+        the last attempt kept here is older (or none is known)."""
+        import json
+
+        try:
+            taken = (self.store.dir / f"{name}.json").stat().st_mtime
+            last = json.loads((self.git_dir / "acr-kept").read_text())
+            kept, at = str(last["name"]), float(last["at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (kept, at) if at > taken and kept != name else None
+
     def drop(self, cp: Checkpoint | str) -> None:
         """Forget a checkpoint (or one by name, even one that cannot be read)."""
         name = cp if isinstance(cp, str) else cp.name
@@ -472,6 +499,7 @@ class Guard:
                 kept = [self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()]),
                         self.ws.keep_ignored_overwritten(self.cp, self.agent_ignored)]
                 self.kept_before = "; ".join(k for k in kept if k) or None
+                self.ws.note_kept(self.cp.name)
                 self.ws.drop(self.cp)
             return
         self.rollback()
