@@ -20,7 +20,7 @@ still bounds what a run with nothing set up does before it stops.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 from acr_cli import interrupts
@@ -69,6 +69,8 @@ class TaskResult:
     def counted(self) -> int:
         """Attempts counted against max_attempts."""
         return len(self.steps) - len(self.free)
+    max_cost: float | None = None  # the task's budget (None: none)
+    budget_stop: bool = False  # the budget ended the task while the policy had another arm to try
 
     @property
     def verdict(self) -> str:
@@ -100,12 +102,14 @@ def run_task(
     on_event: Events | None = None,
     timestamp: str | None = None,
     unavailable: set[str] | frozenset[str] = frozenset(),
+    budget_name: str = "--max-cost",
 ) -> TaskResult:
     """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start).
 
     ``verified=False``: no verifier judges the attempts (a live run without one), so the first attempt
     that finishes is accepted as ``unverified`` and the policy decides as for a single action.
-    ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them)."""
+    ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them).
+    ``budget_name``: how messages name ``max_cost`` (the flag, or the file that set it)."""
     emit = on_event or (lambda *a, **k: None)
     wanted_id = task_id
 
@@ -120,7 +124,7 @@ def run_task(
         return result.task_id
 
     state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified, excluded=set(unavailable))
-    result = TaskResult("", False, 0.0)
+    result = TaskResult("", False, 0.0, max_cost=max_cost)
     over_budget: dict[str, float] = {}  # arm id -> expected cost, set aside for going over --max-cost alone
     while True:
         if max_attempts is not None and len(state.tried) >= max_attempts:
@@ -134,17 +138,15 @@ def run_task(
                     _finish(memory, result, state)
             raise
         if decision is None:
-            if not state.tried and not state.free and max_cost is not None:
-                refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget)
-                if refusal is not None:  # a budget nothing fits in: a usage error, not a failed task
+            if not state.tried and not state.free:
+                refusal = _refusal(ctx, policy, env, state, max_cost, over_budget, result.skipped, budget_name)
+                if refusal is not None:  # nothing fits in the budget, or nothing can run: a usage error
                     raise refusal
-            if not state.tried and not state.free and result.skipped:  # every arm cannot run here: nothing to record
-                why = "; ".join(f"{arm.id}: {reason}" for arm, reason in result.skipped)
-                raise AcrError(f"no arm of the plan can run here ({why}); no agent was run",
-                               hint="`acr doctor` says what each one needs")
-            result.stop_reason = (policy.exhausted if state.tried else
-                                  f"no arm left that can run ({len(state.free)} attempt(s) never reached a model)"
-                                  if state.free else "no usable arm")
+            stop = _budget_stop(ctx, policy, env, state, budget_name) if state.tried else None
+            result.budget_stop = stop is not None
+            result.stop_reason = stop or (policy.exhausted if state.tried else
+                                          f"no arm left that can run ({len(state.free)} attempt(s) never reached a "
+                                          "model)" if state.free else "no usable arm")
             break
         why_not = env.unavailable(decision.arm)
         if why_not:
@@ -166,11 +168,13 @@ def run_task(
         if max_cost is not None and state.tried:
             projected = state.spent + (decision.expected_cost or 0.0)
             if state.spent >= max_cost:
-                result.stop_reason = f"--max-cost {usd(max_cost)} is spent ({usd(state.spent)})"
+                result.stop_reason = f"{budget_name} {usd(max_cost)} is spent ({usd(state.spent)})"
+                result.budget_stop = True
                 break
             if projected > max_cost:
-                result.stop_reason = (f"--max-cost {usd(max_cost)} would be exceeded "
+                result.stop_reason = (f"{budget_name} {usd(max_cost)} would be exceeded "
                                       f"(spent {usd(state.spent)}, next ~{usd(decision.expected_cost or 0)})")
+                result.budget_stop = True
                 break
         seq = len(result.steps) + 1
         task_id = begin()
@@ -214,8 +218,71 @@ def run_task(
     return result
 
 
+def first_refusal(ctx: Context, policy: Policy, env: Environment, *, max_attempts: int | None = None,
+                  max_cost: float | None = None, verified: bool = True, budget_name: str = "--max-cost",
+                  unavailable: set[str] | frozenset[str] = frozenset()) -> AcrError | None:
+    """The error :func:`run_task` would refuse this task with before its first attempt (a budget below every
+    arm's expected cost, no arm of the plan that can run here), or None when it would start one.
+
+    Asks only the policy and ``env.unavailable``: no agent, no verifier, nothing recorded. ``acr run`` asks it
+    before the baseline check, which may take minutes on a real suite; run_task still checks the same."""
+    state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified, excluded=set(unavailable))
+    skipped: list[tuple[Arm, str]] = []
+    over_budget: dict[str, float] = {}
+    while True:
+        decision = policy.next(ctx, state)
+        if decision is None:
+            return _refusal(ctx, policy, env, state, max_cost, over_budget, skipped, budget_name)
+        why_not = env.unavailable(decision.arm)
+        if why_not:
+            skipped.append((decision.arm, why_not))
+        elif max_cost is not None and (decision.expected_cost or 0.0) > max_cost:
+            over_budget[decision.arm.id] = decision.expected_cost or 0.0
+        else:
+            return None
+        state.excluded.add(decision.arm.id)
+
+
+def _refusal(ctx: Context, policy: Policy, env: Environment, state: TaskState, max_cost: float | None,
+             over_budget: dict[str, float], skipped: list[tuple[Arm, str]], budget_name: str) -> AcrError | None:
+    """Why a task the policy has nothing to start for is refused (None: it is not, and ends "no usable arm")."""
+    if max_cost is not None:
+        refusal = _budget_refusal(ctx, policy, state, max_cost, over_budget, budget_name)
+        instead = None if refusal else _budget_stop(ctx, policy, env, state, budget_name, first=True)
+        if instead:  # the policy plans within the budget, and its plan is empty
+            refusal = AcrError(f"{budget_name} {usd(max_cost)} leaves no arm the {policy.name} policy would try "
+                               f"first ({instead}); nothing was run",
+                               hint="raise the budget or leave it out; `acr route --explain` shows what each arm is "
+                                    "expected to cost")
+        if refusal is not None:
+            return refusal
+    if skipped:  # every arm it would try cannot run here: nothing to record
+        why = "; ".join(f"{arm.id}: {reason}" for arm, reason in skipped)
+        return AcrError(f"no arm of the plan can run here ({why}); no agent was run",
+                        hint="`acr doctor` says what each one needs")
+    return None
+
+
+def _budget_stop(ctx: Context, policy: Policy, env: Environment, state: TaskState, budget_name: str,
+                 first: bool = False) -> str | None:
+    """When the policy has no next arm: the stop reason naming the budget if the budget is why (without it, the
+    policy would try an arm that can run), else None. ``first``: only what it would try, for a refusal."""
+    if state.max_cost is None:
+        return None
+    free = replace(state, max_cost=None, tried=list(state.tried), free=list(state.free), excluded=set(state.excluded))
+    decision = policy.next(ctx, free)
+    if decision is None or env.unavailable(decision.arm):
+        return None
+    cost = (f"expected to cost ~{usd(decision.expected_cost)}" if decision.expected_cost is not None
+            else "of unknown cost")
+    if first:
+        return f"without it, {decision.arm.id}, {cost}"
+    return (f"stopped by the budget: {budget_name} {usd(state.max_cost)}, {usd(state.spent)} spent; the next "
+            f"arm, {decision.arm.id}, is {cost}")
+
+
 def _budget_refusal(ctx: Context, policy: Policy, state: TaskState, max_cost: float,
-                    over_budget: dict[str, float]) -> AcrError | None:
+                    over_budget: dict[str, float], budget_name: str = "--max-cost") -> AcrError | None:
     """Why no first attempt fits in ``max_cost``, naming the cheapest arm and its expected cost; None when
     the budget is not what stopped the task (no arm can run at all)."""
     unavailable = state.excluded - set(over_budget)
@@ -229,12 +296,13 @@ def _budget_refusal(ctx: Context, policy: Policy, state: TaskState, max_cost: fl
     hint = ("raise --max-cost or leave it out (a budget can also come from .acr.toml, config.toml or the "
             "profile's settings); `acr route --explain` shows what each arm is expected to cost")
     if not costs:  # the policy has no cost estimate to name
-        return AcrError(f"--max-cost {usd(max_cost)} leaves no arm to try; nothing was run", hint=hint)
+        return AcrError(f"{budget_name} {usd(max_cost)} leaves no arm to try; nothing was run", hint=hint)
     arm, cost = min(costs.items(), key=lambda kv: (kv[1], kv[0]))
     if cost <= max_cost:  # something fits: the budget is not why the policy stopped
         return None
-    return AcrError(f"--max-cost {usd(max_cost)} is less than any arm is expected to cost: the cheapest, {arm}, "
+    return AcrError(f"{budget_name} {usd(max_cost)} is less than any arm is expected to cost: the cheapest, {arm}, "
                     f"~{usd(cost)} an attempt; nothing was run", hint=hint)
+
 
 
 def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:
@@ -258,6 +326,8 @@ def summary(result: TaskResult) -> dict[str, Any]:
         "attempts_counted": result.counted,
         "attempts_free": len(result.free),
         "attempts_free_max": FREE_ATTEMPTS,
+        "budget": None if result.max_cost is None else {"max_cost": result.max_cost, "spent": round(result.cost_usd, 6),
+                                                        "stopped": result.budget_stop},
         "attempts": [
             {
                 "agent": fb.arm.agent,

@@ -28,7 +28,7 @@ from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
-from acr_cli.loop import TaskResult, run_task, summary
+from acr_cli.loop import TaskResult, first_refusal, run_task, summary
 from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
 from acr_cli.profiles import Profile, parse_arms
@@ -73,6 +73,7 @@ class RunReport:
     baseline: VerifierResult | None = None
     policy: str = ""
     shared: dict[str, Any] | None = None  # a team's shared memory: where routing read, what the sync did
+    pruned: Any = None  # acr_cli.workspace.gc.Pruned: the day's automatic prune after this run (None: not due)
 
     @property
     def final(self):
@@ -155,6 +156,7 @@ class Prepared:
     routing: Routing | None = None  # the policy to route by (acr_cli.routing_settings; None: --policy's)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
+    _route: tuple[Any, Context, LiveEnvironment] | None = None
 
     @property
     def verify(self) -> str | None:
@@ -182,24 +184,49 @@ class Prepared:
         self._baseline = result
         return result
 
+    def _routing(self) -> tuple[Any, Context, LiveEnvironment]:
+        """The run's policy, how the request is read, and its live environment (made once)."""
+        if self._route is None:
+            req, opts = self.request, self.options
+
+            def make(memory: Any) -> Any:
+                routing = self.routing or Routing(self.profile, req.policy)
+                return live_policy(self.profile, memory, arms=self.arm_ids, policy=routing.policy,
+                                   option=routing.policy_option)
+
+            policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
+            ctx = classify(req.text, req.project, kind=req.kind)
+            env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
+                                  workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
+                                  verify_timeout=float(opts["verify_timeout"].value),
+                                  permissions=opts["permissions"].value, interactive=req.interactive,
+                                  health=HealthBook(self.memory), tell_verifier=self.profile.settings.tell_verifier,
+                                  protect=tuple(opts["protect"].value or ()))
+            self._route = (policy, ctx, env)
+        return self._route
+
+    def refuse_early(self) -> None:
+        """Raise the :class:`AcrError` the routing loop would refuse the task with before any attempt (a budget
+        below every arm's expected cost, no arm that can run here): asked before the baseline, which may take
+        minutes, so that such a refusal costs nothing."""
+        policy, ctx, env = self._routing()
+        refusal = first_refusal(ctx, policy, env, max_attempts=self._max_attempts(),
+                                max_cost=self.options["max_cost"].value, verified=bool(self.verify),
+                                budget_name=self._budget_name())
+        if refusal is not None:
+            raise refusal
+
+    def _budget_name(self) -> str:
+        """How messages name the budget: as the user gave it (the flag, or the file that set it)."""
+        opt = self.options["max_cost"]
+        return "--max-cost" if opt.source == "command line" else f"max_cost (from {opt.source})"
+
     def execute(self, on_event: Callable[..., None] | None = None,
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
-        req, opts = self.request, self.options
-        def make(memory: Any) -> Any:
-            routing = self.routing or Routing(self.profile, req.policy)
-            return live_policy(self.profile, memory, arms=self.arm_ids, policy=routing.policy,
-                               option=routing.policy_option)
-
-        policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
-        ctx = classify(req.text, req.project, kind=req.kind)
-        env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
-                              workspace=self.workspace, verify=self.verify,
-                              timeout=float(opts["timeout"].value), verify_timeout=float(opts["verify_timeout"].value),
-                              permissions=opts["permissions"].value, interactive=req.interactive,
-                              on_output=on_output, health=HealthBook(self.memory), baseline=self._baseline,
-                              tell_verifier=self.profile.settings.tell_verifier,
-                              protect=tuple(opts["protect"].value or ()))
+        opts = self.options
+        policy, ctx, env = self._routing()
+        env.on_output, env.baseline = on_output, self._baseline
         if on_event is not None:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         described: set[str] = set()
@@ -219,13 +246,18 @@ class Prepared:
 
         result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
                           max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
-                          on_event=events)
+                          on_event=events, budget_name=self._budget_name())
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
             with interrupts.deferred():
                 self.team.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
+        if self.lock is not None:  # what acr kept to be safe, once old (acr_cli.workspace.gc): once a day at most
+            from acr_cli.workspace.gc import maybe_prune
+
+            with interrupts.deferred():
+                report.pruned = maybe_prune(self.lock)
         if self.team is not None:
             report.shared = {"server": self.team.label, "routed_from": "server" if self.team.server else "local copy",
                              **self.team.sync().to_json()}
@@ -336,25 +368,41 @@ def prepare(req: RunRequest, *,
         if ws is None and options["protect"].value:  # what an attempt changed is read from its checkpoint
             prepared.warnings.append(f"protect (from {options['protect'].source}) is not enforced without the "
                                      "rollback (--no-rollback, or outside git): nothing tells what an attempt changed")
+        if prepared.lock is not None:  # (with --no-rollback too: a later `acr recover` would revert its work)
+            refuse_after_a_killed_run(prepared.lock)
         if ws is not None:
             ws.ensure_no_operation_in_progress()
-            interrupted = ws.interrupted_checkpoints()
-            alive = ws.survivors(interrupted) if interrupted else []
-            if alive:  # a killed run's agent still writing here would write into this run's attempts
-                raise AcrError(
-                    "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
-                    "changing the work tree during this run: "
-                    + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
-                    hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
-            for name in interrupted:
-                prepared.warnings.append(
-                    f"an earlier `acr run` here was killed before it could roll back (checkpoint {name}); "
-                    "`acr recover` puts the work tree back as it was before that attempt")
             for lock_file in ws.stale_locks():
                 prepared.warnings.append(
                     f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
                     f"a process that died left it: `rm {lock_file}`")
+        prepared.refuse_early()  # before the baseline: a refusal that needs no verifier costs nothing
     except BaseException:
         prepared.close()
         raise
     return prepared
+
+
+def refuse_after_a_killed_run(ws: Workspace) -> None:
+    """Refuse to start where a killed ``acr run`` left a checkpoint (call while holding the lock).
+
+    A run that went on would keep its work on top of the killed attempt's half-done changes, and a later
+    ``acr recover`` would put the tree back to that checkpoint: the later run's pass would be reverted.
+    Recovering first, unasked, could revert edits the user made since the kill (acr cannot tell them
+    from the killed attempt's), so the user chooses: ``acr recover`` (back to before the killed attempt,
+    what the tree holds kept in acr's store) or ``acr recover --discard`` (the tree stays as it is)."""
+    interrupted = ws.interrupted_checkpoints()
+    if not interrupted:
+        return
+    alive = ws.survivors(interrupted)
+    if alive:  # a killed run's agent still writing here would write into this run's attempts
+        raise AcrError(
+            "processes of an earlier `acr run` here, which was killed, are still alive and would go on "
+            "changing the work tree during this run: " + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
+            hint="`acr recover --kill` ends them and puts the work tree back as it was before that attempt")
+    names = ", ".join(interrupted)
+    raise AcrError(
+        f"an earlier `acr run` here was killed mid-attempt (checkpoint {names}): the work tree may hold that "
+        "attempt's half-done changes; no agent was run",
+        hint="`acr recover` puts the work tree back as it was before that attempt (what it holds now is kept in "
+             "acr's store), or `acr recover --discard` keeps the work tree as it is; then run again")

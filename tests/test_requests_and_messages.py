@@ -165,6 +165,59 @@ def test_a_max_cost_below_every_arm_is_refused_naming_the_cheapest(project, fake
     assert calls(log) == [] and tasks_in_memory() == []  # no empty task left in memory
 
 
+def test_a_budget_nothing_fits_in_is_refused_before_the_baseline_check_runs(project, fakes_on_path, scenario,
+                                                                            tmp_path, acr_home):
+    """The baseline may take minutes on a real suite: a refusal that needs no verifier comes before it."""
+    log = scenario({"write": {"calc.py": GOOD}})
+    ran = tmp_path / "verifier-ran"
+    check = f"touch {ran}; {VERIFY}"
+    r = acr("run", "fix add", "--max-cost", "0.0001", "--verify", check, cwd=project)
+    assert r.returncode == 2 and "--max-cost $0.0001 is less than any arm is expected to cost" in r.stderr
+    assert not ran.exists() and calls(log) == [] and tasks_in_memory() == []
+    # a budget from the settings is named by where it came from
+    (acr_home / "config").mkdir(parents=True, exist_ok=True)
+    (acr_home / "config" / "config.toml").write_text("max_cost = 0.0001\n")
+    r = acr("run", "fix add", "--verify", check, "--json", cwd=project)
+    assert r.returncode == 2 and not ran.exists()
+    assert "max_cost (from " in r.stderr and "config.toml) $0.0001 is less than any arm" in r.stderr
+    assert "max_cost (from " in json.loads(r.stdout)["error"]["message"]
+
+
+def test_no_arm_that_can_run_is_refused_before_the_baseline_check_runs(project, fakes_on_path, scenario, tmp_path):
+    scenario({"error": "401"})
+    assert acr("run", "fix add", "--arms", "claude:claude-opus-4-6", "--verify", "false", "--yes",
+               cwd=project).returncode == 1  # its login is refused: the arm is set aside
+    ran = tmp_path / "verifier-ran"
+    r = acr("run", "fix add", "--arms", "claude:claude-opus-4-6", "--verify", f"touch {ran}; {VERIFY}", cwd=project)
+    assert r.returncode == 2 and "no arm of the plan can run here" in r.stderr, r.stderr
+    assert not ran.exists()
+
+
+def test_a_run_the_budget_stops_says_so_naming_the_budget(project, fakes_on_path, scenario, tmp_path):
+    """The learned policy plans within the budget: when no further arm fits, the run names the budget, not
+    "no arm left worth trying"."""
+    scenario({"write": {"calc.py": BAD}, "cost": 0, "tokens": [0, 0]})
+    costs = _expected_costs(project)
+    ranked = sorted(costs, key=costs.get)
+    budget = costs[ranked[0]] * 1.01
+    assert costs[ranked[1]] > budget  # only the cheapest arm fits
+    r = acr("run", "fix add", "--verify", VERIFY, "--max-cost", f"{budget:.6f}", "--json", cwd=project)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert len(out["attempts"]) == 1
+    assert out["stop_reason"].startswith(f"stopped by the budget: --max-cost ${budget:.4f}, $0.00 spent; the next "
+                                         "arm, "), out["stop_reason"]
+    assert out["budget"] == {"max_cost": float(f"{budget:.6f}"), "spent": 0.0, "stopped": True}
+    r = acr("run", "fix add", "--verify", VERIFY, "--max-cost", f"{budget:.6f}", "--memory", str(tmp_path / "m.sqlite"),
+            cwd=project)
+    assert r.returncode == 1 and "stopped by the budget: --max-cost" in " ".join(r.stdout.split())
+    assert "no arm left worth trying" not in r.stdout
+    # now the one arm that fits failed this very request lately: the plan within the budget is empty
+    r = acr("run", "fix add", "--verify", VERIFY, "--max-cost", f"{budget:.6f}", cwd=project)
+    assert r.returncode == 2 and f"--max-cost ${budget:.4f} leaves no arm the learned policy would try first" in r.stderr
+    assert "no usable arm" not in r.stdout
+
+
 def test_without_a_verifier_the_first_attempt_is_one_the_budget_covers(project, fakes_on_path, scenario):
     log = scenario({"write": {"calc.py": GOOD}})
     costs = _expected_costs(project)

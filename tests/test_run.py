@@ -435,14 +435,63 @@ def test_a_recover_that_stops_half_way_can_be_finished_and_keeps_each_saved_stat
     assert git(project, "rev-parse", "HEAD").strip() == head and "agent" not in (project / "calc.py").read_text()
 
 
-def test_a_run_warns_about_a_checkpoint_a_killed_run_left(project, fakes_on_path, scenario):
-    from acr_cli.workspace import Workspace
+def _killed_mid_attempt(project: Path, scenario, tmp_path: Path, env: dict | None = None) -> Path:
+    """An `acr run` killed with -9 while its agent had half done calc.py (and what the agent started, ended);
+    the next call of the agent writes GOOD. Returns the scenario's call log."""
+    pidfile = tmp_path / "writer.pid"
+    half_done = f"echo half-done > calc.py; echo $$ > {pidfile}; exec sleep 60"
+    log = scenario({"match": {"call": 1}, "commands": [["sh", "-c", half_done]]}, {"write": {"calc.py": GOOD}})
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
+                             "codex:gpt-5.4"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (pidfile.exists() and pidfile.read_text().strip()):
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)  # acr killed mid-attempt
+    proc.wait(timeout=10)
+    os.kill(int(pidfile.read_text()), signal.SIGKILL)  # (and what its agent started: no survivor to end)
+    assert (project / "calc.py").read_text() == "half-done\n"
+    return log
 
-    Workspace.open(project).checkpoint("20260101-000000-abcdef-1")  # as a killed run leaves it
-    scenario({"write": {"calc.py": GOOD}})
+
+def test_a_run_after_a_killed_one_refuses_and_recover_never_reverts_a_later_pass(project, fakes_on_path, scenario,
+                                                                                 tmp_path):
+    """acr killed with -9 mid-attempt: the next run would keep its work on top of the killed attempt's, and a
+    later `acr recover` would revert it. So the next run refuses (nothing run), naming both ways out."""
+    before = (project / "calc.py").read_text()
+    log = _killed_mid_attempt(project, scenario, tmp_path)
+    for extra in ([], ["--no-rollback"]):
+        r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", *extra, cwd=project)
+        assert r.returncode == 2, r.stderr
+        assert "was killed mid-attempt" in r.stderr and "`acr recover`" in r.stderr
+        assert "acr recover --discard" in r.stderr and "Traceback" not in r.stderr
+    assert len(calls(log)) == 1 and (project / "calc.py").read_text() == "half-done\n"  # nothing ran
+    r = acr("recover", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "calc.py").read_text() == before
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project)
-    assert r.returncode == 0
-    assert "killed before it could roll back" in r.stderr and "acr recover" in r.stderr
+    assert r.returncode == 0, r.stderr
+    r = acr("recover", cwd=project)  # the later pass stays
+    assert r.returncode == 0 and "nothing to recover" in r.stdout
+    assert (project / "calc.py").read_text() == GOOD
+
+
+def test_recover_never_reverts_what_a_later_run_kept_even_one_that_did_not_see_the_checkpoint(
+        project, fakes_on_path, scenario, tmp_path):
+    """A run with another ACR_HOME (another install, an IDE's) does not see the killed run's checkpoint; its
+    pass is still not reverted by `acr recover` from the first."""
+    _killed_mid_attempt(project, scenario, tmp_path)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", cwd=project,
+            env={"ACR_HOME": str(tmp_path / "other-home")})
+    assert r.returncode == 0, r.stderr
+    r = acr("recover", cwd=project)
+    assert r.returncode == 2 and "a later `acr run` kept its work here" in r.stderr, r.stderr
+    assert "acr recover --discard" in r.stderr and "--force" in r.stderr
+    assert (project / "calc.py").read_text() == GOOD  # nothing was changed
+    r = acr("recover", "--force", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    store, name = json.loads(r.stdout)["saved_as"].rsplit("#", 1)  # the pass is kept in acr's store first
+    assert git(project, "--git-dir", store, "show", f"{name}:calc.py") == GOOD
 
 
 def _running(pid: int) -> bool:

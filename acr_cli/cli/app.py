@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from acr_cli import __version__
-from acr_cli.cli import bench, common, config, doctor, init, memory, profiles, recover, run, show, spend, trust
+from acr_cli.cli import bench, common, config, doctor, gc, init, memory, profiles, recover, run, show, spend, trust
 from acr_cli.cli.common import JSON_META, json_error, report_crash, report_error
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PIPE_CLOSED, AcrError, MemoryFileError, Reported
@@ -167,6 +167,7 @@ app.command("run")(run.run)
 app.command("route")(run.route)
 app.command("show")(show.show)
 app.command("recover")(recover.recover)
+app.command("gc")(gc.gc)
 app.command("doctor")(doctor.doctor)
 app.command("init")(init.init)
 app.command("trust")(trust.trust)

@@ -18,6 +18,8 @@ def recover(
     discard: bool = typer.Option(False, "--discard", help="Delete the checkpoint(s) instead of restoring."),
     kill: bool = typer.Option(False, "--kill", help="End the killed run's processes that are still alive, then "
                               "recover."),
+    force: bool = typer.Option(False, "--force", help="Restore even though a later run kept its work here since "
+                               "(that work is kept in acr's store first, like all the tree holds)."),
     project: Optional[Path] = typer.Option(None, "--project", "-C", help="Project directory (default: current)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -32,7 +34,8 @@ def recover(
     holds that differs from the checkpoint is kept first, secrets masked, in acr's store (never
     in the repository, where a push could carry it), with the command that shows it. It only
     sees the checkpoints of the worktree it runs in, and refuses while a process of the killed
-    run is still alive (it could undo the recovery): --kill ends those.
+    run is still alive (it could undo the recovery): --kill ends those. It refuses to restore a checkpoint
+    taken before a later run kept its work in this work tree (that would revert it): --discard, or --force.
 
     Examples: acr recover --list; acr recover; acr recover --kill; acr recover --discard
     """
@@ -86,6 +89,14 @@ def recover(
                 ws.drop(n)
                 out["discarded"].append(n)
         else:
+            later = None if force else ws.kept_since(chosen[0])
+            if later is not None:  # restoring would revert a later run's kept work
+                raise AcrError(
+                    f"a later `acr run` kept its work here (attempt {later[0]}, {_when(later[1])}) after checkpoint "
+                    f"{chosen[0]} was taken: restoring it would revert that work; nothing was changed",
+                    hint=f"`acr recover --discard {chosen[0]}` deletes the checkpoint and leaves the work tree as it "
+                         "is; `acr recover --force` restores anyway (what the tree holds is kept in acr's store "
+                         "first)")
             cp = ws.load_checkpoint(chosen[0])
             saved, n = f"recovered/{cp.name}", 1
             while ws.kept.exists(saved):  # a recover that stopped half way saved one already: keep both
@@ -126,6 +137,12 @@ def recover(
         left = [n for n in found if n != out["restored"]]
         if left:
             echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")
+
+
+def _when(at: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
 def _close_tasks(task_ids: list[str]) -> int:

@@ -211,6 +211,8 @@ def run(
         print_json(report.to_json())
     else:
         print_run_summary(report)
+    if report.pruned is not None and report.pruned.count:
+        echo(f"acr: {report.pruned.line()} (`acr gc`, at most once a day)", err=True)
     result = report.result
     if result.forgotten:
         echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "

@@ -224,6 +224,33 @@ class Workspace:
         oldest first."""
         return self.store.names()
 
+    def note_kept(self, name: str) -> None:
+        """Remember that the attempt ``name`` was kept in this work tree, and when (``<git dir>/acr-kept``): a
+        checkpoint taken before it must not be restored over it (:meth:`kept_since`). In the git directory, not
+        acr's data directory: a run with another ``ACR_HOME`` (or another acr install) sees the same file."""
+        import json
+        import time
+
+        tmp = self.git_dir / "acr-kept.tmp"
+        try:
+            tmp.write_text(json.dumps({"name": name, "at": time.time()}))
+            os.replace(tmp, self.git_dir / "acr-kept")
+        except OSError:  # (a .git that went read-only): the work is kept all the same
+            pass
+
+    def kept_since(self, name: str) -> tuple[str, float] | None:
+        """(attempt, Unix time) of a kept attempt of a later run than checkpoint ``name`` was taken in; None when
+        the last attempt kept here is older (or none is known)."""
+        import json
+
+        try:
+            taken = (self.store.dir / f"{name}.json").stat().st_mtime
+            last = json.loads((self.git_dir / "acr-kept").read_text())
+            kept, at = str(last["name"]), float(last["at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (kept, at) if at > taken and kept != name else None
+
     def drop(self, cp: Checkpoint | str) -> None:
         """Forget a checkpoint (or one by name, even one that cannot be read)."""
         name = cp if isinstance(cp, str) else cp.name
@@ -323,15 +350,21 @@ class Workspace:
         return (f"the attempt changed uncommitted work of yours ({refs.few(hit, 5)}); the work tree before it is kept as "
                 f"{ref} (`git checkout {ref} -- {hit[0]}` brings a file back)")
 
-    def keep_ignored_overwritten(self, cp: Checkpoint) -> str | None:
+    def keep_ignored_overwritten(self, cp: Checkpoint, agent: set[str] | None = None) -> str | None:
         """A kept attempt that changed or deleted ignored files acr had kept (a ``.env``, local settings): the
         user's versions are written to ``<git common dir>/acr/put-aside/<checkpoint>/`` (never a ref: a push
-        of every ref would carry a ``.env``); returns a line that says so (None when it touched none)."""
+        of every ref would carry a ``.env``); returns a line that says so (None when it touched none).
+
+        ``agent``: the ignored paths the agent itself changed, read before the verifier ran (Guard.touched).
+        Only those count: what the check writes (pytest's ``.pytest_cache/v/cache/lastfailed``) is the user's
+        own command at work, which the baseline did too, not the attempt's. A path both changed is the
+        agent's. None: nothing ran after the agent (no verifier), so every change is the attempt's."""
         if not cp.ignored_tree:
             return None
         huge = tuple(p for p, _ in self.snap.oversized_ignored(cp.ignored))  # kept with the attempt, never read
         now, _ = self.snap.ignored_tree(cp.ignored, cp.ignored_index, leave=huge)
-        hit = sorted(path for status, path in self.snap.diff(cp.ignored_tree, now) if status != "A")
+        hit = sorted(path for status, path in self.snap.diff(cp.ignored_tree, now)
+                     if status != "A" and (agent is None or path in agent))
         if not hit:
             return None
         folder = rollback._put_aside_folder(self.common_dir, cp.name)
@@ -416,6 +449,9 @@ class Guard:
     error: WorkspaceError | None = None  # the rollback failed: the checkpoint stays for `acr recover`
     done: bool = False
     oversized: tuple[tuple[str, int], ...] = ()  # files the attempt made over the budget, not in its diff
+    # the ignored files the agent changed, read before the verifier ran (None: not read): what the check writes
+    # afterwards is not the attempt's (keep_ignored_overwritten)
+    agent_ignored: set[str] | None = None
 
     def changes(self) -> list[tuple[str, str]]:
         return self.ws.changes(self.cp)
@@ -426,7 +462,10 @@ class Guard:
         return self.ws.diffstat(self.cp, shot)
 
     def touched(self) -> Changes:
-        return self.ws.touched(self.cp)
+        """What the attempt changed so far (Workspace.touched); call it as the agent ends, before the verifier."""
+        changes = self.ws.touched(self.cp)
+        self.agent_ignored = {path for _, path in changes.ignored}
+        return changes
 
     def rollback(self) -> RestoreReport | None:
         """Roll back now (idempotent); the checkpoint is dropped once the work tree is back."""
@@ -458,8 +497,9 @@ class Guard:
                         "made files over the size budget acr reads an attempt's files within, kept but not in the "
                         "diff shown: " + ", ".join(f"{p} ({rollback.size_text(n)})" for p, n in self.oversized))
                 kept = [self.ws.keep_overwritten(self.cp, [path for _, path in self.changes()]),
-                        self.ws.keep_ignored_overwritten(self.cp)]
+                        self.ws.keep_ignored_overwritten(self.cp, self.agent_ignored)]
                 self.kept_before = "; ".join(k for k in kept if k) or None
+                self.ws.note_kept(self.cp.name)
                 self.ws.drop(self.cp)
             return
         self.rollback()

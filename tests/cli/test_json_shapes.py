@@ -7,7 +7,7 @@ import json
 
 from conftest import GOOD, VERIFY, acr
 
-RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "answer", "changes", "baseline", "context",
+RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "budget", "answer", "changes", "baseline", "context",
        "attempts", "skipped", "shared_memory", "attempts_counted", "attempts_free", "attempts_free_max"}
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",

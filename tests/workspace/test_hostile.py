@@ -375,6 +375,39 @@ def test_a_passing_attempt_that_overwrites_an_ignored_env_keeps_the_users_versio
                                                 capture_output=True).stdout
 
 
+def test_what_the_verifier_writes_in_ignored_files_is_not_put_aside_as_the_attempts(project, fakes_on_path,
+                                                                                      scenario):
+    """pytest's cache (.pytest_cache/v/cache/lastfailed) changes on every pass after a failure: the user's own
+    check wrote it, not the agent. Only what the agent changed is put aside; a file both changed is the agent's."""
+    import sys
+
+    root = project
+    (root / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n*.log\n.env\n")
+    (root / ".env").write_text("DB_PASS=mine\n")
+    (root / "both.log").write_text("the user's log\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore")
+    check = f"echo verifier >> both.log; echo verifier >> check.log; {sys.executable} -m pytest -q"
+    (root / "check.log").write_text("the user's\n")
+    scenario({"write": {"calc.py": "def add(a, b):\n    return a + b\n", ".env": "DB_PASS=the-agents\n",
+                        "both.log": "the agent's\n"}})
+    r = acr("run", "fix add", "--verify", check, "--arms", "codex:gpt-5.4", cwd=root)  # the baseline fails first
+    assert r.returncode == 0, r.stderr
+    assert (root / ".pytest_cache" / "v" / "cache" / "lastfailed").exists()
+    out = " ".join(r.stdout.split())
+    assert "the attempt changed ignored files of yours (.env, both.log); your versions are saved in " in out, out
+    folder = Path(out.split("are saved in ", 1)[1].split()[0])
+    saved = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert saved == [".env", "both.log"]  # not the check's lastfailed, nor check.log only the check wrote
+    assert (folder / "both.log").read_text() == "the user's log\nverifier\n"  # as it was before the attempt
+    git(root, "checkout", "-q", "calc.py")  # broken again; nothing but the check touches an ignored file now
+    scenario({"write": {"calc.py": "def add(a, b):\n    return a + b\n"}})
+    r = acr("run", "fix add", "--verify", check, "--arms", "codex:gpt-5.4", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert "ignored files of yours" not in r.stdout
+    assert len(list((root / ".git" / "acr" / "put-aside").iterdir())) == 1
+
+
 def _passing_run(root: Path, *extra: str) -> subprocess.CompletedProcess:
     """``acr run`` whose attempt passes (the scenario says what the agent does)."""
     r = acr("run", "fix add", "--verify", "true", "--yes", "--arms", "codex:gpt-5.4", *extra, cwd=root)
