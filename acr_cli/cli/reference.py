@@ -1,7 +1,8 @@
 """The command reference, generated from ``--help``: ``python -m acr_cli.cli.reference --write``.
 
-``acr_cli/cli/COMMANDS.md`` holds every command's ``--help`` exactly as acr prints it (100 columns,
-no colour), so the option lists are never copied by hand; a test fails when the file is stale.
+``docs/commands.md`` (in the repository, beside the README it is linked from) holds every command's
+``--help`` exactly as acr prints it (100 columns, no colour), so the option lists are never copied by hand;
+a test fails when the file is stale. It is a document for readers, not package data: a wheel does not carry it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-FILE = Path(__file__).with_name("COMMANDS.md")
+FILE = Path(__file__).resolve().parents[2] / "docs" / "commands.md"
 WIDTH = 100
 
 

@@ -1,4 +1,4 @@
-"""The command reference (acr_cli/cli/COMMANDS.md) is every command's --help as acr prints it now."""
+"""The command reference (docs/commands.md) is every command's --help as acr prints it now."""
 
 from __future__ import annotations
 
