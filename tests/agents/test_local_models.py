@@ -1,4 +1,4 @@
-"""README's "Local models" recipe, as written: an opencode provider and codex arms pointed at a local
+"""The local-models recipe (docs/local-models.md), as written: an opencode provider and codex arms pointed at a local
 OpenAI-compatible server, with acr's mock API standing in for that server.
 
 The first tests run in the default suite with the fake CLIs: a local arm routes, runs, costs $0 and is
@@ -20,36 +20,36 @@ from conftest import FAKES, REPO, acr, init_repo
 from acr_cli.agents.mockapi import MockServer, tool_call
 from acr_cli.agents.selfcheck import sandbox
 
-README_URL = "http://127.0.0.1:11434"  # the server address the README's snippets name
+RECIPE = REPO / "docs" / "local-models.md"
+RECIPE_URL = "http://127.0.0.1:11434"  # the server address the recipe's snippets name
 VERIFY = f"{sys.executable} -c \"import sys; sys.exit(0 if open('out.txt').read().strip() == 'good' else 1)\""
 LOCAL_ARMS = ("opencode:local/qwen2.5-coder", "codex:qwen2.5-coder")
 
 
 def recipe() -> tuple[str, str]:
-    """(opencode.json, profile YAML): the two code blocks of README's "Local models" section."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Local models", 1)[1].split("\n## ", 1)[0]
+    """(opencode.json, profile YAML): the two code blocks of docs/local-models.md."""
+    section = RECIPE.read_text(encoding="utf-8")
     blocks = dict(re.findall(r"```(json|yaml)\n(.*?)```", section, re.S))
     return blocks["json"], blocks["yaml"]
 
 
 def set_up(tmp_path: Path, url: str, extra_arms: str = "") -> tuple[dict[str, str], Path]:
-    """The README's opencode.json in a fresh HOME's ``~/.config/opencode``, its profile arms (plus
+    """The recipe's opencode.json in a fresh HOME's ``~/.config/opencode``, its profile arms (plus
     ``extra_arms``) in a profile file, both with ``url`` for the server; returns (environment, profile)."""
     opencode_json, profile_yaml = recipe()
     home = tmp_path / "home"
     (home / ".config" / "opencode").mkdir(parents=True)
-    (home / ".config" / "opencode" / "opencode.json").write_text(opencode_json.replace(README_URL, url))
+    (home / ".config" / "opencode" / "opencode.json").write_text(opencode_json.replace(RECIPE_URL, url))
     profile = tmp_path / "local.yaml"
-    profile.write_text(profile_yaml.replace(README_URL, url) + extra_arms)
+    profile.write_text(profile_yaml.replace(RECIPE_URL, url) + extra_arms)
     (tmp_path / "codex-home").mkdir()
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
            "CODEX_HOME": str(tmp_path / "codex-home")}
     return env, profile
 
 
-def test_the_readme_recipe_is_a_valid_profile_of_two_priced_arms(tmp_path):
-    _, profile = set_up(tmp_path, README_URL)
+def test_the_recipe_is_a_valid_profile_of_two_priced_arms(tmp_path):
+    _, profile = set_up(tmp_path, RECIPE_URL)
     r = acr("profiles", "show", str(profile), "--json")
     assert r.returncode == 0, r.stderr
     arms = {a["id"] if "id" in a else f"{a['agent']}:{a['model']}": a for a in json.loads(r.stdout)["arms"]}
@@ -180,7 +180,7 @@ def _real(agent: str) -> str:
 
 @pytest.mark.agents
 @pytest.mark.parametrize("arm", LOCAL_ARMS)
-def test_the_real_cli_runs_the_readme_recipe_against_a_local_server(arm, tmp_path):
+def test_the_real_cli_runs_the_recipe_against_a_local_server(arm, tmp_path):
     agent = arm.split(":")[0]
     _real(agent)
     project = init_repo(tmp_path / "repo", {"out.txt": "initial\n"})
@@ -204,18 +204,18 @@ def test_the_real_cli_runs_the_readme_recipe_against_a_local_server(arm, tmp_pat
 
 
 @pytest.mark.agents
-def test_the_real_claude_runs_with_the_readme_s_base_url_at_0(tmp_path):
-    """claude has no per-arm endpoint: README's two variables in acr's environment; the arm priced $0."""
+def test_the_real_claude_runs_with_the_recipe_s_base_url_at_0(tmp_path):
+    """claude has no per-arm endpoint: the recipe's two variables in acr's environment; the arm priced $0."""
     _real("claude")
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Local models", 1)[1].split("\n## ", 1)[0]
-    readme_env = dict(re.findall(r"`(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY)=([^`\s]+)`", section))
-    assert readme_env["ANTHROPIC_BASE_URL"] == README_URL
+    section = RECIPE.read_text(encoding="utf-8")
+    recipe_env = dict(re.findall(r"`(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY)=([^`\s]+)`", section))
+    assert recipe_env["ANTHROPIC_BASE_URL"] == RECIPE_URL
     project = init_repo(tmp_path / "repo", {"out.txt": "initial\n"})
     profile = tmp_path / "claude-local.yaml"
     profile.write_text("arms:\n  - agent: claude\n    model: qwen2.5-coder\n    price: {input: 0, output: 0}\n")
     with MockServer(script=[tool_call("echo good > out.txt", final="done")], lifetime=600) as srv:
         env = sandbox("claude", srv.url, tmp_path / "sandbox")  # offline settings, a HOME of its own
-        env.update({k: v.replace(README_URL, srv.url) for k, v in readme_env.items()})
+        env.update({k: v.replace(RECIPE_URL, srv.url) for k, v in recipe_env.items()})
         r = acr("run", "--profile", str(profile), "--arms", "claude:qwen2.5-coder", "--verify", VERIFY, "--json",
                 "--timeout", "120", "--", "write good into out.txt", cwd=project, env=env, timeout=300)
         bodies = [q["body"] for q in srv.model_requests()]
