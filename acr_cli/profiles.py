@@ -73,7 +73,7 @@ class Settings:
     typical_tokens: float | None = None
     verify: str | None = None
     tell_verifier: bool = True
-    time_weight: float = 0.05  # USD a minute of waiting is worth (see README, "How acr learns")
+    time_weight: float = 0.05  # USD a minute of waiting is worth (see docs/routing.md)
     model_silence: float | None = 150.0  # acr_cli.agents.opencode.SilenceWatchdog
 
 

@@ -136,7 +136,7 @@ def report_error(e: AcrError, as_json: bool = False) -> None:
 
 
 def json_error(message: str, hint: str | None, exit_code: int) -> None:
-    """An error as one line a script reading ``--json`` output can parse (README: "Every command has --help"):
+    """An error as one line a script reading ``--json`` output can parse (README: "Commands"):
     ``{"error": {"message": ..., "hint": ... or null, "exit_code": N}}``; nothing when the command has printed
     its JSON already (stdout holds one document; its fields and the exit code say what went wrong)."""
     if sys.stdout is None or _printed_json:

@@ -25,7 +25,7 @@ Nothing an attempt does to the tree stops a rollback (a name git refuses, an emp
 attribute, a 2 TB sparse file: see :mod:`.snapshot`); repositories, work trees and object-store caches it
 made are moved aside or removed (:mod:`.rollback`, :mod:`.control`).
 
-Not covered (acr_cli/README.md's "Safety of your work tree" says more): ignored entries over the budget,
+Not covered (docs/safety.md says more): ignored entries over the budget,
 nested repositories that were there before (never deleted or rewritten), writes outside the project,
 committed history the attempt deletes with its reflog and prunes, an operation in progress (refused up front).
 One ``acr run`` per work tree at a time (a lock file in the git directory enforces it).

@@ -21,8 +21,8 @@ Why not a ref in the project: a ``git push --mirror`` (or any push of every ref)
   un-ignored: the rollback puts the user's back anyway).
 
 The newest :data:`KEPT` branches stay; older ones are deleted and their objects pruned at once.
-``refs/acr/attempts/*`` written into projects by acr before this store are left where they are (see the
-README for removing them).
+``refs/acr/attempts/*`` written into projects by older acr versions are left where they are (see
+docs/configuration.md for removing them).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """acr against the real claude, codex and opencode binaries, each talking to a local mock model API.
 
 Marked `agents` (not in the default run): `pytest -m agents`. The CLIs come from npm
-(see README); when they are not on PATH these tests skip with the reason, except in CI
+(see docs/development.md); when they are not on PATH these tests skip with the reason, except in CI
 (CI=true or ACR_REQUIRE_AGENTS=1) where a missing CLI fails the run. Every CLI gets a
 temporary HOME and config pointing only at 127.0.0.1; proxies to a dead local port
 catch any attempt to reach another host.

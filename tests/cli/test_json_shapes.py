@@ -1,5 +1,5 @@
 """The --json shapes scripts read: a field renamed or dropped breaks someone's script, so each shape is
-spelled out here and a change to it must change this file (and README) too."""
+spelled out here and a change to it must change this file (and docs/command-guide.md) too."""
 
 from __future__ import annotations
 
