@@ -1,5 +1,6 @@
 """The documentation stays readable by whom it is for: README a short user guide, each package's README a
-map of the package, and every relative link in README.md and docs/ leading to a file (and heading) that exists."""
+map of the package, and every relative link in the docs (README.md, docs/, bench/README.md, the package maps)
+leading to a file (and heading) that exists."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def lines(path: Path) -> int:
 
 
 def documents() -> list[Path]:
-    """README.md and every page under docs/: the files a reader follows links through."""
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    """README.md, every page under docs/, bench/README.md and the package maps: the files a reader
+    follows links through."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md",
+            *sorted((REPO / "acr_cli").rglob("README.md"))]
 
 
 def slug(heading: str) -> str:
