@@ -150,7 +150,7 @@ def test_route_plans_a_local_arm_at_0_and_claude_s_own_price_table_does_not_cost
 
 def test_a_local_arm_whose_server_is_not_running_is_skipped_not_waited_for(tmp_path, fakes_on_path):
     """Nothing listens at the endpoint (port 9): the real CLIs would retry until acr's timeout (20 minutes by
-    default). acr skips the arm before starting it, says what to do, and runs no agent."""
+    default). acr refuses before the baseline check, names each arm with what to do, and runs no agent."""
     project = init_repo(tmp_path / "repo", {"out.txt": "initial\n"})
     log = tmp_path / "calls.jsonl"
     (tmp_path / "scenario.json").write_text(json.dumps({"log": str(log), "rules": []}))
@@ -159,7 +159,7 @@ def test_a_local_arm_whose_server_is_not_running_is_skipped_not_waited_for(tmp_p
     r = acr("run", "--profile", str(profile), "--verify", VERIFY, "--", "make out.txt say good", cwd=project, env=env)
     assert r.returncode == 2 and "no agent was run" in r.stderr, r.stderr
     for arm in LOCAL_ARMS:
-        assert f"skip {arm}: nothing answers at http://127.0.0.1:9/v1: start its server" in r.stdout + r.stderr
+        assert f"{arm}: nothing answers at http://127.0.0.1:9/v1: start its server" in r.stderr
     assert not log.exists()
     doctor = json.loads(acr("doctor", "--profile", str(profile), "--json", cwd=project, env=env).stdout)
     assert {a["state"] for a in doctor["profile"]["arms"]} == {"unknown"}  # not "not logged in"
