@@ -33,7 +33,7 @@ Behaviour is scripted.  A *script* is a list of steps consumed in order by
                              server shuts down (stall(partial=True): also send
                              the first stream event; stall(headers=False): send
                              nothing at all, not even the status line)
-  usage_limit(resets_at)     answer as the provider does when a plan's usage
+  plan_limit(resets_at)     answer as the provider does when a plan's usage
                              limit is reached, resetting at ``resets_at``
                              (epoch seconds): see limit_response()
 
@@ -112,7 +112,7 @@ SECRET_HEADERS = {"authorization", "proxy-authorization", "x-api-key", "api-key"
 
 @dataclass
 class Step:
-    """One scripted behaviour.  Build with text(), tool_call(), http_error(), stall(), usage_limit()."""
+    """One scripted behaviour.  Build with text(), tool_call(), http_error(), stall(), plan_limit()."""
 
     kind: str  # "text" | "tool" | "error" | "stall" | "limit"
     text: str = ""  # answer text (kind text) or final text after the tool result (kind tool)
@@ -144,7 +144,7 @@ def stall(partial: bool = False, headers: bool = True) -> Step:
     return Step("stall", partial=partial, headers=headers)
 
 
-def usage_limit(resets_at: int) -> Step:
+def plan_limit(resets_at: int) -> Step:
     """A plan's usage limit reached, resetting at ``resets_at`` (epoch seconds): see limit_response()."""
     return Step("limit", status=429, resets_at=int(resets_at))
 
@@ -161,7 +161,7 @@ def script_for_mode(mode: str, answer: str = "Hello from the mock model.",
     if mode == "stall-partial":
         return [stall(partial=True)]
     if mode == "limit":
-        return [usage_limit(int(time.time()) + 2 * 3600)]
+        return [plan_limit(int(time.time()) + 2 * 3600)]
     if mode == "hang":
         return [stall(headers=False)]
     if mode.isdigit():  # "500", "401", "429", ...

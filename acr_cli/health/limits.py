@@ -32,7 +32,7 @@ FALLBACK_HOLD_S = 3600.0
 MAX_HOLD = timedelta(days=31)  # a reset further away than a monthly plan's window is a misreading: capped
 
 _LIMIT = re.compile(
-    r"usage limit reached|usage_limit_reached|you'?ve hit your (usage )?limit|hit your usage limit|"
+    r"usage limit reached|usage_limit_reached|you['\u2019]?ve (hit|reached) your ([\w-]+ ){0,2}limit|hit your usage limit|"
     r"exceeded the [\w\s-]{0,20}usage (quota|limit)|usage quota (exceeded|reached)|out of extra usage|"
     r"(5-hour|five[_ ]hour|weekly|monthly) (usage )?(limit|quota)[^\n]{0,40}(reached|exceeded)|"
     r"free[_ ]tier[_ ]limit|account[_ ]rate[_ ]limit|gousagelimit", re.I)
@@ -94,18 +94,32 @@ def _iso_with_offset(text: str, now: datetime) -> datetime | None:
 
 
 def _resets_clock_zone(text: str, now: datetime) -> datetime | None:
-    """claude's ``resets 2pm (Asia/Shanghai)`` / ``resets 5:30am (Europe/Warsaw)``: the next such time there."""
-    m = re.search(r"resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]m)\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\)", text,
-                  re.I)
+    """claude's ``resets 2pm (Asia/Shanghai)`` / ``resets 5:30am (Europe/Warsaw)``: the next such time there; more
+    than a day ahead claude writes the date too: ``resets Nov 30, 2:33pm (UTC)`` (``Jan 2, 2027, 2pm`` another
+    year)."""
+    m = re.search(r"resets?\s+(?:at\s+)?(?:([A-Za-z]{3})\s+(\d{1,2}),\s+(?:(\d{4}),\s+)?)?"
+                  r"(\d{1,2})(?::(\d{2}))?\s*([ap]m)\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\)", text, re.I)
     if not m:
         return None
     try:
         from zoneinfo import ZoneInfo
 
-        zone = ZoneInfo(m.group(4))
+        zone = ZoneInfo(m.group(7))
     except Exception:  # an unknown zone name (or no tz database): local time
         zone = None
-    return _next_clock(int(m.group(1)), int(m.group(2) or 0), m.group(3), zone, now)
+    hour, minute, half = int(m.group(4)), int(m.group(5) or 0), m.group(6)
+    if not m.group(1):
+        return _next_clock(hour, minute, half, zone, now)
+    if m.group(1).lower() not in _MONTHS:
+        return None
+    here = now.astimezone(zone) if zone is not None else now.astimezone()
+    year = int(m.group(3) or here.year)
+    try:
+        t = here.replace(year=year, month=_MONTHS.index(m.group(1).lower()) + 1, day=int(m.group(2)),
+                         hour=_hour24(hour, half), minute=minute, second=0, microsecond=0)
+    except ValueError:
+        return None
+    return t.astimezone(timezone.utc)
 
 
 def _try_again_at(text: str, now: datetime) -> datetime | None:
