@@ -89,7 +89,8 @@ def _iso_with_offset(text: str, now: datetime) -> datetime | None:
     if zone:
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")
-        return t.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
+        offset = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+        return t.replace(tzinfo=offset).astimezone(timezone.utc)
     return t.astimezone().astimezone(timezone.utc)  # no zone: the machine's local time
 
 
@@ -165,4 +166,4 @@ def hold_until(resets_at: datetime | None, now: datetime | None = None) -> tuple
     now = now or datetime.now(timezone.utc)
     if resets_at is None or resets_at <= now:  # none named, or one already past (claude was seen to repeat a
         return now + timedelta(seconds=FALLBACK_HOLD_S), False  # stale reset for hours): the fallback
-    return min(resets_at, now + MAX_HOLD), True
+    return min(resets_at, now + MAX_HOLD).astimezone(timezone.utc), True  # (callers write it with a Z)

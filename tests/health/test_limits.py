@@ -116,6 +116,21 @@ def test_opencodes_silent_retry_is_ended_by_the_watchdog_and_the_run_goes_on(pro
     assert "no reset time ahead given" in first["health"]
 
 
+def test_opencodes_silent_retry_on_a_logged_usage_limit_ends_at_once_with_its_reset(project, fakes_on_path, scenario,
+                                                                                    acr_home):
+    reset = int(time.time()) + 3 * 3600
+    scenario({"match": {"agent": "opencode"}, "error": "silent_retry", "resets_at": reset})
+    started = time.monotonic()
+    out = run_json(project, *cascade("opencode:zai-coding-plan/glm-5", "opencode:zai-coding-plan/glm-4.7",
+                                     "codex:gpt-5.4"))  # the default watchdog: 150 s of silence
+    assert time.monotonic() - started < 60  # ended on opencode's log line, not on the silence
+    first = out["attempts"][0]
+    assert (first["verdict"], first["problem"]) == ("error", "limit") and "usage quota" in first["detail"]
+    assert utc(first["held_until"]) == datetime.fromtimestamp(reset, timezone.utc)  # written in UTC+8
+    assert [a["agent"] for a in out["attempts"]] == ["opencode", "codex"] and out["verdict"] == "passed"
+    assert [s["model"] for s in out["skipped"]] == ["zai-coding-plan/glm-4.7"]
+
+
 def test_a_held_login_is_tried_again_by_itself_after_the_reset(project, fakes_on_path, scenario, acr_home):
     reset = int(time.time()) + 10
     log = scenario({"match": {"agent": "claude", "call": 1}, "error": "usage_limit", "resets_at": reset},
