@@ -15,6 +15,23 @@ What the CLIs say when a plan's limit is reached (their own formats; see ``../sh
   will reset at 2026-07-30 16:11:46 +0800 CST.``; out of quota on some providers it retries silently and
   never exits (see :mod:`acr_cli.agents.opencode`, the watchdog).
 
+Observed against acr's mock API answering as each provider does (``mockapi.limit_response``; the tests
+``test_a_plans_usage_limit_through_the_real_cli_holds_its_login_until_the_reset`` in
+``tests/agents/test_real_clis.py``), claude 2.1.197, codex-cli 0.171.0, opencode 1.18.33:
+
+* claude reads the ``anthropic-ratelimit-unified-*`` headers only when signed in to a claude.ai plan (OAuth,
+  e.g. ``CLAUDE_CODE_OAUTH_TOKEN``); then it prints ``rate_limit_event`` ``{"status": "rejected", "resetsAt":
+  <epoch>, "rateLimitType": "five_hour"}`` and the result (``is_error``, ``api_error_status: 429``) ``You've hit
+  your session limit · resets 4pm (UTC)`` (``weekly limit``, ``Opus limit``, ``Sonnet limit`` for the other
+  windows; the date too when more than a day ahead: ``resets Nov 30, 2:33pm (UTC)``), exit 1. With an API key
+  the same 429 is ``API Error: Request rejected (429) · <the body's message>``: a rate limit, no reset.
+* codex (an API-key provider too) turns the 429 ``usage_limit_reached`` body into ``error`` and ``turn.failed``
+  events ``You’ve hit your usage limit. Upgrade to Pro (...), visit ... or try again at 4:00 PM.`` (a typographic
+  apostrophe; the minute, local time; ``resets_at`` itself is not printed), exit 1, at once.
+* opencode retries the 429 for ever (tries 2, 4, 8, 16 s apart) with nothing on stdout; with
+  ``--print-logs`` each try is a stderr line ``level=ERROR message="stream error" ... error.error="AI_APICallError:
+  <the provider's message>"``, which acr reads (:class:`acr_cli.agents.opencode.SilenceWatchdog`).
+
 The reset time is read with the time zone the text gives (an offset, an IANA name, epoch seconds); a clock time
 with no zone is the machine's local time (codex prints it so). When no reset time can be read, or the one read
 is already past, the limit is held for :data:`FALLBACK_HOLD_S`: trying a limited arm again costs one quick

@@ -35,7 +35,7 @@ Without a scenario every call succeeds without touching any file.
 A plan's usage limit (``"error": "usage_limit"``), in each CLI's own format, with its reset time:
 
 * claude: a ``rate_limit_event`` with ``rate_limit_info`` ``{"status": "rejected", "resetsAt": <epoch>,
-  "rateLimitType": "five_hour"}``, then the result ``You've hit your limit · resets 2pm (Europe/Paris)``
+  "rateLimitType": "five_hour"}``, then the result ``You've hit your session limit · resets 2pm (Europe/Paris)``
   (``is_error``, exit 1); ``"usage_limit_legacy"``: only the result ``Claude AI usage limit reached|<epoch>``.
   A healthy claude run also prints the event, with status "allowed", as the real one does.
 * codex: an ``error`` event and ``turn.failed`` with ``You've hit your usage limit. ... or try again at 3:04 PM.``
@@ -332,7 +332,8 @@ def resets_at(rule: dict) -> int:
 
 
 def claude_limit_text(rule: dict) -> str:
-    """claude's words for a reached limit: the reset as a clock time in a named zone (the legacy form: epoch)."""
+    """claude's words for a reached limit (2.1.197, the 5-hour window): the reset as a clock time in a named zone
+    (the legacy form: epoch)."""
     at = resets_at(rule)
     if rule.get("error") == "usage_limit_legacy":
         return f"Claude AI usage limit reached|{at}"
@@ -341,7 +342,9 @@ def claude_limit_text(rule: dict) -> str:
 
     t = datetime.fromtimestamp(at, ZoneInfo("Europe/Paris"))  # claude names the account's zone, not the machine's
     clock = f"{t.hour % 12 or 12}{':%02d' % t.minute if t.minute else ''}{'am' if t.hour < 12 else 'pm'}"
-    return f"You've hit your limit · resets {clock} (Europe/Paris)"
+    if at - time.time() > 86400:  # claude 2.1.197 writes the date of a reset more than a day ahead
+        clock = f"{t:%b} {t.day}, {clock}"
+    return f"You've hit your session limit · resets {clock} (Europe/Paris)"
 
 
 def codex_limit_text(rule: dict) -> str:

@@ -232,6 +232,12 @@ NOW = datetime(2026, 11, 28, 3, 0, tzinfo=timezone.utc)  # 11:00 in Shanghai
     ("You've hit your limit · resets 2pm (Asia/Shanghai)", datetime(2026, 11, 28, 6, 0, tzinfo=timezone.utc)),
     ("You've hit your limit · resets 10:30am (Asia/Shanghai)",  # already past there today: tomorrow's
      datetime(2026, 11, 29, 2, 30, tzinfo=timezone.utc)),
+    # claude 2.1.197 names the window that ran out, and the date of a reset more than a day ahead
+    ("You've hit your session limit · resets 4pm (UTC)", datetime(2026, 11, 28, 16, 0, tzinfo=timezone.utc)),
+    ("You've hit your weekly limit · resets Dec 2, 2:33pm (Asia/Shanghai)",
+     datetime(2026, 12, 2, 6, 33, tzinfo=timezone.utc)),
+    ("You've hit your Opus limit · resets Jan 2, 2027, 2pm (Europe/Paris)",
+     datetime(2027, 1, 2, 13, 0, tzinfo=timezone.utc)),
     ("You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 2 days "
      "17 hours 14 minutes.", datetime(2026, 11, 30, 20, 14, tzinfo=timezone.utc)),
     ('{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_at":1777936568,'
