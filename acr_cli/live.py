@@ -330,7 +330,10 @@ class LiveEnvironment:
             if res.stalled:  # a silent retry: what the CLI does when out of quota (its watchdog's docstring)
                 self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, None)
                 fb.verdict, fb.reason = ERROR, f"{res.stalled}; the agent's process group was killed"
-                fb.problem = usage_limit(None, None, what="no answer from the model (a silent retry: out of quota?)")
+                said = limits.is_limit(res.stalled)  # the watchdog read the provider's limit in the CLI's log
+                fb.problem = usage_limit(res.stalled, limits.reset_time(res.stalled) if said else None,
+                                         what="usage limit reached" if said else
+                                         "no answer from the model (a silent retry: out of quota?)")
                 log.write(f"--- {fb.reason}\n")
                 return fb, None
             if res.timed_out:

@@ -33,6 +33,9 @@ Behaviour is scripted.  A *script* is a list of steps consumed in order by
                              server shuts down (stall(partial=True): also send
                              the first stream event; stall(headers=False): send
                              nothing at all, not even the status line)
+  plan_limit(resets_at)     answer as the provider does when a plan's usage
+                             limit is reached, resetting at ``resets_at``
+                             (epoch seconds): see limit_response()
 
 How a request is classified (stateless, so retries and concurrency are safe):
 
@@ -75,13 +78,13 @@ Command line (for trying a CLI by hand)::
     python -m acr_cli.agents.mockapi --port 0 --mode tool --lifetime 600 --log req.jsonl
 
 The command line prints ``MOCKAPI_URL=http://127.0.0.1:PORT`` on its first line.
-Modes: text, tool, stall, stall-partial, hang (no response at all), or an HTTP
-status such as 500 / 401 / 429.
+Modes: text, tool, stall, stall-partial, hang (no response at all), limit (a plan's
+usage limit, resetting in two hours), or an HTTP status such as 500 / 401 / 429.
 
 Each logged request (``srv.requests`` and the JSONL file) is a dict:
 ``{n, time, method, path, query, headers (secrets redacted), body (parsed JSON),
 response: {kind: probe|models|count_tokens|not_found|aux|text|tool_call|final|
-error|stall, status, ...}}``.
+error|limit|stall, status, ...}}``.
 """
 from __future__ import annotations
 
@@ -93,6 +96,7 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import parse_qs, urlsplit
@@ -108,9 +112,9 @@ SECRET_HEADERS = {"authorization", "proxy-authorization", "x-api-key", "api-key"
 
 @dataclass
 class Step:
-    """One scripted behaviour.  Build with text(), tool_call(), http_error(), stall()."""
+    """One scripted behaviour.  Build with text(), tool_call(), http_error(), stall(), plan_limit()."""
 
-    kind: str  # "text" | "tool" | "error" | "stall"
+    kind: str  # "text" | "tool" | "error" | "stall" | "limit"
     text: str = ""  # answer text (kind text) or final text after the tool result (kind tool)
     command: str = ""  # shell command (kind tool)
     status: int = 200  # HTTP status (kind error)
@@ -119,6 +123,7 @@ class Step:
     headers: bool = True  # stall: send status + headers (False = never answer at all)
     tool_name: Optional[str] = None  # tool: force this tool name instead of picking the shell tool
     tool_args: Optional[dict] = None  # tool: force these arguments (with tool_name)
+    resets_at: Optional[int] = None  # limit: when the plan's limit resets (epoch seconds)
 
 
 def text(answer: str = "Hello from the mock model.", usage: Optional[tuple[int, int]] = None) -> Step:
@@ -139,6 +144,11 @@ def stall(partial: bool = False, headers: bool = True) -> Step:
     return Step("stall", partial=partial, headers=headers)
 
 
+def plan_limit(resets_at: int) -> Step:
+    """A plan's usage limit reached, resetting at ``resets_at`` (epoch seconds): see limit_response()."""
+    return Step("limit", status=429, resets_at=int(resets_at))
+
+
 def script_for_mode(mode: str, answer: str = "Hello from the mock model.",
                     command: str = "echo hi > created.txt", final: str = "Done: created created.txt.") -> list[Step]:
     """Map a simple mode name (CLI --mode) to a script."""
@@ -150,11 +160,13 @@ def script_for_mode(mode: str, answer: str = "Hello from the mock model.",
         return [stall()]
     if mode == "stall-partial":
         return [stall(partial=True)]
+    if mode == "limit":
+        return [plan_limit(int(time.time()) + 2 * 3600)]
     if mode == "hang":
         return [stall(headers=False)]
     if mode.isdigit():  # "500", "401", "429", ...
         return [http_error(int(mode))]
-    raise ValueError(f"unknown mode {mode!r} (text, tool, stall, stall-partial, hang, or an HTTP status)")
+    raise ValueError(f"unknown mode {mode!r} (text, tool, stall, stall-partial, hang, limit, or an HTTP status)")
 
 
 # --------------------------------------------------------------------------- request inspection
@@ -431,6 +443,43 @@ def error_body(api: str, status: int) -> dict:
 # --------------------------------------------------------------------------- server
 
 
+def limit_response(api: str, resets_at: int, now: Optional[float] = None) -> tuple[dict[str, str], dict]:
+    """Headers and JSON body of the 429 a provider sends when a plan's usage limit is reached.
+
+    Each API's own shape, as its CLI reads it:
+
+    * Anthropic (claude on a claude.ai plan): ``anthropic-ratelimit-unified-status: rejected`` with
+      ``anthropic-ratelimit-unified-reset`` (epoch seconds) and the window that ran out
+      (``...-representative-claim``); claude reads these headers, not the body.
+    * OpenAI Responses (codex signed in with ChatGPT): an error of type ``usage_limit_reached`` with
+      ``plan_type``, ``resets_at`` (epoch seconds) and ``resets_in_seconds``, and the
+      ``x-codex-primary-*`` headers of the window that ran out.
+    * Chat Completions (opencode's OpenAI-compatible providers): a coding plan's 429 whose message names the
+      reset with its offset (the shape of Z.ai's GLM coding plan, written in UTC+8).
+    """
+    now = time.time() if now is None else now
+    seconds = max(int(resets_at - now), 0)
+    if api == "anthropic":
+        headers = {"anthropic-ratelimit-unified-status": "rejected",
+                   "anthropic-ratelimit-unified-reset": str(resets_at),
+                   "anthropic-ratelimit-unified-representative-claim": "five_hour",
+                   "anthropic-ratelimit-unified-5h-status": "rejected",
+                   "anthropic-ratelimit-unified-5h-reset": str(resets_at),
+                   "anthropic-ratelimit-unified-5h-utilization": "1.0",
+                   "anthropic-ratelimit-unified-fallback": "unavailable",
+                   "retry-after": str(seconds)}
+        return headers, {"type": "error", "error": {"type": "rate_limit_error",
+                                                    "message": "This request would exceed your account's rate limit."}}
+    if api == "responses":
+        headers = {"x-codex-primary-used-percent": "100", "x-codex-primary-window-minutes": "300",
+                   "x-codex-primary-reset-at": str(resets_at), "x-codex-primary-reset-after-seconds": str(seconds)}
+        return headers, {"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
+                                   "plan_type": "plus", "resets_at": resets_at, "resets_in_seconds": seconds}}
+    local = datetime.fromtimestamp(resets_at, timezone(timedelta(hours=8)))
+    message = (f"You have exceeded the 5-hour usage quota. It will reset at {local:%Y-%m-%d %H:%M:%S} +0800 CST.")
+    return {}, {"error": {"code": "1308", "message": message}}
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_HTTPServer"
@@ -460,11 +509,14 @@ class _Handler(BaseHTTPRequestHandler):
             data = zlib.decompress(data)
         return data
 
-    def _send_json(self, status: int, obj: Any, head_only: bool = False) -> None:
+    def _send_json(self, status: int, obj: Any, head_only: bool = False,
+                   extra_headers: Optional[dict[str, str]] = None) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (extra_headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         if not head_only:
             self.wfile.write(data)
@@ -559,6 +611,10 @@ class _Handler(BaseHTTPRequestHandler):
         if action == "error":
             mock._log(self, body, {"kind": "error", "status": step.status})
             return self._send_json(step.status, error_body(api, step.status))
+        if action == "limit":
+            headers, limit_body = limit_response(api, step.resets_at)
+            mock._log(self, body, {"kind": "limit", "status": 429, "resets_at": step.resets_at})
+            return self._send_json(429, limit_body, extra_headers=headers)
         if action == "stall":
             mock._log(self, body, {"kind": "stall", "status": 200 if step.headers else None})
             first = None
@@ -618,7 +674,7 @@ class MockServer:
 
     Args:
         script: list of Step (text(), tool_call(), http_error(), stall()); default [text()].
-        mode: alternative to ``script``: "text", "tool", "stall", "stall-partial", "hang", "500", "401", ...
+        mode: alternative to ``script``: "text", "tool", "stall", "stall-partial", "hang", "limit", "500", ...
         port: 0 = ephemeral.
         lifetime: seconds after which the server shuts itself down (None = never).
         log_path: optional JSONL file receiving every logged request.
@@ -699,7 +755,7 @@ class MockServer:
     def model_requests(self) -> list[dict]:
         """Only the model-turn requests (messages / responses / chat completions)."""
         return [r for r in self.requests if r["response"]["kind"] in ("text", "final", "aux", "tool_call",
-                                                                      "error", "stall")]
+                                                                      "error", "stall", "limit")]
 
     # ---- internals
 
@@ -709,7 +765,7 @@ class MockServer:
             return self._seq
 
     def _decide(self, api: str, body: dict) -> tuple[str, Optional[Step]]:
-        """Return (action, step); action in text|final|tool|error|stall|aux."""
+        """Return (action, step); action in text|final|tool|error|stall|limit|aux."""
         if not _has_tools(body) and not self.aux_follows_script:
             return "aux", None
         result = _has_pending_tool_result(api, body)
@@ -758,7 +814,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Scripted mock model API (Anthropic / OpenAI Responses / chat).")
     ap.add_argument("--port", type=int, default=0, help="port (0 = ephemeral)")
     ap.add_argument("--mode", default="text",
-                    help="text | tool | stall | stall-partial | hang | HTTP status (500, 401...)")
+                    help="text | tool | stall | stall-partial | hang | limit | HTTP status (500, 401...)")
     ap.add_argument("--text", default="Hello from the mock model.", help="answer for --mode text")
     ap.add_argument("--command", default="echo hi > created.txt", help="shell command for --mode tool")
     ap.add_argument("--final", default="Done: created created.txt.", help="final text after the tool result")

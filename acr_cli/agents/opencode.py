@@ -10,8 +10,11 @@ JSONL events carrying ``sessionID``: ``text{part.text}``, ``tool_use``,
 Permissions are passed as inline config in ``OPENCODE_PERMISSION``.
 
 Out of quota (a plan's limit, a provider's 429 it deems retryable), ``opencode run`` retries silently and
-never exits: nothing on stdout, even with ``--format json`` (opencode 1.17-1.18; its log file has the
-error). :class:`SilenceWatchdog` ends such a run (see its rule there).
+never exits: nothing on stdout, even with ``--format json`` (opencode 1.17-1.18). Its log has the provider's
+answer, so acr asks for the log on stderr (``--print-logs --log-level=WARN``: a few lines a run, one
+``level=ERROR message="stream error" ... error.error="..."`` line per failed try). :class:`SilenceWatchdog`
+ends such a run: at once when a logged error says a plan's usage limit was reached (its reset is read from
+it), else after ``model_silence`` seconds without an answer (see its rule there).
 
 Interactive sessions print no usage; afterwards ``opencode session list --format json``
 names the project's newest session and ``opencode export ID`` prints it with its
@@ -21,6 +24,7 @@ totals in ``info.tokens`` (input, output, cache read/write).
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -39,6 +43,7 @@ from acr_cli.agents.base import (
     tool_call,
 )
 from acr_cli.domain import Arm
+from acr_cli.health import limits
 
 SESSION_TIMEOUT = 30.0  # seconds for each of `opencode session list` and `opencode export` (about 2 s each)
 
@@ -58,7 +63,8 @@ class OpencodeAdapter(Adapter):
         return {"PWD": str(workdir), "OPENCODE_PERMISSION": json.dumps(perm)}
 
     def invocation(self, prompt: str, arm: Arm, workdir: Path, permissions: str) -> Invocation:
-        argv = [self.executable, "run", "--format", "json", "-m", arm.model, "--dir", str(workdir)]
+        argv = [self.executable, "run", "--format", "json", "-m", arm.model, "--dir", str(workdir),
+                "--print-logs", "--log-level=WARN"]
         return Invocation(argv + list(arm.args), self._env(workdir, permissions), stdin=prompt)
 
     def interactive(self, prompt: str | None, arm: Arm, workdir: Path, permissions: str) -> Invocation:
@@ -98,7 +104,7 @@ class OpencodeAdapter(Adapter):
         # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
         res.cost_usd = cost if cost else None
         if error or exit_code:
-            res.error = error or short(_last_line(stderr)) or f"opencode exited with {exit_code}"
+            res.error = error or short(_stderr_reason(stderr)) or f"opencode exited with {exit_code}"
         return res
 
     def watchdog(self, silence_s: float | None) -> Watchdog | None:
@@ -142,14 +148,19 @@ class SilenceWatchdog(Watchdog):
     (5xx, a rate limit) with a backoff from 2 s, doubling, and was seen to give up on a 500 after ~87 s
     with exit 1. A wait far beyond that (here: over 1.5 times it) is a retry that will not end by
     itself (an exhausted quota whose reset is hours away); acr's own ``timeout`` still bounds the rest.
+
+    A provider's error in opencode's log (stderr) that says a plan's usage limit was reached ends the run at
+    once, with that error (and so its reset) in the reason: such a retry only ends at the reset.
     """
 
     def __init__(self, silence_s: float, clock=time.monotonic):
         self.silence_s, self.clock = silence_s, clock
         self.waiting_since: float | None = clock()  # waiting on the model since then; None: a step runs
+        self.provider_error: str | None = None  # the last error opencode logged for a model request
 
     def line(self, stream: str, line: str) -> None:
-        if stream != "out":
+        if stream == "err":
+            self.provider_error = logged_error(line) or self.provider_error
             return
         ev = json_event(line)
         kind = ev.get("type") if ev else None
@@ -159,10 +170,25 @@ class SilenceWatchdog(Watchdog):
             self.waiting_since = self.clock()
 
     def check(self) -> str | None:
+        if self.waiting_since is not None and limits.is_limit(self.provider_error):
+            return f"opencode retries silently on its provider's usage limit: {self.provider_error}"
         if self.waiting_since is None or self.clock() - self.waiting_since <= self.silence_s:
             return None
+        said = f"; its last logged error: {short(self.provider_error)}" if self.provider_error else ""
         return (f"no answer from the model for {self.silence_s:g}s and nothing printed (model_silence): opencode "
-                "retries silently when out of quota")
+                f"retries silently when out of quota{said}")
+
+
+def logged_error(line: str) -> str | None:
+    """The error of one of opencode's ``level=ERROR`` log lines (``error.error="AI_APICallError: ..."``), without
+    the error class's name; None for any other line."""
+    if "level=ERROR" not in line:
+        return None
+    m = re.search(r'\berror(?:\.error|\.message)?="((?:[^"\\]|\\.)*)"', line)
+    if not m:
+        return None
+    text = m.group(1).replace('\\"', '"')
+    return re.sub(r"^\w*Error:\s*", "", text) or None
 
 
 def newest_session(listing: str, workdir: Path, since: float) -> str | None:
@@ -203,6 +229,14 @@ def _input_tokens(tokens: dict) -> int | None:
     return base + (as_int(cache.get("read")) or 0) + (as_int(cache.get("write")) or 0)
 
 
-def _last_line(text: str) -> str:
+def _stderr_reason(text: str) -> str:
+    """Why a run failed, from stderr: its last line that is not a log line, else the last error logged."""
     lines = [ln for ln in (text or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+    said = [ln for ln in lines if not _LOG_LINE.match(ln)]
+    if said:
+        return said[-1]
+    logged = [e for e in map(logged_error, lines) if e]
+    return logged[-1] if logged else ""
+
+
+_LOG_LINE = re.compile(r"^timestamp=\S+ level=[A-Z]+ ")

@@ -27,8 +27,12 @@ CHECK_MODELS = {"claude": "claude-sonnet-4-6", "codex": "gpt-5.5", "opencode": "
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there: any host but 127.0.0.1 fails fast
 
 
-def sandbox(agent: str, mock_url: str, root: Path) -> dict[str, str]:
-    """Environment for ``agent`` talking only to ``mock_url``; config files go under ``root``."""
+def sandbox(agent: str, mock_url: str, root: Path, plan: bool = False) -> dict[str, str]:
+    """Environment for ``agent`` talking only to ``mock_url``; config files go under ``root``.
+
+    ``plan``: claude signs in as a claude.ai subscriber (a mock OAuth token in ``CLAUDE_CODE_OAUTH_TOKEN``)
+    instead of with an API key: only then does it read a plan's limit headers (``anthropic-ratelimit-unified-*``)
+    and report them (``rate_limit_event``). codex and opencode read their limits the same with an API key."""
     home = root / "home"
     for sub in ("", ".config", ".local/share", ".cache", ".local/state"):
         (home / sub).mkdir(parents=True, exist_ok=True)
@@ -39,7 +43,10 @@ def sandbox(agent: str, mock_url: str, root: Path) -> dict[str, str]:
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
     }
     if agent == "claude":
-        env.update({"ANTHROPIC_BASE_URL": mock_url, "ANTHROPIC_API_KEY": "acr-mock-key",
+        env.update({"CLAUDE_CODE_OAUTH_TOKEN": "acr-mock-oauth-token",
+                    "CLAUDE_CODE_OAUTH_SCOPES": "user:inference user:profile"} if plan else
+                   {"ANTHROPIC_API_KEY": "acr-mock-key"})
+        env.update({"ANTHROPIC_BASE_URL": mock_url,
                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                     "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "60000"})
     elif agent == "codex":

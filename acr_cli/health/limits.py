@@ -15,6 +15,23 @@ What the CLIs say when a plan's limit is reached (their own formats; see ``../sh
   will reset at 2026-07-30 16:11:46 +0800 CST.``; out of quota on some providers it retries silently and
   never exits (see :mod:`acr_cli.agents.opencode`, the watchdog).
 
+Observed against acr's mock API answering as each provider does (``mockapi.limit_response``; the tests
+``test_a_plans_usage_limit_through_the_real_cli_holds_its_login_until_the_reset`` in
+``tests/agents/test_real_clis.py``), claude 2.1.197, codex-cli 0.171.0, opencode 1.18.33:
+
+* claude reads the ``anthropic-ratelimit-unified-*`` headers only when signed in to a claude.ai plan (OAuth,
+  e.g. ``CLAUDE_CODE_OAUTH_TOKEN``); then it prints ``rate_limit_event`` ``{"status": "rejected", "resetsAt":
+  <epoch>, "rateLimitType": "five_hour"}`` and the result (``is_error``, ``api_error_status: 429``) ``You've hit
+  your session limit · resets 4pm (UTC)`` (``weekly limit``, ``Opus limit``, ``Sonnet limit`` for the other
+  windows; the date too when more than a day ahead: ``resets Nov 30, 2:33pm (UTC)``), exit 1. With an API key
+  the same 429 is ``API Error: Request rejected (429) · <the body's message>``: a rate limit, no reset.
+* codex (an API-key provider too) turns the 429 ``usage_limit_reached`` body into ``error`` and ``turn.failed``
+  events ``You’ve hit your usage limit. Upgrade to Pro (...), visit ... or try again at 4:00 PM.`` (a typographic
+  apostrophe; the minute, local time; ``resets_at`` itself is not printed), exit 1, at once.
+* opencode retries the 429 for ever (tries 2, 4, 8, 16 s apart) with nothing on stdout; with
+  ``--print-logs`` each try is a stderr line ``level=ERROR message="stream error" ... error.error="AI_APICallError:
+  <the provider's message>"``, which acr reads (:class:`acr_cli.agents.opencode.SilenceWatchdog`).
+
 The reset time is read with the time zone the text gives (an offset, an IANA name, epoch seconds); a clock time
 with no zone is the machine's local time (codex prints it so). When no reset time can be read, or the one read
 is already past, the limit is held for :data:`FALLBACK_HOLD_S`: trying a limited arm again costs one quick
@@ -32,7 +49,7 @@ FALLBACK_HOLD_S = 3600.0
 MAX_HOLD = timedelta(days=31)  # a reset further away than a monthly plan's window is a misreading: capped
 
 _LIMIT = re.compile(
-    r"usage limit reached|usage_limit_reached|you'?ve hit your (usage )?limit|hit your usage limit|"
+    r"usage limit reached|usage_limit_reached|you['\u2019]?ve (hit|reached) your ([\w-]+ ){0,2}limit|hit your usage limit|"
     r"exceeded the [\w\s-]{0,20}usage (quota|limit)|usage quota (exceeded|reached)|out of extra usage|"
     r"(5-hour|five[_ ]hour|weekly|monthly) (usage )?(limit|quota)[^\n]{0,40}(reached|exceeded)|"
     r"free[_ ]tier[_ ]limit|account[_ ]rate[_ ]limit|gousagelimit", re.I)
@@ -89,23 +106,38 @@ def _iso_with_offset(text: str, now: datetime) -> datetime | None:
     if zone:
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")
-        return t.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
+        offset = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+        return t.replace(tzinfo=offset).astimezone(timezone.utc)
     return t.astimezone().astimezone(timezone.utc)  # no zone: the machine's local time
 
 
 def _resets_clock_zone(text: str, now: datetime) -> datetime | None:
-    """claude's ``resets 2pm (Asia/Shanghai)`` / ``resets 5:30am (Europe/Warsaw)``: the next such time there."""
-    m = re.search(r"resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]m)\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\)", text,
-                  re.I)
+    """claude's ``resets 2pm (Asia/Shanghai)`` / ``resets 5:30am (Europe/Warsaw)``: the next such time there; more
+    than a day ahead claude writes the date too: ``resets Nov 30, 2:33pm (UTC)`` (``Jan 2, 2027, 2pm`` another
+    year)."""
+    m = re.search(r"resets?\s+(?:at\s+)?(?:([A-Za-z]{3})\s+(\d{1,2}),\s+(?:(\d{4}),\s+)?)?"
+                  r"(\d{1,2})(?::(\d{2}))?\s*([ap]m)\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\)", text, re.I)
     if not m:
         return None
     try:
         from zoneinfo import ZoneInfo
 
-        zone = ZoneInfo(m.group(4))
+        zone = ZoneInfo(m.group(7))
     except Exception:  # an unknown zone name (or no tz database): local time
         zone = None
-    return _next_clock(int(m.group(1)), int(m.group(2) or 0), m.group(3), zone, now)
+    hour, minute, half = int(m.group(4)), int(m.group(5) or 0), m.group(6)
+    if not m.group(1):
+        return _next_clock(hour, minute, half, zone, now)
+    if m.group(1).lower() not in _MONTHS:
+        return None
+    here = now.astimezone(zone) if zone is not None else now.astimezone()
+    year = int(m.group(3) or here.year)
+    try:
+        t = here.replace(year=year, month=_MONTHS.index(m.group(1).lower()) + 1, day=int(m.group(2)),
+                         hour=_hour24(hour, half), minute=minute, second=0, microsecond=0)
+    except ValueError:
+        return None
+    return t.astimezone(timezone.utc)
 
 
 def _try_again_at(text: str, now: datetime) -> datetime | None:
@@ -151,4 +183,4 @@ def hold_until(resets_at: datetime | None, now: datetime | None = None) -> tuple
     now = now or datetime.now(timezone.utc)
     if resets_at is None or resets_at <= now:  # none named, or one already past (claude was seen to repeat a
         return now + timedelta(seconds=FALLBACK_HOLD_S), False  # stale reset for hours): the fallback
-    return min(resets_at, now + MAX_HOLD), True
+    return min(resets_at, now + MAX_HOLD).astimezone(timezone.utc), True  # (callers write it with a Z)

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from acr_cli.agents.mockapi import MockServer, text, tool_call
+from acr_cli.agents.mockapi import MockServer, plan_limit, text, tool_call
 
 
 def _post(url: str, body: dict, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -137,3 +137,28 @@ def test_mock_api_speaks_three_protocols_and_scripted_failures() -> None:
     # Lifetime: the server stops by itself.
     srv = MockServer(lifetime=0.5).start()
     assert srv.wait(5), "lifetime did not stop the server"
+
+
+def test_a_plan_limit_is_answered_as_each_provider_does_with_its_reset() -> None:
+    """What each real CLI reads (see limit_response; tests/agents/test_real_clis.py runs the CLIs against it)."""
+    reset = int(time.time()) + 7200
+    tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]
+    with MockServer(script=[plan_limit(reset)], lifetime=30) as srv:
+        answers = {}
+        for path in ("/v1/messages", "/v1/responses", "/v1/chat/completions"):
+            req = urllib.request.Request(srv.url + path, data=json.dumps({"model": "m", "tools": tools}).encode(),
+                                         method="POST", headers={"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(req, timeout=5)
+            except urllib.error.HTTPError as e:
+                answers[path] = (e.code, e.headers, json.loads(e.read()))
+    assert {status for status, _, _ in answers.values()} == {429}
+    _, headers, body = answers["/v1/messages"]  # claude on a claude.ai plan reads the headers
+    assert headers["anthropic-ratelimit-unified-status"] == "rejected"
+    assert int(headers["anthropic-ratelimit-unified-reset"]) == reset and body["error"]["type"] == "rate_limit_error"
+    _, headers, body = answers["/v1/responses"]  # codex: the usage_limit_reached error
+    assert body["error"]["type"] == "usage_limit_reached" and body["error"]["resets_at"] == reset
+    assert 7190 <= body["error"]["resets_in_seconds"] <= 7200 and headers["x-codex-primary-used-percent"] == "100"
+    _, _, body = answers["/v1/chat/completions"]  # a coding plan's words, the reset in UTC+8
+    assert "usage quota" in body["error"]["message"] and "+0800" in body["error"]["message"]
+    assert [q["response"]["kind"] for q in srv.model_requests()] == ["limit"] * 3

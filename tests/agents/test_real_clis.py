@@ -14,12 +14,13 @@ import os
 import shutil
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from conftest import FAKES, acr, init_repo
 
-from acr_cli.agents.mockapi import MockServer, http_error, stall, tool_call
+from acr_cli.agents.mockapi import MockServer, http_error, plan_limit, stall, tool_call
 from acr_cli.agents.selfcheck import sandbox
 
 pytestmark = pytest.mark.agents
@@ -51,8 +52,8 @@ def project(tmp_path) -> Path:
 class Mocks:
     """One mock API per agent, and the environment pointing each CLI at its own."""
 
-    def __init__(self, root: Path, scripts: dict[str, list]):
-        self.root = root
+    def __init__(self, root: Path, scripts: dict[str, list], plan: tuple[str, ...] = ()):
+        self.root, self.plan = root, plan
         self.servers = {a: MockServer(script=s, lifetime=600, log_path=str(root / f"{a}-requests.jsonl"))
                         for a, s in scripts.items()}
         self.env: dict[str, str] = {}
@@ -60,7 +61,7 @@ class Mocks:
     def __enter__(self) -> "Mocks":
         for agent, srv in self.servers.items():
             srv.start()
-            self.env.update(sandbox(agent, srv.url, self.root))
+            self.env.update(sandbox(agent, srv.url, self.root, plan=agent in self.plan))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -215,3 +216,47 @@ def test_opencode_session_files_give_an_interactive_sessions_tokens(project, tmp
             monkeypatch.setenv(key, value)
         assert agents.get("opencode").session_usage(project, since) == (att["tokens_in"], att["tokens_out"])
         assert agents.get("opencode").session_usage(project, time.time() + 60) is None
+
+
+# A plan's usage limit, answered by the mock as each provider does (mockapi.limit_response): the limited CLI's two
+# arms (one login), then another CLI's arm that passes.
+LIMITED = {"claude": ("claude:claude-sonnet-4-6", "claude:claude-opus-4-6", "codex"),
+           "codex": ("codex:gpt-5.4", "codex:gpt-5.5", "claude"),
+           "opencode": ("opencode:mock/mock-model", "opencode:mock/other-model", "codex")}
+
+
+def _utc(iso: str) -> float:
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_plans_usage_limit_through_the_real_cli_holds_its_login_until_the_reset(agent, project, tmp_path,
+                                                                                  monkeypatch):
+    """claude (signed in to a plan) prints a rejected rate_limit_event with the reset; codex "try again at 3:04 PM"
+    (the minute, local time); opencode retries silently, its log (stderr) names the reset in UTC+8."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # claude signs in with the plan's (mock) token
+    first, second, other = LIMITED[agent]
+    arms = [first, second, ARM[other]]
+    profile = tmp_path / "limits.yaml"  # the watchdog's silence bound lowered: a backstop, not what ends opencode
+    profile.write_text("extends: balanced\nsettings: {model_silence: 30}\narms:\n"
+                       + "".join(f"  - {{agent: {a.split(':', 1)[0]}, model: {a.split(':', 1)[1]}}}\n" for a in arms))
+    reset = int(time.time()) + 3 * 3600 + 1234
+    scripts = {agent: [plan_limit(reset)], other: [tool_call("echo good > out.txt", final="done")]}
+    with Mocks(tmp_path, scripts, plan=("claude",)) as m:
+        started = time.monotonic()
+        out = run(project, m, "write good into out.txt", arms, "--profile", str(profile),
+                  "--policy", "cascade:" + ",".join(arms))
+        took = time.monotonic() - started
+        limited = [q for q in m.servers[agent].model_requests() if q["response"]["kind"] == "limit"]
+        doctor = json.loads(acr("doctor", "--json", "--profile", str(profile), cwd=project, env=m.env).stdout)
+    assert out["exit_code"] == 0, out["stderr"]
+    assert limited, f"{agent} never asked the mock"
+    assert [(a["agent"], a["verdict"], a["problem"]) for a in out["attempts"]] == [
+        (agent, "error", "limit"), (other, "passed", None)], out["attempts"]
+    held = _utc(out["attempts"][0]["held_until"])
+    assert reset - 60 < held <= reset, f"{agent}: held until {out['attempts'][0]['held_until']}, reset {reset}"
+    assert [s["model"] for s in out["skipped"]] == [second.split(":", 1)[1]]  # same login: not tried
+    assert took < 120, f"{agent}: the limit took {took:.0f}s to fall through"
+    health = {a["model"]: a["health"] for a in doctor["profile"]["arms"] if a["agent"] == agent}
+    assert set(health) == {first.split(":", 1)[1], second.split(":", 1)[1]}
+    assert all(h["state"] == "held" and _utc(h["until"]) == held for h in health.values()), health

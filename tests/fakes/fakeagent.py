@@ -35,14 +35,15 @@ Without a scenario every call succeeds without touching any file.
 A plan's usage limit (``"error": "usage_limit"``), in each CLI's own format, with its reset time:
 
 * claude: a ``rate_limit_event`` with ``rate_limit_info`` ``{"status": "rejected", "resetsAt": <epoch>,
-  "rateLimitType": "five_hour"}``, then the result ``You've hit your limit · resets 2pm (Europe/Paris)``
+  "rateLimitType": "five_hour"}``, then the result ``You've hit your session limit · resets 2pm (Europe/Paris)``
   (``is_error``, exit 1); ``"usage_limit_legacy"``: only the result ``Claude AI usage limit reached|<epoch>``.
   A healthy claude run also prints the event, with status "allowed", as the real one does.
 * codex: an ``error`` event and ``turn.failed`` with ``You've hit your usage limit. ... or try again at 3:04 PM.``
   (the machine's local time; with the date, ``Jul 5th, 2026 8:19 PM``, when not today), exit 1.
 * opencode: an ``error`` event, APIError 429 ``You have exceeded the 5-hour usage quota. It will reset at
   2026-07-30 16:11:46 +0800 CST.`` (the reset in UTC+8), exit 1; ``"silent_retry"``: what opencode does out of
-  quota on providers whose 429 it retries: prints nothing and never exits.
+  quota on providers whose 429 it retries: prints nothing on stdout and never exits (with ``--print-logs``, it
+  logs each refused try on stderr: the quota's reset with ``resets_at``, else a bare 429).
 
 Login status commands (``claude auth status``, ``codex login status``, ``opencode auth list``)
 answer like the real ones (claude 2.1.197, codex-cli 0.169.0, opencode 1.18.33), driven by:
@@ -331,7 +332,8 @@ def resets_at(rule: dict) -> int:
 
 
 def claude_limit_text(rule: dict) -> str:
-    """claude's words for a reached limit: the reset as a clock time in a named zone (the legacy form: epoch)."""
+    """claude's words for a reached limit (2.1.197, the 5-hour window): the reset as a clock time in a named zone
+    (the legacy form: epoch)."""
     at = resets_at(rule)
     if rule.get("error") == "usage_limit_legacy":
         return f"Claude AI usage limit reached|{at}"
@@ -340,7 +342,9 @@ def claude_limit_text(rule: dict) -> str:
 
     t = datetime.fromtimestamp(at, ZoneInfo("Europe/Paris"))  # claude names the account's zone, not the machine's
     clock = f"{t.hour % 12 or 12}{':%02d' % t.minute if t.minute else ''}{'am' if t.hour < 12 else 'pm'}"
-    return f"You've hit your limit · resets {clock} (Europe/Paris)"
+    if at - time.time() > 86400:  # claude 2.1.197 writes the date of a reset more than a day ahead
+        clock = f"{t:%b} {t.day}, {clock}"
+    return f"You've hit your session limit · resets {clock} (Europe/Paris)"
 
 
 def codex_limit_text(rule: dict) -> str:
@@ -439,11 +443,29 @@ def codex(rule: dict, model: str, prompt: str, root: Path) -> int:
     return int(rule.get("exit", 0))
 
 
+def opencode_retry_log(rule: dict, model: str) -> str:
+    """The line opencode 1.18.33 logs (``--print-logs``) for a try its provider refused: with ``resets_at``, a
+    coding plan's usage quota naming its reset in UTC+8; else a bare 429."""
+    from datetime import datetime, timedelta, timezone
+
+    if rule.get("resets_at"):
+        t = datetime.fromtimestamp(resets_at(rule), timezone(timedelta(hours=8)))
+        said = f"You have exceeded the 5-hour usage quota. It will reset at {t:%Y-%m-%d %H:%M:%S} +0800 CST."
+    else:
+        said = "Too Many Requests"
+    provider, _, model_id = model.partition("/")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return (f'timestamp={stamp} level=ERROR run=fake message="stream error" providerID={provider} '
+            f'modelID={model_id} small=false agent=build mode=primary error.error="AI_APICallError: {said}"')
+
+
 def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
     sid = "ses_" + uuid.uuid4().hex[:20]
     ts = int(time.time() * 1000)
     if rule.get("error") == "silent_retry":  # out of quota: it retries with nothing printed, and never exits
         while True:
+            if "--print-logs" in sys.argv:  # its log names the provider's answer to each try
+                print(opencode_retry_log(rule, model), file=sys.stderr, flush=True)
             time.sleep(1)
     emit({"type": "step_start", "timestamp": ts, "sessionID": sid, "part": {"type": "step-start"}})
     if rule.get("hang"):

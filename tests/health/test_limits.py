@@ -116,6 +116,21 @@ def test_opencodes_silent_retry_is_ended_by_the_watchdog_and_the_run_goes_on(pro
     assert "no reset time ahead given" in first["health"]
 
 
+def test_opencodes_silent_retry_on_a_logged_usage_limit_ends_at_once_with_its_reset(project, fakes_on_path, scenario,
+                                                                                    acr_home):
+    reset = int(time.time()) + 3 * 3600
+    scenario({"match": {"agent": "opencode"}, "error": "silent_retry", "resets_at": reset})
+    started = time.monotonic()
+    out = run_json(project, *cascade("opencode:zai-coding-plan/glm-5", "opencode:zai-coding-plan/glm-4.7",
+                                     "codex:gpt-5.4"))  # the default watchdog: 150 s of silence
+    assert time.monotonic() - started < 60  # ended on opencode's log line, not on the silence
+    first = out["attempts"][0]
+    assert (first["verdict"], first["problem"]) == ("error", "limit") and "usage quota" in first["detail"]
+    assert utc(first["held_until"]) == datetime.fromtimestamp(reset, timezone.utc)  # written in UTC+8
+    assert [a["agent"] for a in out["attempts"]] == ["opencode", "codex"] and out["verdict"] == "passed"
+    assert [s["model"] for s in out["skipped"]] == ["zai-coding-plan/glm-4.7"]
+
+
 def test_a_held_login_is_tried_again_by_itself_after_the_reset(project, fakes_on_path, scenario, acr_home):
     reset = int(time.time()) + 10
     log = scenario({"match": {"agent": "claude", "call": 1}, "error": "usage_limit", "resets_at": reset},
@@ -217,6 +232,12 @@ NOW = datetime(2026, 11, 28, 3, 0, tzinfo=timezone.utc)  # 11:00 in Shanghai
     ("You've hit your limit · resets 2pm (Asia/Shanghai)", datetime(2026, 11, 28, 6, 0, tzinfo=timezone.utc)),
     ("You've hit your limit · resets 10:30am (Asia/Shanghai)",  # already past there today: tomorrow's
      datetime(2026, 11, 29, 2, 30, tzinfo=timezone.utc)),
+    # claude 2.1.197 names the window that ran out, and the date of a reset more than a day ahead
+    ("You've hit your session limit · resets 4pm (UTC)", datetime(2026, 11, 28, 16, 0, tzinfo=timezone.utc)),
+    ("You've hit your weekly limit · resets Dec 2, 2:33pm (Asia/Shanghai)",
+     datetime(2026, 12, 2, 6, 33, tzinfo=timezone.utc)),
+    ("You've hit your Opus limit · resets Jan 2, 2027, 2pm (Europe/Paris)",
+     datetime(2027, 1, 2, 13, 0, tzinfo=timezone.utc)),
     ("You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 2 days "
      "17 hours 14 minutes.", datetime(2026, 11, 30, 20, 14, tzinfo=timezone.utc)),
     ('{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_at":1777936568,'
