@@ -56,7 +56,7 @@ from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.resources import profiles_dir
 from acr_cli.routing import registry
 
-BUILTIN_AGENTS = ("claude", "codex", "opencode")
+BUILTIN_AGENTS = agents.BUILTIN
 DEFAULT_PROFILE = "balanced"
 
 
