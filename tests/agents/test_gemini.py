@@ -110,3 +110,31 @@ def test_a_gemini_rate_limit_is_transient_and_the_next_arm_runs(project, fakes_o
     assert first["verdict"] == "error" and "RESOURCE_EXHAUSTED" in first["detail"]
     assert first["problem"] == "transient"  # cools down for a while, not set aside for a login
     assert (project / "calc.py").read_text() == GOOD
+
+
+def test_gemini_stream_json_is_read_as_the_cli_prints_it():
+    """Events shaped as gemini-cli's stream-json types: the answer is the text after the last tool call (sent in
+    deltas), tokens come from the result's stats; a failed result or an API error on stderr is the error."""
+    from acr_cli.agents.gemini import GeminiAdapter
+
+    ev = [{"type": "init", "session_id": "s-1", "model": "gemini-2.5-pro"},
+          {"type": "message", "role": "user", "content": "fix add"},
+          {"type": "message", "role": "assistant", "content": "Let me look.", "delta": True},
+          {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "t1", "parameters": {"command": "ls"}},
+          {"type": "tool_result", "tool_id": "t1", "status": "success", "output": "calc.py"},
+          {"type": "message", "role": "assistant", "content": "Fixed ", "delta": True},
+          {"type": "message", "role": "assistant", "content": "add().", "delta": True},
+          {"type": "result", "status": "success", "stats": {"total_tokens": 1300, "input_tokens": 1200,
+                                                            "output_tokens": 100, "cached": 300, "input": 900,
+                                                            "duration_ms": 900, "tool_calls": 1}}]
+    out = "\n".join(json.dumps(e) for e in ev)
+    res = GeminiAdapter().parse(out, "", 0)
+    assert (res.text, res.session_id, res.tokens_in, res.tokens_out, res.error) == ("Fixed add().", "s-1", 1200, 100,
+                                                                                    None)
+    assert GeminiAdapter().describe(json.dumps(ev[3])) == "run_shell_command: ls"
+    failed = dict(ev[-1], status="error", error={"type": "INVALID_STREAM", "message": "empty response"})
+    assert GeminiAdapter().parse(json.dumps(failed), "", 1).error == "empty response"
+    api = "[API Error: Internal error encountered. (Status: INTERNAL)]"
+    assert GeminiAdapter().parse(json.dumps(ev[0]), f"Error when talking to Gemini API\n{api}\n", 1).error == api
+    as_json = json.dumps({"error": {"type": "Error", "message": "quota", "code": 1}}, indent=2)
+    assert GeminiAdapter().parse("", as_json, 1).error == "quota"
