@@ -346,7 +346,6 @@ AMBIENT_PROVIDERS = {
 }
 
 
-
 def opencode_data() -> Path:
     xdg = os.environ.get("XDG_DATA_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "opencode"

@@ -66,7 +66,6 @@ class Readiness:
 # --------------------------------------------------------------------------- scope and fingerprint
 
 
-
 def _agent(agent: str):
     from acr_cli.agents import registry
 
@@ -101,7 +100,6 @@ def fingerprint(agent: str, model: str, *, executable: str | None = None) -> str
 def credential_files(agent: str, model: str = "") -> list[Path]:
     """The credential and config files ``agent`` reads (whether or not they exist)."""
     return _agent(agent).credential_files(model)
-
 
 
 def _interpreter(path: str) -> str | None:
@@ -203,7 +201,6 @@ LOCAL_HOSTS = ("localhost", "host.docker.internal")
 PROBE_TIMEOUT_S = 1.0
 
 
-
 def is_local_url(url: str) -> bool:
     """Whether ``url`` names a server on this machine or a private network (loopback, 10/8, 192.168/16,
     ``localhost``): what ollama, vLLM and llama.cpp's server listen on, and what needs no provider login."""
@@ -227,7 +224,6 @@ def local_endpoint(agent: str, model: str, args: Sequence[str] = ()) -> tuple[st
     """(provider, base URL) when the arm talks to a model server on this machine or network (:func:`is_local_url`),
     else None: the agent says where its arms point (a codex model_provider, an opencode provider's baseURL)."""
     return _agent(agent).local_endpoint(model, args)
-
 
 
 def answers(url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -312,7 +308,6 @@ def _probe(agent: str, model: str, exe: str, cwd: Path, timeout: float,
     return _agent(agent).readiness(exe, model, args, lambda argv: _status(agent, argv, cwd, timeout))
 
 
-
 _MEMO: dict[str, tuple[float, object]] = {}  # one status command per agent and state of its inputs, per process
 _MEMO_S = 60.0
 
@@ -374,7 +369,6 @@ def cannot_tell(agent: str, command: str, res) -> tuple[str, str, str | None, bo
         return (UNKNOWN, f"{agent}: `{command}` did not answer within {res.duration_s:.0f} s",
                 f"run `{command}` yourself to see why", True)
     return None
-
 
 
 # --------------------------------------------------------------------------- helpers
