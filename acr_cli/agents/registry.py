@@ -10,6 +10,7 @@ imported only when used: ``--help`` and profile validation read the names only.
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,11 +27,17 @@ NAMES = tuple(AGENTS)
 
 def builtin(name: str) -> Adapter | None:
     """A fresh adapter of the built-in agent ``name``, or None when acr has none by that name."""
+    cls = _class(name)
+    return cls() if cls is not None else None
+
+
+@lru_cache(maxsize=None)
+def _class(name: str) -> type | None:
     path = AGENTS.get(name)
     if path is None:
         return None
     module, _, cls = path.partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    return getattr(importlib.import_module(module), cls)
 
 
 def agent(name: str) -> Adapter:
