@@ -9,8 +9,13 @@ A model the catalog does not know stays "unknown".
 
 from __future__ import annotations
 
-# the provider a CLI's models come from when the model name does not say (opencode's do: "moonshotai/kimi-k2.5")
-_AGENT_PROVIDER = {"claude": "anthropic", "codex": "openai"}
+
+def _agent_provider(agent: str) -> str | None:
+    """The provider a CLI's models come from when the model name does not say (opencode's do:
+    "moonshotai/kimi-k2.5"): the agent's ``price_provider``."""
+    from acr_cli.agents import registry
+
+    return registry.agent(agent).price_provider
 
 
 def catalog_price(agent: str, model: str, tokens_in: int | None, tokens_out: int | None) -> float | None:
@@ -23,7 +28,7 @@ def catalog_price(agent: str, model: str, tokens_in: int | None, tokens_out: int
         return None
     provider, _, name = model.rpartition("/")
     usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out)
-    for where in ({"provider_id": provider or _AGENT_PROVIDER.get(agent)}, {}):  # then: any provider of it
+    for where in ({"provider_id": provider or _agent_provider(agent)}, {}):  # then: any provider of it
         try:
             return float(calc_price(usage, name, **where).total_price)
         except Exception:  # LookupError for an unknown model or provider; any failure of the catalog

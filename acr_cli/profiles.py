@@ -19,7 +19,7 @@ A profile is a YAML file::
       model_silence: 150      # seconds opencode may wait on its model printing nothing (a silent retry when out
                               # of quota) before acr ends the attempt and holds the login; null = no watchdog
     arms:
-      - agent: codex          # claude | codex | opencode | a name under `agents:`
+      - agent: codex          # claude | codex | opencode | gemini | a name under `agents:`
         model: gpt-5.4
         price: {input: 2.5, output: 15.0}   # USD per 1M tokens
         args: []              # extra CLI arguments for this arm
@@ -56,7 +56,7 @@ from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.resources import profiles_dir
 from acr_cli.routing import registry
 
-BUILTIN_AGENTS = ("claude", "codex", "opencode")
+BUILTIN_AGENTS = agents.BUILTIN
 DEFAULT_PROFILE = "balanced"
 
 

@@ -1,4 +1,5 @@
-"""Agent adapters: one per CLI (claude, codex, opencode) plus a generic ``command`` adapter.
+"""Agent adapters: one module per CLI, listed in :mod:`acr_cli.agents.registry`, plus a generic ``command``
+adapter for a CLI a profile describes under ``agents:``.
 
 ``get(name, profile_agents)`` is the only way to obtain one; an unknown name is
 an error that lists the valid names.
@@ -8,25 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from acr_cli.agents import registry
 from acr_cli.agents.base import Adapter, AgentResult, Invocation
 from acr_cli.errors import ConfigError
 
-BUILTIN = ("claude", "codex", "opencode")
+BUILTIN = registry.NAMES
 
 
 def get(name: str, profile_agents: dict[str, dict[str, Any]] | None = None) -> Adapter:
-    if name == "claude":
-        from acr_cli.agents.claude import ClaudeAdapter
-
-        return ClaudeAdapter()
-    if name == "codex":
-        from acr_cli.agents.codex import CodexAdapter
-
-        return CodexAdapter()
-    if name == "opencode":
-        from acr_cli.agents.opencode import OpencodeAdapter
-
-        return OpencodeAdapter()
+    found = registry.builtin(name)
+    if found is not None:
+        return found
     if profile_agents and name in profile_agents:
         from acr_cli.agents.command import CommandAdapter
 

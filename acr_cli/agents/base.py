@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from acr_cli.domain import Arm
 
@@ -77,6 +77,49 @@ class Adapter:
 
     def version_argv(self) -> list[str]:
         return [self.executable, "--version"]
+
+    # ------------------------------------------------------------ what acr knows about the CLI besides a run
+    # (defaults: a CLI acr knows nothing about, such as a profile's own `agents:` entry)
+
+    install: str | None = None  # the command that installs the CLI
+    login_fix: str | None = None  # what to do after a login error (acr_cli.health.errors)
+    price_provider: str | None = None  # the catalog's provider of a model named without one (acr_cli.pricing)
+    check_model: str | None = None  # the model `acr doctor --check` asks its mock API for; None: no self-check
+    reports_cost: bool = False  # the CLI prints a run's cost (the self-check expects to read one)
+    status_env: dict[str, str] = {}  # added to the environment of its status command (no update checks)
+
+    def env_names(self, model: str) -> list[str]:
+        """The environment variables the CLI's credentials depend on (their values are hashed, never kept)."""
+        return []
+
+    def credential_files(self, model: str) -> list[Path]:
+        """The credential and config files the CLI reads (whether or not they exist)."""
+        return []
+
+    def scope(self, model: str, args: Sequence[str] = ()) -> str:
+        """The credential scope of an arm: arms of one scope share a login (acr_cli.health.readiness.scope)."""
+        return self.name
+
+    def local_endpoint(self, model: str, args: Sequence[str] = ()) -> tuple[str, str] | None:
+        """(provider, base URL) when the arm talks to a model server on this machine or network, else None."""
+        return None
+
+    def readiness(self, exe: str, model: str, args: Sequence[str], status: Callable) -> tuple:
+        """(state, reason, fix, transient) of an arm's credentials, asked of the CLI without spending anything.
+        ``status(argv)`` runs a status command once per process and returns its process result."""
+        from acr_cli.health.readiness import UNKNOWN
+
+        return UNKNOWN, f"{self.name}: acr has no credential check for this CLI", None, False
+
+    def classify_error(self, text: str, model: str) -> Any:
+        """A :class:`acr_cli.health.errors.Problem` for an error message only this CLI words so, or None
+        (the shared patterns then apply)."""
+        return None
+
+    def sandbox_env(self, mock_url: str, root: Path, plan: bool = False) -> dict[str, str]:
+        """Environment (and config files under ``root``) that point the CLI at acr's mock model API.
+        ``plan``: signed in as a subscriber of a plan, where the CLI tells a plan's login from an API key."""
+        return {}
 
 
 class Watchdog:

@@ -12,6 +12,7 @@ with ``rate_limit_info.status`` "rejected" and ``resetsAt`` (epoch seconds), and
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -34,9 +35,68 @@ EDIT_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit,Read,Glob,Grep,LS,TodoWrite
 WRITE_TOOLS = "Bash,Edit,Write,MultiEdit,NotebookEdit"
 
 
+INSTALL = "npm install -g @anthropic-ai/claude-code"
+LOGIN_HINT = "run `claude` and /login (or `claude auth login`), or set ANTHROPIC_API_KEY"
+# what `claude auth status` and a run's credentials depend on
+ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
+       "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
+       "AWS_BEARER_TOKEN_BEDROCK", "CLAUDE_CONFIG_DIR", "HOME")
+
+
 class ClaudeAdapter(Adapter):
     name = "claude"
     executable = "claude"
+    install = INSTALL
+    login_fix = "log in: run `claude` and type /login, or set ANTHROPIC_API_KEY"
+    price_provider = "anthropic"
+    check_model = "claude-sonnet-4-6"
+    reports_cost = True
+    status_env = {"DISABLE_AUTOUPDATER": "1"}
+
+    def env_names(self, model: str) -> list[str]:
+        return list(ENV)
+
+    def credential_files(self, model: str) -> list[Path]:
+        conf = os.environ.get("CLAUDE_CONFIG_DIR")
+        base = Path(conf).expanduser() if conf else Path.home() / ".claude"
+        files = [base / ".credentials.json", Path.home() / ".claude.json", base / "settings.json"]
+        if conf:
+            files.append(base / ".claude.json")
+        return files
+
+    def readiness(self, exe: str, model: str, args, status) -> tuple:
+        """``claude auth status`` prints JSON ``{"loggedIn": bool, "authMethod", "apiProvider", "apiKeySource"?}``
+        (exit 0 logged in, 1 not); it sees /login, the key variables, an ``apiKeyHelper`` and Bedrock / Vertex
+        set-ups. ``loggedIn`` false is *not ready*; output without that field (an older CLI) is *unknown*."""
+        from acr_cli.health import readiness as r
+
+        cmd = "claude auth status"
+        res = status([exe, "auth", "status"])
+        early = r.cannot_tell("claude", cmd, res)
+        if early:
+            return early
+        obj = r.json_object(res.stdout)
+        logged = obj.get("loggedIn") if obj else None
+        if not isinstance(logged, bool):
+            return (r.UNKNOWN, f"claude: `{cmd}` gave output acr does not understand (exit {res.exit_code}: "
+                               f"{r.first_line(res.stdout or res.stderr) or 'nothing'})",
+                    "update claude (`claude update`), or check its login yourself", False)
+        if not logged:
+            return r.NOT_READY, f"claude: not logged in ({cmd})", LOGIN_HINT, False
+        how = [str(obj[k]) for k in ("authMethod", "apiKeySource") if isinstance(obj.get(k), str) and obj[k]]
+        if isinstance(obj.get("apiProvider"), str) and obj["apiProvider"] not in ("firstParty", ""):
+            how.append(obj["apiProvider"])
+        return r.READY, f"claude: logged in ({', '.join(dict.fromkeys(how)) or cmd})", None, False
+
+    def sandbox_env(self, mock_url: str, root: Path, plan: bool = False) -> dict[str, str]:
+        """``plan``: signed in as a claude.ai subscriber (a mock OAuth token) instead of with an API key: only
+        then does claude read a plan's limit headers (``anthropic-ratelimit-unified-*``) and report them
+        (``rate_limit_event``)."""
+        login = ({"CLAUDE_CODE_OAUTH_TOKEN": "acr-mock-oauth-token",
+                  "CLAUDE_CODE_OAUTH_SCOPES": "user:inference user:profile"}
+                 if plan else {"ANTHROPIC_API_KEY": "acr-mock-key"})
+        return {**login, "ANTHROPIC_BASE_URL": mock_url, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "60000"}
 
     def _permission_args(self, permissions: str) -> list[str]:
         if permissions == "read-only":

@@ -24,9 +24,11 @@ totals in ``info.tokens`` (input, output, cache read/write).
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
+from typing import Sequence
 
 from acr_cli import process
 from acr_cli.agents.base import (
@@ -44,6 +46,7 @@ from acr_cli.agents.base import (
 )
 from acr_cli.domain import Arm
 from acr_cli.health import limits
+from acr_cli.health import readiness as r
 
 SESSION_TIMEOUT = 30.0  # seconds for each of `opencode session list` and `opencode export` (about 2 s each)
 
@@ -54,9 +57,75 @@ PERMISSION = {
 }
 
 
+INSTALL = "npm install -g opencode-ai"
+
+
 class OpencodeAdapter(Adapter):
     name = "opencode"
     executable = "opencode"
+    install = INSTALL
+    login_fix = ("add credentials for the model's provider: `opencode auth login`, or set its API key "
+                 "(e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY)")
+    check_model = "mock/mock-model"
+    reports_cost = True
+    status_env = {"OPENCODE_DISABLE_AUTOUPDATE": "1"}
+
+    def env_names(self, model: str) -> list[str]:
+        names = set(ENV) | set(provider_env_vars(provider_of(model).lower()))
+        # a provider acr does not know reads a variable acr cannot name: any *_API_KEY may be it
+        names |= {k for k in os.environ if k.upper().endswith(("_API_KEY", "_APIKEY"))}
+        return sorted(names)
+
+    def credential_files(self, model: str) -> list[Path]:
+        return [opencode_data() / "auth.json", *opencode_config_files()]
+
+    def scope(self, model: str, args: Sequence[str] = ()) -> str:
+        """``opencode:<provider>`` (``opencode:moonshotai`` for ``moonshotai/kimi-k2.5``): one login per provider."""
+        provider = provider_of(model)
+        return f"opencode:{provider.lower()}" if provider else "opencode"
+
+    def local_endpoint(self, model: str, args: Sequence[str] = ()) -> tuple[str, str] | None:
+        """The model's provider, defined in an opencode config file with a local ``options.baseURL``."""
+        provider = provider_of(model)
+        url = opencode_base_url(provider) if provider else None
+        return (provider, url) if url and r.is_local_url(url) else None
+
+    def readiness(self, exe: str, model: str, args, status) -> tuple:
+        """Credentials for the model's provider in ``opencode auth list`` (see :func:`auth_readiness`)."""
+        provider = provider_of(model)
+        if not provider:
+            return (r.UNKNOWN, f"opencode: model {model!r} names no provider (PROVIDER/MODEL expected)",
+                    "write the model as PROVIDER/MODEL, e.g. moonshotai/kimi-k2.5", False)
+        return auth_readiness(provider, status([exe, "auth", "list"]))
+
+    def classify_error(self, text: str, model: str):
+        """opencode 1.18.33 says "Unexpected server error" for a provider without credentials and for an unknown
+        model alike (its logs name the cause); a real 5xx carries its status."""
+        if not re.search(r"unexpected server error", text, re.I):
+            return None
+        from acr_cli.health.errors import SETUP, Problem, fix_for
+
+        return Problem(SETUP, "provider refused the request (no credentials for it, or an unknown model)",
+                       fix_for(self.name, model, "login") + f"; check the model name {model!r} too")
+
+    def sandbox_env(self, mock_url: str, root: Path, plan: bool = False) -> dict[str, str]:
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "mock",
+                                  "options": {"baseURL": f"{mock_url}/v1", "apiKey": "acr-mock-key",
+                                              "timeout": 60000},
+                                  "models": {"mock-model": {"name": "mock-model",
+                                                            "cost": {"input": 3, "output": 15}}}}},
+            "model": self.check_model,
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        path = root / "opencode.json"
+        path.write_text(json.dumps(config, indent=2))
+        return {"OPENCODE_CONFIG": str(path), "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1", "npm_config_registry": f"{mock_url}/npm/"}
 
     def _env(self, workdir: Path, permissions: str) -> dict[str, str]:
         perm = PERMISSION.get(permissions, PERMISSION["workspace-write"])
@@ -240,3 +309,253 @@ def _stderr_reason(text: str) -> str:
 
 
 _LOG_LINE = re.compile(r"^timestamp=\S+ level=[A-Z]+ ")
+
+
+# --------------------------------------------------------------------------- credentials and providers
+#
+# `opencode auth list` lists stored credentials (auth.json, one per provider) and, in a second section, the
+# provider keys it finds in the environment, each as `● NAME <grey>DETAIL` with ANSI colours even without a
+# TTY. NAME is the provider's display name from opencode's bundled catalogue ("Moonshot AI", "MiniMax
+# (minimax.io)"), or its id when the catalogue does not know it; DETAIL is the credential type or the
+# variable's name. An arm's provider (the model before the first `/`) is found there case-insensitively by
+# id, by display name (letters and digits only: "Z.AI" is `zai`), by the names in OPENCODE_PROVIDERS, or in
+# the environment section by one of its variables. Not found: not ready, unless an opencode config file
+# defines that provider (its `options.apiKey` works although `auth list` shows nothing) or the provider takes
+# credentials no listing shows (AMBIENT_PROVIDERS): then unknown. Without credentials `opencode run` ends
+# with "Unexpected server error" (its log says ProviderModelNotFoundError).
+
+
+def provider_of(model: str) -> str:
+    """The opencode provider id of ``model`` ("moonshotai/kimi-k2.5" -> "moonshotai"), "" if none."""
+    head, sep, _ = (model or "").partition("/")
+    return head.strip() if sep else ""
+
+
+ENV = ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "XDG_CONFIG_HOME",
+                "XDG_DATA_HOME", "HOME")
+
+# opencode provider id -> (display names, API-key variables), from opencode 1.18.33's bundled catalogue:
+# the providers of acr's profiles, common ones, and those whose display name is not their id.
+# A provider missing here is still matched by id and name, and by <ID>_API_KEY.
+OPENCODE_PROVIDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "anthropic": (("Anthropic",), ("ANTHROPIC_API_KEY",)),
+    "openai": (("OpenAI",), ("OPENAI_API_KEY",)),
+    "zhipuai": (("Zhipu AI",), ("ZHIPU_API_KEY",)),
+    "zhipuai-coding-plan": (("Zhipu AI Coding Plan",), ("ZHIPU_API_KEY",)),
+    "zai": (("Z.AI",), ("ZHIPU_API_KEY",)),
+    "zai-coding-plan": (("Z.AI Coding Plan",), ("ZHIPU_API_KEY",)),
+    "alibaba": (("Alibaba",), ("DASHSCOPE_API_KEY",)),
+    "alibaba-cn": (("Alibaba (China)",), ("DASHSCOPE_API_KEY",)),
+    "moonshotai": (("Moonshot AI",), ("MOONSHOT_API_KEY",)),
+    "moonshotai-cn": (("Moonshot AI (China)",), ("MOONSHOT_API_KEY",)),
+    "kimi-code-plan-global": (("Kimi For Coding (kimi.ai)",), ("KIMI_API_KEY",)),
+    "kimi-code-plan-cn": (("Kimi For Coding (kimi.com)",), ("KIMI_API_KEY",)),
+    "minimax": (("MiniMax (minimax.io)",), ("MINIMAX_API_KEY",)),
+    "minimax-cn": (("MiniMax (minimax.cn)",), ("MINIMAX_API_KEY",)),
+    "minimax-coding-plan": (("MiniMax Token Plan (minimax.io)",), ("MINIMAX_API_KEY",)),
+    "minimax-cn-coding-plan": (("MiniMax Token Plan (minimax.cn)",), ("MINIMAX_API_KEY",)),
+    "openrouter": (("OpenRouter",), ("OPENROUTER_API_KEY",)),
+    "deepseek": (("DeepSeek",), ("DEEPSEEK_API_KEY",)),
+    "google": (("Google",), ("GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")),
+    "xai": (("xAI",), ("XAI_API_KEY",)),
+    "groq": (("Groq",), ("GROQ_API_KEY",)),
+    "mistral": (("Mistral",), ("MISTRAL_API_KEY",)),
+    "github-copilot": (("GitHub Copilot",), ("GITHUB_TOKEN",)),
+    "azure": (("Azure",), ("AZURE_API_KEY",)),
+    "vercel": (("Vercel AI Gateway",), ("AI_GATEWAY_API_KEY",)),
+    "volcengine": (("Volcengine Ark",), ("ARK_API_KEY",)),
+    "stepfun": (("StepFun (China)",), ("STEPFUN_API_KEY",)),
+    "stepfun-ai": (("StepFun (Global)",), ("STEPFUN_API_KEY",)),
+    "huggingface": (("Hugging Face",), ("HF_TOKEN",)),
+    "opencode": (("OpenCode Zen",), ("OPENCODE_API_KEY",)),
+}
+# Providers whose credentials can come from where `opencode auth list` does not look: missing from
+# its listing, they are "unknown", not "not ready".
+AMBIENT_PROVIDERS = {
+    "amazon-bedrock": "AWS credentials (~/.aws, AWS_PROFILE, instance roles) are not listed",
+    "google-vertex": "Google application-default credentials are not listed",
+    "google-vertex-anthropic": "Google application-default credentials are not listed",
+    "opencode": "opencode's free models need no key",
+}
+
+
+def opencode_data() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "opencode"
+
+
+def opencode_config_files(start: Path | None = None) -> list[Path]:
+    """Where opencode may find provider definitions: $OPENCODE_CONFIG, the global config
+    (``$XDG_CONFIG_HOME/opencode``), $OPENCODE_CONFIG_DIR, and the project's ``opencode.json(c)``
+    and ``.opencode/`` from ``start`` (the working directory) up to the git root."""
+    out: list[Path] = []
+    env = os.environ.get("OPENCODE_CONFIG")
+    if env:
+        out.append(Path(env).expanduser())
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    conf = (Path(xdg).expanduser() if xdg else Path.home() / ".config") / "opencode"
+    out += [conf / n for n in ("opencode.json", "opencode.jsonc", "config.json")]
+    cdir = os.environ.get("OPENCODE_CONFIG_DIR")
+    if cdir:
+        out += [Path(cdir).expanduser() / n for n in ("opencode.json", "opencode.jsonc")]
+    try:
+        here = (start or Path.cwd()).resolve()
+    except OSError:  # the working directory was removed
+        return out
+    for d in [here, *here.parents][:20]:
+        out += [d / "opencode.json", d / "opencode.jsonc", d / ".opencode" / "opencode.json",
+                d / ".opencode" / "opencode.jsonc"]
+        if (d / ".git").exists():
+            break
+    return out
+
+
+def provider_env_vars(provider: str) -> tuple[str, ...]:
+    known = OPENCODE_PROVIDERS.get(provider)
+    guess = re.sub(r"[^A-Z0-9]", "_", provider.upper()) + "_API_KEY" if provider else None
+    return tuple(dict.fromkeys([*(known[1] if known else ()), *([guess] if guess else [])]))
+
+
+def opencode_base_url(provider: str) -> str | None:
+    """``options.baseURL`` of ``provider`` in the first opencode config file that defines it, else None."""
+    pid = provider.lower()
+    for path in opencode_config_files():
+        try:
+            data = jsonc(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        prov = data.get("provider") if isinstance(data, dict) else None
+        for key, entry in (prov.items() if isinstance(prov, dict) else ()):
+            if isinstance(key, str) and key.lower() == pid and isinstance(entry, dict):
+                url = (entry.get("options") or {}).get("baseURL") if isinstance(entry.get("options"), dict) else None
+                return url if isinstance(url, str) else None
+    return None
+
+
+_BULLET = re.compile(r"^\s*[●•*]\s+")
+_GREY = re.compile(r"\x1b\[90m")
+
+
+def opencode_listing(raw: str) -> list[tuple[str, str, str]] | None:
+    """(section, name, detail) for each entry of ``opencode auth list``; section is "stored" or "env".
+    None when the output is not a listing acr recognises."""
+    entries: list[tuple[str, str, str]] = []
+    section = None
+    recognised = False
+    for line in raw.splitlines():
+        plain = r.strip_ansi(line).strip()
+        low = plain.lower()
+        if re.match(r"^[┌╭+]?\s*credentials\b", low):
+            section, recognised = "stored", True
+            continue
+        if re.match(r"^[┌╭+]?\s*environment\b", low):
+            section, recognised = "env", True
+            continue
+        if re.search(r"\b\d+\s+(credentials?|environment variables?)\s*$", low):
+            recognised = True
+            continue
+        if section is None or not _BULLET.match(r.strip_ansi(line)):
+            continue
+        body = _BULLET.sub("", line.replace("\x1b[0m", ""), count=1)
+        if _GREY.search(body):  # "Moonshot AI <grey>api": the grey part is the detail
+            name, detail = _GREY.split(body, maxsplit=1)
+        else:  # no colours: the detail is the last word
+            name, _, detail = r.strip_ansi(body).rstrip().rpartition(" ")
+        entries.append((section, r.strip_ansi(name).strip(), r.strip_ansi(detail).strip()))
+    return entries if recognised else None
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def auth_readiness(provider: str, res) -> tuple[str, str, str | None, bool]:
+    cmd = "opencode auth list"
+    early = r.cannot_tell("opencode", cmd, res)
+    if early:
+        return early
+    pid = provider.lower()
+    entries = opencode_listing(res.stdout or "")
+    if entries is None or res.exit_code not in (0, None):
+        return (r.UNKNOWN, f"opencode: `{cmd}` gave output acr does not understand (exit {res.exit_code}: "
+                         f"{r.first_line(r.strip_ansi(res.stdout or res.stderr)) or 'nothing'})", None, False)
+    known = OPENCODE_PROVIDERS.get(pid, ((), ()))
+    names = {_norm(pid), *(_norm(n) for n in known[0])}
+    env_vars = set(provider_env_vars(pid))
+    for section, name, detail in entries:
+        if _norm(name) in names or (section == "env" and detail.strip() in env_vars):
+            where = f"{detail} in the environment" if section == "env" else "stored, auth.json"
+            return r.READY, f"opencode: credentials for provider {provider} ({where})", None, False
+    defined = opencode_defines(pid)
+    if defined is not None:
+        return (r.UNKNOWN, f"opencode: `{cmd}` lists no credentials for provider {provider}, but {defined} defines "
+                         "that provider (its options may hold the key)", None, False)
+    if pid in AMBIENT_PROVIDERS:
+        return (r.UNKNOWN, f"opencode: `{cmd}` lists no credentials for provider {provider} "
+                         f"({AMBIENT_PROVIDERS[pid]})", None, False)
+    env_hint = " or ".join(known[1][:2] or provider_env_vars(pid)[:1])
+    label = known[0][0] if known[0] else provider
+    return (r.NOT_READY, f"opencode: no credentials for provider {provider} ({cmd})",
+            f"run `opencode auth login` and choose {label}, or set {env_hint}", False)
+
+
+def opencode_defines(provider: str) -> str | None:
+    """The opencode config file (or ``OPENCODE_CONFIG_CONTENT``) that defines ``provider`` under
+    ``provider``, else None. A file acr cannot parse counts when it names the provider in quotes."""
+    pid = provider.lower()
+    sources: list[tuple[str, str]] = []
+    inline = os.environ.get("OPENCODE_CONFIG_CONTENT")
+    if inline:
+        sources.append(("OPENCODE_CONFIG_CONTENT", inline))
+    for path in opencode_config_files():
+        try:
+            sources.append((str(path), path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    for name, text in sources:
+        data = jsonc(text)
+        if isinstance(data, dict):
+            prov = data.get("provider")
+            if isinstance(prov, dict) and any(isinstance(k, str) and k.lower() == pid for k in prov):
+                return name
+        elif data is None and re.search(r'"' + re.escape(pid) + r'"\s*:', text, re.I):
+            return name
+    return None
+
+
+def jsonc(text: str):
+    """JSON with // and /* */ comments and trailing commas (opencode.jsonc); None if it is not that."""
+    out = []
+    i, n = 0, len(text)
+    in_str = False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+            i += 1
+            continue
+        if c == '"':
+            in_str = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    cleaned = re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    try:
+        return json.loads(cleaned)
+    except ValueError:
+        return None
+

@@ -11,7 +11,6 @@ real-CLI tests (``pytest -m agents``) both use these.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
@@ -22,17 +21,19 @@ from acr_cli import agents, process
 from acr_cli.agents.mockapi import MockServer, tool_call
 from acr_cli.domain import Arm
 
-# Model names the mock answers for: a known codex slug avoids a "model metadata" warning.
-CHECK_MODELS = {"claude": "claude-sonnet-4-6", "codex": "gpt-5.5", "opencode": "mock/mock-model"}
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there: any host but 127.0.0.1 fails fast
+
+
+def checkable() -> tuple[str, ...]:
+    """The built-in agents with a self-check set-up (a model the mock answers for, its sandbox)."""
+    from acr_cli.agents import registry
+
+    return tuple(n for n in registry.NAMES if registry.agent(n).check_model)
 
 
 def sandbox(agent: str, mock_url: str, root: Path, plan: bool = False) -> dict[str, str]:
     """Environment for ``agent`` talking only to ``mock_url``; config files go under ``root``.
-
-    ``plan``: claude signs in as a claude.ai subscriber (a mock OAuth token in ``CLAUDE_CODE_OAUTH_TOKEN``)
-    instead of with an API key: only then does it read a plan's limit headers (``anthropic-ratelimit-unified-*``)
-    and report them (``rate_limit_event``). codex and opencode read their limits the same with an API key."""
+    ``plan``: signed in as a plan's subscriber where the CLI tells that from an API key (claude)."""
     home = root / "home"
     for sub in ("", ".config", ".local/share", ".cache", ".local/state"):
         (home / sub).mkdir(parents=True, exist_ok=True)
@@ -42,43 +43,7 @@ def sandbox(agent: str, mock_url: str, root: Path, plan: bool = False) -> dict[s
         "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY, "https_proxy": DEAD_PROXY, "http_proxy": DEAD_PROXY,
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
     }
-    if agent == "claude":
-        env.update({"CLAUDE_CODE_OAUTH_TOKEN": "acr-mock-oauth-token",
-                    "CLAUDE_CODE_OAUTH_SCOPES": "user:inference user:profile"} if plan else
-                   {"ANTHROPIC_API_KEY": "acr-mock-key"})
-        env.update({"ANTHROPIC_BASE_URL": mock_url,
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                    "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "60000"})
-    elif agent == "codex":
-        codex_home = root / "codex-home"
-        codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(
-            f'model = "{CHECK_MODELS["codex"]}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
-            'sandbox_mode = "workspace-write"\ncheck_for_update_on_startup = false\n\n'
-            "[analytics]\nenabled = false\n\n"
-            "[features]\nplugins = false\nremote_plugin = false\napps = false\nin_app_updates = false\n\n"
-            f'[model_providers.mock]\nname = "mock"\nbase_url = "{mock_url}/v1"\nwire_api = "responses"\n'
-            "request_max_retries = 0\nstream_max_retries = 0\nstream_idle_timeout_ms = 60000\n")
-        env["CODEX_HOME"] = str(codex_home)
-    elif agent == "opencode":
-        config = {
-            "$schema": "https://opencode.ai/config.json",
-            "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "mock",
-                                  "options": {"baseURL": f"{mock_url}/v1", "apiKey": "acr-mock-key",
-                                              "timeout": 60000},
-                                  "models": {"mock-model": {"name": "mock-model",
-                                                            "cost": {"input": 3, "output": 15}}}}},
-            "model": CHECK_MODELS["opencode"],
-            "autoupdate": False,
-            "share": "disabled",
-        }
-        path = root / "opencode.json"
-        path.write_text(json.dumps(config, indent=2))
-        env.update({"OPENCODE_CONFIG": str(path), "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                    "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                    "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-                    "OPENCODE_DISABLE_CLAUDE_CODE": "1", "npm_config_registry": f"{mock_url}/npm/"})
-    return env
+    return {**env, **agents.get(agent).sandbox_env(mock_url, root, plan=plan)}
 
 
 @dataclass
@@ -104,7 +69,7 @@ def check_agent(agent: str, timeout: float = 120.0) -> CheckResult:
         project = root / "project"
         project.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=project, check=True, stdin=subprocess.DEVNULL)
-        arm = Arm(agent, CHECK_MODELS[agent])
+        arm = Arm(agent, adapter.check_model or "")
         inv = adapter.invocation("Create the file acr-check.txt with the text acr-check.", arm, project,
                                  "workspace-write")
         env = process.child_env(project, {**sandbox(agent, srv.url, root), **inv.env})
@@ -136,6 +101,6 @@ def check_agent(agent: str, timeout: float = 120.0) -> CheckResult:
             problems.append(f"final text: expected {final!r}, acr read {parsed.text!r}")
         if not parsed.session_id:
             problems.append("session id: acr read none")
-        if agent in ("claude", "opencode") and not parsed.cost_usd:
+        if adapter.reports_cost and not parsed.cost_usd:
             problems.append(f"cost: {agent} reports its cost, acr read {parsed.cost_usd!r}")
         return CheckResult(agent, version, not problems, problems, seen, res.duration_s)

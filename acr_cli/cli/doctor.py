@@ -329,12 +329,12 @@ def _print_shared(con, m: dict) -> None:
 def _run_checks(only: Optional[List[str]], found: dict, timeout: float, quiet: bool) -> list[dict]:
     from dataclasses import asdict
 
-    from acr_cli.agents import BUILTIN
-    from acr_cli.agents.selfcheck import check_agent
-    names = list(only or [a for a in BUILTIN if found.get(a, {}).get("found")])
+    from acr_cli.agents.selfcheck import check_agent, checkable
+    known = checkable()
+    names = list(only or [a for a in known if found.get(a, {}).get("found")])
     for n in names:
-        if n not in BUILTIN:
-            raise AcrError(f"--agent {n!r}: --check knows {', '.join(BUILTIN)}")
+        if n not in known:
+            raise AcrError(f"--agent {n!r}: --check knows {', '.join(known)}")
     out = []
     for n in names:
         if not quiet:

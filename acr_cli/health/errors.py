@@ -41,13 +41,6 @@ class Problem:
     until_known: bool = False  # that time was read from the CLI's own words
 
 
-_FIX = {
-    "claude": "log in: run `claude` and type /login, or set ANTHROPIC_API_KEY",
-    "codex": "log in: `codex login` (or `printenv OPENAI_API_KEY | codex login --with-api-key`), or set CODEX_API_KEY",
-    "opencode": "add credentials for the model's provider: `opencode auth login`, or set its API key "
-                "(e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY)",
-}
-
 # (pattern, kind, what, fix key): first match wins, so the more specific come first
 _RULES: list[tuple[re.Pattern[str], str, str, str | None]] = [
     (re.compile(p, re.I), kind, what, fix) for p, kind, what, fix in [
@@ -89,16 +82,14 @@ def classify(agent: str, model: str, text: str | None, ran: bool = False,
         return None
     if resets_at is not None or limits.is_limit(text):
         return usage_limit(text, resets_at or limits.reset_time(text))
-    if agent == "opencode" and re.search(r"unexpected server error", text, re.I):
-        # what opencode says for a provider without credentials and for an unknown model alike
-        # (observed with opencode 1.18.33; its logs name the cause); a real 5xx carries its status
-        return Problem(SETUP, "provider refused the request (no credentials for it, or an unknown model)",
-                       _fix(agent, model, "login") + f"; check the model name {model!r} too")
+    own = _agent(agent).classify_error(text, model)  # words only this CLI uses
+    if own is not None:
+        return own
     for pattern, kind, what, fix in _RULES:
         if fix == "start" and ran:
             continue
         if pattern.search(text):
-            return Problem(kind, what, _fix(agent, model, fix) if kind == SETUP else None,
+            return Problem(kind, what, fix_for(agent, model, fix) if kind == SETUP else None,
                            model_only=fix in ("model", "access"))
     return None
 
@@ -110,7 +101,14 @@ def usage_limit(text: str | None, resets_at: datetime | None, what: str = "usage
     return Problem(LIMIT, what, until=until.strftime("%Y-%m-%dT%H:%M:%SZ"), until_known=known)
 
 
-def _fix(agent: str, model: str, key: str | None) -> str:
+def _agent(agent: str):
+    from acr_cli.agents import registry
+
+    return registry.agent(agent)
+
+
+def fix_for(agent: str, model: str, key: str | None) -> str:
+    """What to do about a set-up error of kind ``key`` ("start", "billing", "model", "access"; else a login)."""
     if key == "start":
         return (f"install the interpreter the first line of `{agent}` names (Node.js for the npm-installed "
                 f"CLIs) or reinstall {agent}, then `acr doctor --reset`")
@@ -121,4 +119,4 @@ def _fix(agent: str, model: str, key: str | None) -> str:
                 "from your profile")
     if key == "access":
         return f"the account {agent} uses may not use {model}: check its plan, or remove the arm from your profile"
-    return _FIX.get(agent, f"check {agent}'s credentials and configuration") + ", then `acr doctor`"
+    return (_agent(agent).login_fix or f"check {agent}'s credentials and configuration") + ", then `acr doctor`"

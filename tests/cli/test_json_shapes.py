@@ -54,7 +54,7 @@ def test_the_json_that_scripts_read_keeps_its_shape(project, fakes_on_path, scen
     shown = json.loads(acr("memory", "show", "--json").stdout)
     assert set(shown) == {"kinds", "profile"} and all(set(r) == MEMORY_SHOW_ROW for r in shown["kinds"])
     doctor = json.loads(acr("doctor", "--json", cwd=project).stdout)
-    assert set(doctor) == DOCTOR and set(doctor["agents"]) == {"claude", "codex", "opencode"}
+    assert set(doctor) == DOCTOR and set(doctor["agents"]) == {"claude", "codex", "gemini", "opencode"}
     assert all(set(a) == DOCTOR_AGENT for a in doctor["agents"].values())
     assert all(set(a) == DOCTOR_ARM for a in doctor["profile"]["arms"])
     assert set(doctor["profile"]["readiness"]) == {"held", "not_ready", "ready", "total", "unknown"}

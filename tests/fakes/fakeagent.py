@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """A fake coding-agent CLI for acr's tests and demos.
 
-Installed as ``claude``, ``codex`` and ``opencode`` (small wrapper scripts in
+Installed as ``claude``, ``codex``, ``opencode`` and ``gemini`` (small wrapper scripts in
 this folder): it parses the command line the way the real CLI does, then
 acts out a *scenario* and prints the real CLI's machine-readable output
 format (Claude Code stream-json, Codex ``exec --json`` events, opencode
-``run --format json`` events).
+``run --format json`` events, Gemini CLI ``--output-format stream-json`` events; gemini's API errors
+go to stderr as ``[API Error: MESSAGE (Status: STATUS)]`` with exit 1, as its ``handleError`` prints them).
 
 The scenario is a JSON file named by ``FAKE_AGENT_SCENARIO``::
 
@@ -83,7 +84,7 @@ def parse_args(agent: str, argv: list[str]) -> dict:
         if not args or args[0] != "run":
             die(2, "fake opencode: only `opencode run` is supported")
         args = args[1:]
-    takes_value = {"--model", "-m", "--output-format", "--permission-mode", "-C", "--cd", "-s", "--sandbox",
+    takes_value = {"--model", "-m", "--output-format", "--permission-mode", "--approval-mode", "-C", "--cd", "-s", "--sandbox",
                    "-c", "--config", "--format", "--dir", "-o", "--output-last-message"}
     positional = []
     i = 0
@@ -115,6 +116,9 @@ def parse_args(agent: str, argv: list[str]) -> dict:
         if not sys.stdin.isatty():
             message += "\n" + sys.stdin.read()
         out["prompt"] = message.strip("\n") or None
+    elif agent == "gemini":  # --prompt=TEXT; without it, stdin when it is not a terminal
+        given = [f.split("=", 1)[1] for f in out["flags"] if f.startswith("--prompt=")]
+        out["prompt"] = given[-1] if given else ((sys.stdin.read() if not sys.stdin.isatty() else "") or None)
     elif positional:
         out["prompt"] = "\n".join(positional)
     else:  # like `claude -p` and `codex exec` without a prompt argument: the prompt is stdin
@@ -129,6 +133,8 @@ def parse_args(agent: str, argv: list[str]) -> dict:
         die(2, "fake codex: pass --json")
     if agent == "opencode" and "--format=json" not in flags:
         die(2, "fake opencode: pass --format json")
+    if agent == "gemini" and "--output-format=stream-json" not in flags:
+        die(42, "fake gemini: pass --output-format stream-json")
     if out["prompt"] is None:
         die(2, f"fake {agent}: no prompt given")
     return out
@@ -494,6 +500,42 @@ def opencode(rule: dict, model: str, prompt: str, root: Path) -> int:
     return int(rule.get("exit", 0))
 
 
+GEMINI_ERRORS = {  # mode -> what gemini's handleError prints on stderr (parseAndFormatApiError's words)
+    "500": "[API Error: Internal error encountered. (Status: INTERNAL)]",
+    "401": "[API Error: API key not valid. Please pass a valid API key. (Status: INVALID_ARGUMENT)]",
+    "rate_limit": "[API Error: Resource has been exhausted (e.g. check quota). (Status: RESOURCE_EXHAUSTED)]\n"
+                  "Please wait and try again later. To increase your limits, request a quota increase through AI "
+                  "Studio, or switch to another /auth method",
+}
+
+
+def gemini(rule: dict, model: str, prompt: str, root: Path) -> int:
+    def event(kind: str, **fields) -> None:
+        emit({"type": kind, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), **fields})
+
+    event("init", session_id=str(uuid.uuid4()), model=model)
+    event("message", role="user", content=prompt)
+    if rule.get("hang"):
+        hang(lambda: None)
+    time.sleep(rule.get("sleep", 0))
+    err = rule.get("error")
+    if err:
+        sys.stderr.write("Error when talking to Gemini API Full report available at: /tmp/gemini-client-error.json\n")
+        sys.stderr.write(GEMINI_ERRORS[str(err)] + "\n")
+        return 1
+    for i, rel in enumerate(apply_files(rule, root)):
+        event("tool_use", tool_name="write_file", tool_id=f"write_file-{i}",
+              parameters={"file_path": str(root / rel), "content": "..."})
+        event("tool_result", tool_id=f"write_file-{i}", status="success", output="")
+    text = rule.get("text", "Done.")
+    for chunk in (text[: len(text) // 2], text[len(text) // 2:]):
+        event("message", role="assistant", content=chunk, delta=True)
+    tin, tout = rule.get("tokens", [1000, 100])
+    event("result", status="success", stats={"total_tokens": tin + tout, "input_tokens": tin, "output_tokens": tout,
+                                             "cached": 0, "input": tin, "duration_ms": 1200, "tool_calls": 0})
+    return int(rule.get("exit", 0))
+
+
 def interactive(agent: str, argv: list[str], scenario: dict) -> None:
     """A stand-in for the agent's own screen: asks on the terminal, acts, leaves a session file."""
     model = argv[argv.index("-m") + 1] if "-m" in argv else (argv[argv.index("--model") + 1] if "--model" in argv
@@ -518,7 +560,8 @@ def interactive(agent: str, argv: list[str], scenario: dict) -> None:
 def main() -> None:
     agent = os.environ.get("FAKE_AGENT_NAME") or Path(sys.argv[0]).name
     if len(sys.argv) > 1 and sys.argv[1] in ("--version", "-v"):
-        print({"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.169.0", "opencode": "1.18.33"}.get(agent, "0"))
+        print({"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.169.0", "opencode": "1.18.33",
+               "gemini": "0.19.4"}.get(agent, "0"))
         return
     status = status_command(agent, sys.argv[1:])
     if status is not None:
@@ -537,7 +580,7 @@ def main() -> None:
             f.write(json.dumps({"agent": agent, "model": args["model"], "prompt": args["prompt"],
                                 "argv": sys.argv[1:], "cwd": os.getcwd(), "pwd": os.environ.get("PWD"),
                                 "stdin_tty": os.isatty(0)}) + "\n")
-    run = {"claude": claude, "codex": codex, "opencode": opencode}[agent]
+    run = {"claude": claude, "codex": codex, "opencode": opencode, "gemini": gemini}[agent]
     code = run(rule, args["model"] or "default", args["prompt"], root)
     if rule.get("stderr"):  # a last line on stderr, as a plugin or tool the CLI ran may leave there
         sys.stderr.write(rule["stderr"] + "\n")

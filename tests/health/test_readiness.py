@@ -17,8 +17,8 @@ from conftest import FAKES, acr
 from acr_cli import redact as redact_module
 from acr_cli.agents import base as agent_base
 from acr_cli.agents.claude import ClaudeAdapter
-from acr_cli.agents.codex import CodexAdapter
-from acr_cli.agents.opencode import OpencodeAdapter
+from acr_cli.agents.codex import CodexAdapter, codex_overrides
+from acr_cli.agents.opencode import OpencodeAdapter, opencode_listing
 from acr_cli.health import readiness
 
 STATUS_VARS = ("FAKE_AGENT_LOGGED_OUT", "FAKE_AGENT_OPENCODE_PROVIDERS", "FAKE_AGENT_STATUS_HANG",
@@ -158,7 +158,7 @@ def test_a_codex_arm_whose_args_choose_a_provider_has_a_scope_of_its_own():
     assert readiness.scope("codex", "qwen2.5-coder", LOCAL_ARGS) == "codex:local"
     assert readiness.scope("codex", "gpt-5.4", ("-c", 'model_provider="openai"')) == "codex"
     assert readiness.scope("codex", "gpt-5.4", ("--config=model_provider=azure",)) == "codex:azure"
-    assert readiness.codex_overrides(LOCAL_ARGS) == {"model_provider": "local",
+    assert codex_overrides(LOCAL_ARGS) == {"model_provider": "local",
                                                      "model_providers.local.base_url": "http://127.0.0.1:9/v1"}
 
 
@@ -250,10 +250,10 @@ def test_opencode_auth_list_output_is_read_as_the_real_one_prints_it():
            "\u25cf  Moonshot AI \x1b[90mapi\n\u2502\n\u25cf  myproxy \x1b[90mapi\n\u2502\n\u2514  2 credentials\n\n"
            "\u250c  Environment\n\u2502\n\u25cf  Z.AI \x1b[90mZHIPU_API_KEY\n\u2502\n"
            "\u2514  1 environment variables\n\x1b[0m")  # as opencode 1.18.33 prints it, colours and all
-    assert readiness.opencode_listing(raw) == [("stored", "Moonshot AI", "api"), ("stored", "myproxy", "api"),
+    assert opencode_listing(raw) == [("stored", "Moonshot AI", "api"), ("stored", "myproxy", "api"),
                                                ("env", "Z.AI", "ZHIPU_API_KEY")]
-    assert readiness.opencode_listing("\u250c  Credentials ~/x\n\u2502\n\u2514  0 credentials\n") == []
-    assert readiness.opencode_listing("opencode [project]\n\nstart opencode tui\n") is None
+    assert opencode_listing("\u250c  Credentials ~/x\n\u2502\n\u2514  0 credentials\n") == []
+    assert opencode_listing("opencode [project]\n\nstart opencode tui\n") is None
 
 
 # --------------------------------------------------------------------------- timeouts
