@@ -576,114 +576,194 @@ class Context:
     kind_sure: float = 1.0  # how likely ``kind`` is right (see KIND_PRECISION)
 
 
-def classify_kind(prompt: str) -> tuple[str, list[str]]:
-    """The kind of work ``prompt`` asks for, and the evidence, each piece with its weight (see KIND_WORDS)."""
-    text = prompt
-    if len(prompt) > _LONG:
-        head, tail = prompt[:16_000], prompt[-4_000:]
-        fenced = sum(1 for line in head.splitlines() if _FENCE.match(line)) % 2  # cut inside a code block
-        text = head + ("\n```" if fenced else "") + "\n" + tail
-    scores: dict[str, float] = {}
-    reasons: list[str] = []
+def _cut(prompt: str) -> str:
+    """A very long prompt as read: its first 16,000 and last 4,000 characters (a code block cut open is closed)."""
+    if len(prompt) <= _LONG:
+        return prompt
+    head, tail = prompt[:16_000], prompt[-4_000:]
+    fenced = sum(1 for line in head.splitlines() if _FENCE.match(line)) % 2
+    return head + ("\n```" if fenced else "") + "\n" + tail
 
-    def add(kind: str, w: float, why: str) -> None:
-        scores[kind] = scores.get(kind, 0.0) + w
-        reasons.append(f"{kind} +{w:g} for {why}")
 
+@dataclass
+class _Reading:
+    """A request as the rules read it: whole when short; when long (more than BACKGROUND_WORDS words besides
+    its ask, see :func:`_ask`), its ask apart from its background."""
+
+    text: str
+    words: list[str]
+    ask: str
+    ask_words: list[str]
+    ask_heads: list[list[str]]  # the words each asking sentence asks with (long requests only)
+    background: int  # words of background (long requests only; else 0)
+    head: str  # the opening sentence, without a polite opening
+    head_words: list[str]
+    polite: bool  # the polite opening asked for work ("can you add X")
+
+    @property
+    def long(self) -> bool:
+        return self.background > BACKGROUND_WORDS
+
+    def search(self, rx: re.Pattern) -> tuple[re.Match | None, bool]:
+        """The first match of ``rx`` in the ask, else (long requests) in the whole text; and whether in the ask."""
+        m = rx.search(self.ask)
+        return (m, True) if m or not self.long else (rx.search(self.text), False)
+
+    def sources(self, ask, whole) -> tuple:
+        """(what, in the ask) pairs to look in, the ask first: the ask alone when the request is short."""
+        return ((ask, True), (whole, False))[:2 if self.long else 1]
+
+
+def _read(prompt: str) -> _Reading:
+    text = _cut(prompt)
     words = _words(text)
-    # a long request: its ask counts in full, its background as if it were BACKGROUND_WORDS long (see _ask)
     ask, ask_heads, background = _ask(text) if len(words) > BACKGROUND_WORDS else (text, [], 0)
-    long = background > BACKGROUND_WORDS
-    damp = BACKGROUND_WORDS / background if long else 1.0
-    if not long:  # read whole, as a short request is
-        ask, ask_heads = text, []
-
-    behind: dict[str, list] = {}  # kind -> [weight, what]: found only in the background (one reason says it all)
-
-    def found(kind: str, w: float, why: str, in_ask: bool) -> None:
-        if in_ask:
-            add(kind, w, why)
-        else:
-            scores[kind] = scores.get(kind, 0.0) + w * damp
-            behind.setdefault(kind, [0.0, []])[0] += w * damp
-            behind[kind][1].append(why)
-
-    def search(rx: re.Pattern) -> tuple[re.Match | None, bool]:
-        m = rx.search(ask)
-        return (m, True) if m or not long else (rx.search(text), False)
-
-    everywhere = _LEX.find(words)
-    ask_words = _words(ask) if long else words
-    asked = _LEX.find(ask_words) if long else everywhere
-    for rule, phrase in sorted(everywhere.items()):
-        kind, w = _WORD_RULES[rule]
-        found(kind, w, repr(asked.get(rule, phrase)), rule in asked)
-    for kind, rules in _RULES.items():
-        for rx, w in rules:
-            m, in_ask = search(rx)
-            if m:
-                found(kind, w, repr(m.group(0).strip()), in_ask)
+    if background <= BACKGROUND_WORDS:  # read whole, as a short request is
+        ask, ask_heads, background = text, [], 0
     opening, polite = _strip_polite(text.strip())
     head = _SENTENCE.split(opening, 1)[0].strip()
-    head_words = _words(head)
-    done: set[str] = set()
+    return _Reading(text, words, ask, _words(ask) if background else words, ask_heads, background, head,
+                    _words(head), polite)
+
+
+class _Tally:
+    """Scores per kind and the reasons for them. Evidence found only in a long request's background counts
+    as if the background were BACKGROUND_WORDS long, and one reason at the end says it all."""
+
+    def __init__(self, background: int) -> None:
+        self.background = background
+        self.damp = BACKGROUND_WORDS / background if background else 1.0
+        self.scores: dict[str, float] = {}
+        self.reasons: list[str] = []
+        self.behind: dict[str, list] = {}  # kind -> [weight, whats]
+        self.opened: set[str] = set()  # the kinds the opening verb asked for
+
+    def add(self, kind: str, w: float, why: str) -> None:
+        self.scores[kind] = self.scores.get(kind, 0.0) + w
+        self.reasons.append(f"{kind} +{w:g} for {why}")
+
+    def found(self, kind: str, w: float, why: str, in_ask: bool) -> None:
+        if in_ask:
+            self.add(kind, w, why)
+            return
+        self.scores[kind] = self.scores.get(kind, 0.0) + w * self.damp
+        self.behind.setdefault(kind, [0.0, []])[0] += w * self.damp
+        self.behind[kind][1].append(why)
+
+    def background_reason(self) -> str:
+        ranked = sorted(self.behind.items(), key=lambda kv: -kv[1][0])
+        return f"the background ({self.background:,} words, counted as {BACKGROUND_WORDS}) adds " + ", ".join(
+            f"{kind} +{w:.2g}" + (f" ({', '.join(whats[:3])}{' and more' if len(whats) > 3 else ''})" if n < 2 else "")
+            for n, (kind, (w, whats)) in enumerate(ranked))
+
+
+def _named_words(r: _Reading, t: _Tally) -> None:
+    """KIND_WORDS and KIND_RULES: words, phrases and patterns that name a kind of work."""
+    everywhere = _LEX.find(r.words)
+    asked = _LEX.find(r.ask_words) if r.long else everywhere
+    for rule, phrase in sorted(everywhere.items()):
+        kind, w = _WORD_RULES[rule]
+        t.found(kind, w, repr(asked.get(rule, phrase)), rule in asked)
+    for kind, rules in _RULES.items():
+        for rx, w in rules:
+            m, in_ask = r.search(rx)
+            if m:
+                t.found(kind, w, repr(m.group(0).strip()), in_ask)
+
+
+def _head_hits(words: list[str]) -> list[tuple[str, float, str, str]]:
+    """The HEAD_WORDS lines ``words`` open with, the first of each kind: (kind, weight, verb, object)."""
+    hits: dict[str, tuple[str, float, str, str]] = {}
     for kind, w, verbs, objects in _HEAD:
-        verb = _has(head_words, verbs, 0, 1)
-        if kind in done or verb is None:
+        verb = _has(words, verbs, 0, 1)
+        if kind in hits or verb is None:
             continue
-        obj = _has(head_words, objects, 1, 9) if objects else ""
+        obj = _has(words, objects, 1, 9) if objects else ""
         if obj is not None:
-            done.add(kind)
-            add(kind, w, f"opening with {verb!r}" + (f" ... {obj!r}" if obj else ""))
-    for asking in ask_heads if long and not done else ():  # opened by a title: the first sentence that asks
-        hit = next(((kind, w, verb) for kind, w, verbs, objects in _HEAD if (verb := _has(asking, verbs, 0, 1))
-                    and (not objects or _has(asking, objects, 1, 9))), None)
-        if hit:
-            done.add(hit[0])
-            add(hit[0], hit[1], f"first asking to {hit[2]!r}")
-            break
-    m, in_ask = search(_FAILING_TEST)
-    if m and "test_generation" not in done:
-        found("bug_fix", 3, f"a failing test ({m.group(0).strip()!r})", in_ask)
-    m, in_ask = search(TRACE)
+            hits[kind] = (kind, w, verb, obj)
+    return list(hits.values())
+
+
+def _opening_verb(r: _Reading, t: _Tally) -> None:
+    """The verb the request opens with (HEAD_WORDS); when none, for a long request (opened by a title, say)
+    its first asking sentence's."""
+    for kind, w, verb, obj in _head_hits(r.head_words):
+        t.opened.add(kind)
+        t.add(kind, w, f"opening with {verb!r}" + (f" ... {obj!r}" if obj else ""))
+    for asking in () if t.opened else r.ask_heads:
+        hits = _head_hits(asking)
+        if hits:
+            kind, w, verb, _ = hits[0]
+            t.opened.add(kind)
+            t.add(kind, w, f"first asking to {verb!r}")
+            return
+
+
+def _error_output(r: _Reading, t: _Tally) -> None:
+    """A failing test named, or pasted error output: a bug."""
+    m, in_ask = r.search(_FAILING_TEST)
+    if m and "test_generation" not in t.opened:
+        t.found("bug_fix", 3, f"a failing test ({m.group(0).strip()!r})", in_ask)
+    m, in_ask = r.search(TRACE)
     if m:
-        found("bug_fix", 4, f"pasted error output {m.group(0).strip()!r}", in_ask)
-    question = _starts(head_words, _QUESTION_START) and not polite
-    if question and not any(_imperative(c) for c in _clauses(text, _SENTENCE)[1:]):
-        add("explain", 3, f"a question ({head.split()[0]!r} ...)")
-    if text.rstrip().endswith("?"):
-        last = re.split(r"[.!\n]", text.rstrip()[:-1])[-1].strip()
+        t.found("bug_fix", 4, f"pasted error output {m.group(0).strip()!r}", in_ask)
+
+
+def _question(r: _Reading, t: _Tally) -> None:
+    """A question that asks for nothing to be done, or a request ending with '?': an explanation."""
+    question = _starts(r.head_words, _QUESTION_START) and not r.polite
+    if question and not any(_imperative(c) for c in _clauses(r.text, _SENTENCE)[1:]):
+        t.add("explain", 3, f"a question ({r.head.split()[0]!r} ...)")
+    if r.text.rstrip().endswith("?"):
+        last = re.split(r"[.!\n]", r.text.rstrip()[:-1])[-1].strip()
         if not _strip_polite(last)[1]:
-            add("explain", 1.5, "ends with '?'")
-    if (not polite and not _starts(head_words, _QUESTION_START) and not text.rstrip().endswith("?")
-            and any(w in FINITE for w in words) and not _has(words, _DESIRE)
-            and not any(_imperative(c) for c in _clauses(text, _CLAUSE))):
-        add("bug_fix", 1.5, "describes what happens and asks for nothing")
-    for source, in_ask in ((ask_words, True), (words, False))[:2 if long else 1]:
+            t.add("explain", 1.5, "ends with '?'")
+
+
+def _description(r: _Reading, t: _Tally) -> None:
+    """A request that describes what happens and asks for nothing: a bug report."""
+    if (not r.polite and not _starts(r.head_words, _QUESTION_START) and not r.text.rstrip().endswith("?")
+            and any(w in FINITE for w in r.words) and not _has(r.words, _DESIRE)
+            and not any(_imperative(c) for c in _clauses(r.text, _CLAUSE))):
+        t.add("bug_fix", 1.5, "describes what happens and asks for nothing")
+
+
+def _breadth(r: _Reading, t: _Tally) -> None:
+    """Three layers of a code base, or four file paths or three directories, named: work over many files."""
+    for source, in_ask in r.sources(r.ask_words, r.words):
         layers = _layers(source)
         if len(layers) >= 3:
-            found("multi_file", 2.5, f"names {len(layers)} layers ({', '.join(sorted(layers))})", in_ask)
+            t.found("multi_file", 2.5, f"names {len(layers)} layers ({', '.join(sorted(layers))})", in_ask)
             break
-    for source, in_ask in ((ask, True), (text, False))[:2 if long else 1]:
+    for source, in_ask in r.sources(r.ask, r.text):
         paths = len(set(m.group(0) for m in _FILE_PATH.finditer(source)))
         dirs = len(set(m.group(0) for m in _DIR.finditer(source)))
         if paths >= 4 or dirs >= 3:
-            found("multi_file", 3, f"{paths} file paths, {dirs} directories named", in_ask)
+            t.found("multi_file", 3, f"{paths} file paths, {dirs} directories named", in_ask)
             break
-    if behind:
-        ranked = sorted(behind.items(), key=lambda kv: -kv[1][0])
-        reasons.append(f"the background ({background:,} words, counted as {BACKGROUND_WORDS}) adds " + ", ".join(
-            f"{kind} +{w:.2g}" + (f" ({', '.join(whats[:3])}{' and more' if len(whats) > 3 else ''})" if n < 2 else "")
-            for n, (kind, (w, whats)) in enumerate(ranked)))
-    if not scores:
-        kind = "explain" if text.strip().endswith("?") else "feature"
+
+
+# The evidence, in the order its reasons are given.
+_EVIDENCE = (_named_words, _opening_verb, _error_output, _question, _description, _breadth)
+
+
+def classify_kind(prompt: str) -> tuple[str, list[str]]:
+    """The kind of work ``prompt`` asks for, and the evidence, each piece with its weight (see KIND_WORDS)."""
+    reading = _read(prompt)
+    tally = _Tally(reading.background)
+    for look in _EVIDENCE:
+        look(reading, tally)
+    if tally.behind:
+        tally.reasons.append(tally.background_reason())
+    if not tally.scores:
+        kind = "explain" if reading.text.strip().endswith("?") else "feature"
         return kind, [f"no keyword matched: {'a question' if kind == 'explain' else 'a request to change code'}"]
     order = list(KIND_WORDS)
-    kind = max(scores, key=lambda k: (scores[k], -order.index(k)))
-    if kind in ("feature", "refactor") and scores.get("multi_file", 0) >= MULTI_AT:
-        reasons.append(f"{kind} spans many files -> multi_file")
+    kind = max(tally.scores, key=lambda k: (tally.scores[k], -order.index(k)))
+    if kind in ("feature", "refactor") and tally.scores.get("multi_file", 0) >= MULTI_AT:
+        tally.reasons.append(f"{kind} spans many files -> multi_file")
         kind = "multi_file"
-    return kind, reasons
+    return kind, tally.reasons
 
 
 def detect_language(prompt: str, project: Path | None) -> tuple[str | None, str]:
