@@ -148,54 +148,18 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     may hold ``;`` or ``$(``). The one exception: a branch that another work tree had checked out at the
     checkpoint, and still has, moves with that work tree's commits (its user may have committed
     meanwhile), so it stays as it is, named. ``branch``, HEAD's, is :func:`restore_head`'s."""
-    back: list[str] = []
-    aside: list[str] = []
-    taken: list[str] = []
     if kept is None:
-        return back, aside, taken
+        return [], [], []
     store = f"{PUT_ASIDE_REFS}{name}/"
     ours = _acr_refs(git)
-    taken += _clear_way(git, store, ours)
+    taken = _clear_way(git, store, ours)
     earlier = sorted(r for r in ours if r.startswith(store))  # kept by an earlier try of this rollback
     symbolic_now: dict[str, str] = {}
     refs, stash, _ = listed(git, symbolic_now)
-    others = _worktrees(git)
-    if worktrees is None:  # a checkpoint from before acr recorded them: what is checked out now, if it existed
-        busy = {b for b, _ in others.values() if b and b in kept}
-    else:
-        busy = {b for wt, b in worktrees.items() if b and others.get(wt, (None, ""))[0] == b}
-    changed = [(r, v) for r, v in sorted(refs.items()) if r != branch and kept.get(r) != v]
-    moves: list[tuple[str, str, str]] = []
-    for r, v in changed:
-        if r in busy:
-            taken.append(f"{printable(r)} moved during the attempt and is checked out in another work tree: "
-                         "left as it is")
-        else:
-            moves.append((r, v, store + r[len("refs/"):]))
-    done = _move_aside(git, moves, kept)
-    shown = []
-    for r, v, keep in moves:
-        if keep not in done:
-            aside.append(f"{printable(r)} (made or moved during the attempt; could not be put aside, left as it is)")
-            continue
-        verb, how = ("moved", "puts it back over yours") if r in kept else ("made", "brings it back")
-        shown.append(f"{printable(r)} {verb} during the attempt: kept as {printable(keep)} "
-                     f"({_command(('git', 'update-ref', r, keep), store)} {how})")
-        for where in [w for b, w in others.values() if b == r]:  # another work tree is on it: now on no commit
-            shown.append(f"the work tree {printable(where)} has {printable(r)} checked out, which is kept aside "
-                         f"now: switch it to a branch there (`git -C {_quote(where)} switch BRANCH`)")
-    taken += _at_most(shown, store)
-    missing = {r: v for r, v in kept.items() if r not in refs and r != branch}
-    if missing:
-        lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
-        if git.ok("update-ref", "--stdin", input=lines):
-            back += [printable(r) for r in missing]
-        else:  # one at a time: a name taken now must not keep the others from coming back
-            for r, v in missing.items():
-                if git.ok("update-ref", r, v, ""):  # "": only if it does not exist
-                    back.append(printable(r))
-                else:
-                    aside.append(_put_aside(git, store + r[len("refs/"):], v, printable(r)))
+    aside, moved = _undo_moves(git, kept, refs, branch, store, worktrees)
+    taken += moved
+    back, lost = _recreate_missing(git, {r: v for r, v in kept.items() if r not in refs and r != branch}, store)
+    aside += lost
     if kept_symbolic is not None and kept_symbolic != symbolic_now:
         taken += _restore_symbolic(git, kept_symbolic, symbolic_now)
     if [sha for sha, _ in stash] != [sha for sha, _ in stash_then]:
@@ -206,6 +170,72 @@ def restore_refs(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     if earlier:
         taken.append(f"kept aside by an earlier try of this rollback: {few([printable(r) for r in earlier], SHOWN_MAX)}")
     return back, aside, taken
+
+
+def _undo_moves(git: Git, kept: dict[str, str], refs: dict[str, str], branch: str | None, store: str,
+                worktrees: dict[str, str | None] | None) -> tuple[list[str], list[str]]:
+    """Put each branch and tag made or moved during the attempt back as it was, its own version kept under
+    ``store``; one checked out in another work tree since the checkpoint is left as it is. Returns (what could
+    not be put aside, what was put aside or left), for people."""
+    others = _worktrees(git)
+    if worktrees is None:  # a checkpoint from before acr recorded them: what is checked out now, if it existed
+        busy = {b for b, _ in others.values() if b and b in kept}
+    else:
+        busy = {b for wt, b in worktrees.items() if b and others.get(wt, (None, ""))[0] == b}
+    taken: list[str] = []
+    moves: list[tuple[str, str, str]] = []
+    for r, v in sorted(refs.items()):
+        if r == branch or kept.get(r) == v:
+            continue
+        if r in busy:
+            taken.append(f"{printable(r)} moved during the attempt and is checked out in another work tree: "
+                         "left as it is")
+        else:
+            moves.append((r, v, store + r[len("refs/"):]))
+    done = _move_aside(git, moves, kept)
+    aside: list[str] = []
+    shown: list[str] = []
+    for r, _, keep in moves:
+        if keep in done:
+            shown += _moved_lines(r, keep, r in kept, store, [w for b, w in others.values() if b == r])
+        else:
+            aside.append(f"{printable(r)} (made or moved during the attempt; could not be put aside, left as it is)")
+    return aside, taken + _at_most(shown, store)
+
+
+def _moved_lines(r: str, keep: str, existed: bool, store: str, checked_out_in: list[str]) -> list[str]:
+    """What a rollback says of a ref it put aside, with the command that takes it back; and, for each other
+    work tree that has it checked out (now on no commit), how to switch it to a branch."""
+    verb, how = ("moved", "puts it back over yours") if existed else ("made", "brings it back")
+    out = [f"{printable(r)} {verb} during the attempt: kept as {printable(keep)} "
+           f"({_command(('git', 'update-ref', r, keep), store)} {how})"]
+    for where in checked_out_in:
+        out.append(f"the work tree {printable(where)} has {printable(r)} checked out, which is kept aside "
+                   f"now: switch it to a branch there (`git -C {_quote(where)} switch BRANCH`)")
+    return out
+
+
+def _recreate_missing(git: Git, missing: dict[str, str], store: str) -> tuple[list[str], list[str]]:
+    """Recreate the branches and tags the attempt deleted: in one transaction, else one at a time (a name
+    taken now must not keep the others from coming back; that one is kept under ``store``). Returns (put
+    back, could not come back where it was), for people."""
+    if not missing:
+        return [], []
+    lines = "".join(f"create {r} {v}\n" for r, v in missing.items()).encode("utf-8", "surrogateescape")
+    if git.ok("update-ref", "--stdin", input=lines):
+        return [printable(r) for r in missing], []
+    back, aside = [], []
+    for r, v in missing.items():
+        if git.ok("update-ref", r, v, ""):  # "": only if it does not exist
+            back.append(printable(r))
+        else:
+            aside.append(_put_aside(git, store + r[len("refs/"):], v, printable(r)))
+    return back, aside
+
+
+# One thing a kept attempt did that is kept aside: (keep-as, object, what happened, the command that takes it
+# back, what that command does).
+_Aside = tuple[str, str, str, tuple[str, ...], str]
 
 
 def kept_changes(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[str, str], ...],
@@ -227,34 +257,64 @@ def kept_changes(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
     now, stash_now, _ = listed(git)
     head_now, branch_now = head(git)
     switched = branch_now != branch_then
-    # (keep-as, object, what happened, the command that takes it back, what that command does)
-    aside: list[tuple[str, str, str, tuple[str, ...], str]] = []
+    aside, made = _head_changes(git, (head_then, branch_then), (head_now, branch_now), store)
+    skip = branch_then if not switched else None  # HEAD's own branch: said with HEAD
+    a, m = _branch_changes(git, kept, now, skip, store, worktrees)
+    aside += a
+    made += m
+    a, m = _stash_changes(stash_then, stash_now, store)
+    aside += a
+    made += m
+    return _at_most(_keep_aside(git, aside, store, publish) + made, store)
+
+
+def _head_changes(git: Git, then: tuple[str | None, str | None], now: tuple[str | None, str | None],
+                  store: str) -> tuple[list[_Aside], list[str]]:
+    """What a kept attempt did to HEAD, each (commit, branch): a switch, commits made on it, or its commit
+    left out of its history (kept aside). Returns (to keep aside, what it made)."""
+    (head_then, branch_then), (head_now, branch_now) = then, now
+    switched = branch_now != branch_then
+    aside: list[_Aside] = []
     made: list[str] = []
     if switched:
-        back = ("git", "symbolic-ref", "HEAD", branch_then) if branch_then else \
-            ("git", "update-ref", "--no-deref", "HEAD", head_then or "")
-        was = printable(branch_then) if branch_then else f"a detached HEAD at {_short(head_then)}"
-        made.append(f"switched HEAD from {was} to {printable(branch_now) if branch_now else 'a detached HEAD'} "
-                    f"({_command(back, store)} puts it back, your files and index as they are)"
-                    if branch_then or head_then else f"switched HEAD to {printable(branch_now or 'a detached HEAD')}")
-    if head_then and head_now != head_then:
-        if head_now and _descends(git, head_then, head_now):
-            if not switched:
-                n = git("rev-list", "--count", f"{head_then}..{head_now}", check=False).decode().strip() or "?"
-                made.append(f"made {n} commit(s) on HEAD ({_short(head_then)}..{_short(head_now)}, not in the "
-                            f"uncommitted diff; {_command(('git', 'reset', '--soft', head_then), store)} uncommits "
-                            "them, your files as they are)")
-        else:
-            back = ("git", "reset", "--soft", head_then) if not switched else ()
-            aside.append((store + "HEAD", head_then, f"HEAD's commit before the attempt, {_short(head_then)}, is no "
-                          "longer in HEAD's history (an amend, a reset to an earlier commit or a rebase)", back,
-                          "puts HEAD back on it, your files and index as they are"))
+        made.append(_switch_line(head_then, branch_then, branch_now, store))
+    if not head_then or head_now == head_then:
+        return aside, made
+    if head_now and _descends(git, head_then, head_now):
+        if not switched:
+            n = git("rev-list", "--count", f"{head_then}..{head_now}", check=False).decode().strip() or "?"
+            made.append(f"made {n} commit(s) on HEAD ({_short(head_then)}..{_short(head_now)}, not in the "
+                        f"uncommitted diff; {_command(('git', 'reset', '--soft', head_then), store)} uncommits "
+                        "them, your files as they are)")
+    else:
+        back = ("git", "reset", "--soft", head_then) if not switched else ()
+        aside.append((store + "HEAD", head_then, f"HEAD's commit before the attempt, {_short(head_then)}, is no "
+                      "longer in HEAD's history (an amend, a reset to an earlier commit or a rebase)", back,
+                      "puts HEAD back on it, your files and index as they are"))
+    return aside, made
+
+
+def _switch_line(head_then: str | None, branch_then: str | None, branch_now: str | None, store: str) -> str:
+    """HEAD switched to another branch (or detached), with the command that switches it back."""
+    if not (branch_then or head_then):
+        return f"switched HEAD to {printable(branch_now or 'a detached HEAD')}"
+    back = ("git", "symbolic-ref", "HEAD", branch_then) if branch_then else \
+        ("git", "update-ref", "--no-deref", "HEAD", head_then or "")
+    was = printable(branch_then) if branch_then else f"a detached HEAD at {_short(head_then)}"
+    return (f"switched HEAD from {was} to {printable(branch_now) if branch_now else 'a detached HEAD'} "
+            f"({_command(back, store)} puts it back, your files and index as they are)")
+
+
+def _branch_changes(git: Git, kept: dict[str, str], now: dict[str, str], skip: str | None, store: str,
+                    worktrees: dict[str, str | None] | None) -> tuple[list[_Aside], list[str]]:
+    """Branches and tags a kept attempt made (named), deleted or moved (kept aside); ``skip``: one said
+    elsewhere. Returns (to keep aside, what it made)."""
     others = {b: where for b, where in _worktrees(git).values() if b}
+    aside: list[_Aside] = []
+    made: list[str] = []
     for r in sorted(set(kept) | set(now)):
-        if r == branch_then and not switched:  # HEAD's own branch: said above
-            continue
         old, new = kept.get(r), now.get(r)
-        if old == new:
+        if r == skip or old == new:
             continue
         if old is None:
             made.append(f"made {printable(r)} ({_short(new)}"
@@ -269,25 +329,38 @@ def kept_changes(git: Git, kept: dict[str, str] | None, stash_then: tuple[tuple[
                          "may be yours)")
             aside.append((store + r[len("refs/"):], old, f"moved {printable(r)} from {_short(old)} to "
                           f"{_short(new)}{note}", ("git", "update-ref", r, old), "puts it back"))
-    present, known = {sha for sha, _ in stash_now}, {sha for sha, _ in stash_then}
-    for sha, msg in stash_then:
-        if sha not in present:
-            aside.append((f"{store}stash/{sha}", sha, f"took your stash entry ({printable(msg)}) off the list",
-                          ("git", "stash", "store", "-m", msg, sha), "puts it back on your list"))
-    made += [f"made the stash entry ({printable(msg)}): your next `git stash pop` applies it"
-             for sha, msg in stash_now if sha not in known]
-    if [s for s, _ in stash_then if s in present] != [s for s, _ in stash_now if s in known]:
+    return aside, made
+
+
+def _stash_changes(then: tuple[tuple[str, str], ...], now: tuple[tuple[str, str], ...],
+                   store: str) -> tuple[list[_Aside], list[str]]:
+    """Stash entries a kept attempt took off the list (kept aside), made, or reordered. Returns (to keep
+    aside, what it made)."""
+    present, known = {sha for sha, _ in now}, {sha for sha, _ in then}
+    aside: list[_Aside] = [(f"{store}stash/{sha}", sha, f"took your stash entry ({printable(msg)}) off the list",
+                            ("git", "stash", "store", "-m", msg, sha), "puts it back on your list")
+                           for sha, msg in then if sha not in present]
+    made = [f"made the stash entry ({printable(msg)}): your next `git stash pop` applies it"
+            for sha, msg in now if sha not in known]
+    if [s for s, _ in then if s in present] != [s for s, _ in now if s in known]:
         made.append("reordered your stash list (`git stash list` shows it; stash@{n} names another entry now)")
-    out = _clear_way(git, store, _acr_refs(git)) if aside else []
-    if aside:
-        publish()
+    return aside, made
+
+
+def _keep_aside(git: Git, aside: list[_Aside], store: str, publish) -> list[str]:
+    """Keep each under its name (acr's objects published first), and say so with the command that takes it
+    back; one whose objects were pruned meanwhile is said to be lost."""
+    if not aside:
+        return []
+    out = _clear_way(git, store, _acr_refs(git))
+    publish()
     done = _keep(git, [(keep, obj) for keep, obj, *_ in aside])
     for keep, _, what, back, does in aside:
         if keep not in done:
             out.append(f"{what}; it could not be kept: its objects are gone, pruned meanwhile")
         else:
             out.append(f"{what}: kept as {printable(keep)}" + (f" ({_command(back, store)} {does})" if back else ""))
-    return _at_most(out + made, store)
+    return out
 
 
 def _keep(git: Git, refs: list[tuple[str, str]]) -> set[str]:

@@ -123,20 +123,56 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
     """``keep``: called with the tree as the attempt left it (less what was ignored before it), before any path is
     rewritten; returns (where it kept the work, paths it could not keep). ``publish``: copies acr's objects into
     the repository (the index and refs may need staged and stashed work the attempt pruned). ``recovering``
-    (``acr recover``): files over the attempt's budget are moved aside, not deleted (they may be the user's)."""
-    git, root = snap.git, snap.root
+    (``acr recover``): files over the attempt's budget are moved aside, not deleted (they may be the user's).
+
+    In order: the repository's own files and index; what the attempt made that git does not track as files
+    (worktrees, oversized files, nested repositories); the attempt's work kept; tracked and untracked files;
+    refs and HEAD; ignored files and modes; a check that all is back; then what appeared around it."""
     report = RestoreReport()
-    require_repository(git.git_dir, root, cp.dotgit)
-    report.git_state = control.restore(control.bases(root, git.git_dir, git.common_dir), cp.control)
+    left: list[str] = []  # what could not be undone, for the error
+    aside = Aside(snap.git.common_dir, cp.name)
+    after = cp.after()
+    _restore_git_state(snap, cp, report)
+    now = _clear_untracked_kinds(snap, cp, report, aside, recovering)
+    if keep is not None and now.tree != cp.tree:
+        _keep_work(snap, cp, now.tree, keep, report)
+    changed = _restore_files(snap, cp, now, left)
+    publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
+    _restore_refs_and_head(snap.git, cp, report, left)
+    ignored_changed, seed, huge = _restore_ignored(snap, cp, report, aside, recovering, left)
+    _restore_modes(snap.root, cp.modes)
+    if left:
+        raise WorkspaceError(
+            f"the rollback could not undo {len(left)} change(s), left as the attempt made them: "
+            + "; ".join(left) + "; every other path is back as it was",
+            hint="move those aside (or make them writable), then run `acr recover` to finish the rollback")
+    final = _check_restored(snap, cp, after, seed, huge)
+    _remove_what_appeared(snap, cp, report, aside, [p for st, p in changed + ignored_changed if st == "A"])
+    report.paths = len(changed) + len(ignored_changed)
+    report.outside = cp.outside_changes()
+    report.nested = [path for _, path, nested in final if nested]
+    return report
+
+
+def _restore_git_state(snap: Snapshots, cp: Checkpoint, report: RestoreReport) -> None:
+    """The repository's own files (config, hooks...), lock files and caches the attempt left, and the index
+    (first: nothing after this reads an index the attempt wrote, say with ``: > .git/index``)."""
+    git = snap.git
+    require_repository(git.git_dir, snap.root, cp.dotgit)
+    report.git_state = control.restore(control.bases(snap.root, git.git_dir, git.common_dir), cp.control)
     report.stale_locks = remove_new_locks(git.git_dir, git.common_dir, cp.locks)
     if cp.caches is not None:
         report.caches = control.remove_new_caches(git.common_dir, cp.caches)
-    if _read_index(git.git_dir) != cp.index:  # (`: > .git/index`): nothing below reads the attempt's
+    if _read_index(git.git_dir) != cp.index:
         _write_index(git.git_dir, cp.index)
-    left: list[str] = []
-    aside = Aside(git.common_dir, cp.name)
-    report.repositories = remove_new_worktrees(snap, cp, aside)
+
+
+def _clear_untracked_kinds(snap: Snapshots, cp: Checkpoint, report: RestoreReport, aside: "Aside",
+                           recovering: bool):
+    """Remove the worktrees, files over the budget and nested repositories the attempt made (moved aside when
+    they may be the user's); returns the work tree's snapshot after that."""
     after = cp.after()
+    report.repositories = remove_new_worktrees(snap, cp, aside)
     now = snap.take(cp.sparse_absent, unreadable_ok=True, after=after)
     if now.oversized:
         report.oversized, report.oversized_kept = remove_oversized(snap, now.oversized, aside if recovering else None)
@@ -144,26 +180,36 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
     if moved:
         report.repositories += moved
         now = snap.take(cp.sparse_absent, unreadable_ok=True, after=after)
-    if keep is not None and now.tree != cp.tree:
-        try:
-            # never the files that were ignored before the attempt (a .env it un-ignored): the user's own,
-            # which the rollback puts back
-            tree = snap.without(now.tree, cp.ignored + cp.unprotected, cp.tree)
-            report.saved_as, report.not_kept = keep(tree)
-        except (WorkspaceError, OSError) as e:  # keeping a copy must never stop the rollback itself
-            report.refs_put_aside.append(f"the attempt's work could not be kept ({_message(e)})")
+    return now
+
+
+def _keep_work(snap: Snapshots, cp: Checkpoint, tree: str, keep, report: RestoreReport) -> None:
+    """Keep the attempt's work with ``keep``; never the files that were ignored before the attempt (a .env it
+    un-ignored: the user's own, which the rollback puts back). Keeping a copy never stops the rollback."""
+    try:
+        report.saved_as, report.not_kept = keep(snap.without(tree, cp.ignored + cp.unprotected, cp.tree))
+    except (WorkspaceError, OSError) as e:
+        report.refs_put_aside.append(f"the attempt's work could not be kept ({_message(e)})")
+
+
+def _restore_files(snap: Snapshots, cp: Checkpoint, now, left: list[str]) -> list[tuple[str, str]]:
+    """Put every path the attempt changed back; returns the changes undone.
+
+    The rules first: ignore rules (a .gitignore changed, deleted or added), so that files ignored before the
+    attempt do not look added, and get removed, because a rule changed; attributes (a planted
+    ``* working-tree-encoding=UTF-16`` or ``* text``), so that the rest is read and written with the user's."""
     changed = _undo_list(snap, cp, now)
-    # The rules first: ignore rules (a .gitignore changed, deleted or added), so that files ignored before
-    # the attempt do not look added, and get removed, because a rule changed; attributes (a planted
-    # `* working-tree-encoding=UTF-16` or `* text`), so that the rest is read and written with the user's.
     rules = [c for c in changed if os.path.basename(c[1]) in RULES]
     if rules:
         _put_back(snap, cp.tree, rules, cp.raw, cp.modes, left)
-        changed = rules + [c for c in _undo_list(snap, cp, snap.take(cp.sparse_absent, unreadable_ok=True,
-                                                                      after=after))
-                           if c not in rules]
+        again = snap.take(cp.sparse_absent, unreadable_ok=True, after=cp.after())
+        changed = rules + [c for c in _undo_list(snap, cp, again) if c not in rules]
     _put_back(snap, cp.tree, [c for c in changed if c not in rules], cp.raw, cp.modes, left)
-    publish(loose=False)  # staged and stashed work the attempt may have pruned: the index and refs need it
+    return changed
+
+
+def _restore_refs_and_head(git, cp: Checkpoint, report: RestoreReport, left: list[str]) -> None:
+    """Branches, tags, the stash list, replace refs and HEAD as they were, then the index again."""
     back, set_aside, report.refs_taken = refs.restore_refs(git, cp.refs, cp.stash, cp.branch, cp.name,
                                                            cp.worktrees, cp.symbolic)
     report.refs_put_back, report.refs_put_aside = back, report.refs_put_aside + set_aside
@@ -174,30 +220,40 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
         left.append(f"HEAD ({_message(e)})")
     if _read_index(git.git_dir) != cp.index:
         _write_index(git.git_dir, cp.index)
-    ignored_changed: list[tuple[str, str]] = []
-    seed = None
-    huge: list[tuple[str, int]] = []  # kept ignored files over the budget (measured again at the end, if any)
-    if cp.ignored_tree:
-        huge = snap.oversized_ignored(cp.ignored)  # (`truncate -s 2T .env`): never read
-        if huge:
-            gone, _ = remove_oversized(snap, huge, aside if recovering else None)
-            report.oversized += gone
-            report.oversized_kept = recovering
-        now_ignored, seed = snap.ignored_tree(cp.ignored, cp.ignored_index, leave=tuple(p for p, _ in huge))
-        ignored_changed = snap.diff(cp.ignored_tree, now_ignored)
-        _put_back(snap, cp.ignored_tree, ignored_changed, None, cp.modes, left)
-    for path, mode in cp.modes.items():  # a mode-only change (chmod 644 .env) is no diff to git
+
+
+def _restore_ignored(snap: Snapshots, cp: Checkpoint, report: RestoreReport, aside: "Aside", recovering: bool,
+                     left: list[str]):
+    """The ignored files the checkpoint kept, as they were; those grown over the budget (``truncate -s 2T
+    .env``) are never read but removed (moved aside when recovering). Returns (the changes undone, the seed
+    of the ignored files' index, the oversized ones)."""
+    if not cp.ignored_tree:
+        return [], None, []
+    huge = snap.oversized_ignored(cp.ignored)
+    if huge:
+        gone, _ = remove_oversized(snap, huge, aside if recovering else None)
+        report.oversized += gone
+        report.oversized_kept = recovering
+    now_ignored, seed = snap.ignored_tree(cp.ignored, cp.ignored_index, leave=tuple(p for p, _ in huge))
+    changed = snap.diff(cp.ignored_tree, now_ignored)
+    _put_back(snap, cp.ignored_tree, changed, None, cp.modes, left)
+    return changed, seed, huge
+
+
+def _restore_modes(root: Path, modes: dict[str, int]) -> None:
+    """Each kept file's mode: a mode-only change (chmod 644 .env) is no diff to git."""
+    for path, mode in modes.items():
         try:
             st = os.lstat(root / path)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
             os.chmod(root / path, mode)
-    if left:
-        raise WorkspaceError(
-            f"the rollback could not undo {len(left)} change(s), left as the attempt made them: "
-            + "; ".join(left) + "; every other path is back as it was",
-            hint="move those aside (or make them writable), then run `acr recover` to finish the rollback")
+
+
+def _check_restored(snap: Snapshots, cp: Checkpoint, after, seed, huge) -> list:
+    """Raise unless the work tree and the ignored files match the checkpoint; returns the remaining difference
+    (nested repositories only, which a rollback never rewrites)."""
     final = snap.raw_diff(cp.tree, snap.tree(cp.sparse_absent, after=after))
     if any(not nested for _, _, nested in final):
         raise WorkspaceError(f"could not restore the work tree to its checkpoint {cp.name}",
@@ -206,7 +262,14 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
             p for p, _ in snap.oversized_ignored(cp.ignored) if huge))[0] != cp.ignored_tree:
         raise WorkspaceError(f"could not restore the ignored files to their checkpoint {cp.name}",
                              hint="run `acr recover` to try again")
-    _remove_created_dirs(snap, cp, [p for st, p in changed + ignored_changed if st == "A"])
+    return final
+
+
+def _remove_what_appeared(snap: Snapshots, cp: Checkpoint, report: RestoreReport, aside: "Aside",
+                          added: list[str]) -> None:
+    """Directories the attempt made (emptied above), directory modes, then the ``.git`` folders, ignored
+    entries and populated submodules that appeared, moved aside."""
+    _remove_created_dirs(snap, cp, added)
     dirs = folders(snap.files())
     _restore_dirs(snap, cp, dirs)  # first: a directory the attempt made read-only cannot keep its files in place
     try:
@@ -217,10 +280,6 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
         report.ignored_left.append(f"the ignored files that appeared during the attempt ({_message(e)})")
     report.put_aside = aside.made
     _remove_created_dirs(snap, cp, [e.rstrip("/") for e in report.removed_ignored])
-    report.paths = len(changed) + len(ignored_changed)
-    report.outside = cp.outside_changes()
-    report.nested = [path for _, path, nested in final if nested]
-    return report
 
 
 def remove_new_ignored(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> tuple[list[str], list[str]]:
@@ -636,7 +695,19 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
     """Make the listed paths as they are in ``tree``: added ones go, the others are rewritten (with
     their exact bytes from ``raw`` where git would convert them, and their permission bits from
     ``modes`` where git would not write those). What cannot be done is appended to ``left``."""
-    git, root = snap.git, snap.root
+    to_write = _clear_paths(snap.root, changed, left)
+    if not to_write:
+        return
+    umask = current_umask()
+    _make_parents(snap.root, to_write)
+    _checkout(snap, tree, to_write, raw, left)
+    _set_modes(snap.root, to_write, modes, umask)
+
+
+def _clear_paths(root: Path, changed: list[tuple[str, str]], left: list[str]) -> list[str]:
+    """Remove what the attempt added, and whatever stands where a file is to be written back (a directory,
+    a FIFO, a symlink swapped for a file); returns the paths to write back. The rest is still done when one
+    fails (``left`` says which; restore() reports them)."""
     to_write: list[str] = []
     for status, path in changed:
         target = root / path
@@ -649,46 +720,67 @@ def _put_back(snap: Snapshots, tree: str, changed: list[tuple[str, str]], raw: d
                 elif os.path.lexists(target) and not (target.is_file() or target.is_symlink()):
                     target.unlink()  # a FIFO or socket where a file was
                 to_write.append(path)
-        except (WorkspaceError, OSError) as e:  # the rest is still put back; restore() says what was not
+        except (WorkspaceError, OSError) as e:
             left.append(f"{path} ({e.message if isinstance(e, WorkspaceError) else e.strerror or e})")
-    if not to_write:
-        return
-    umask = current_umask()
-    for path in to_write:  # directories a file goes back into get the user's usual mode, not 0700
+    return to_write
+
+
+def _make_parents(root: Path, to_write: list[str]) -> None:
+    """The directories files go back into, with the user's usual mode (not 0700); a directory swapped for a
+    symlink is replaced, never written through. A failure is left for checkout-index to say."""
+    for path in to_write:
         parent = os.path.dirname(path)
         if parent and (os.path.islink(root / parent) or not os.path.isdir(root / parent)):
             try:
-                _replace_links_on_the_way(root, parent)  # a directory swapped for a symlink: never write through it
+                _replace_links_on_the_way(root, parent)
                 os.makedirs(root / parent, exist_ok=True)
             except OSError:
-                pass  # checkout-index says why below
+                pass
+
+
+def _checkout(snap: Snapshots, tree: str, to_write: list[str], raw: dict[str, str] | None,
+              left: list[str]) -> None:
+    """Write ``to_write`` from ``tree`` through a temporary index, then the exact bytes of those in ``raw``;
+    a path that cannot be written is dropped from ``to_write`` and added to ``left``."""
+    git, root = snap.git, snap.root
     idx = snap.temp_index(seed=False)
-    os.umask(0o077)  # a file written back is nobody else's to read until its own mode is set below
+    umask = os.umask(0o077)  # a file written back is nobody else's to read until its own mode is set
     try:
         env = {"GIT_INDEX_FILE": idx}
         git("read-tree", tree, env=env)
         try:
             git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join(to_write))
         except WorkspaceError:  # a path git cannot write (a read-only directory): the others one by one
-            for path in list(to_write):
-                try:
-                    git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path]))
-                except WorkspaceError as e:
-                    if control.unfreeze(root / path) | control.unfreeze((root / path).parent) and git.ok(
-                            "checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path])):
-                        continue  # it was made immutable (chattr +i, as root)
-                    left.append(f"{path} ({e.message.splitlines()[-1]})")
-                    to_write.remove(path)
+            _checkout_each(snap, env, to_write, left)
         for path in to_write:
             if raw and path in raw and (root / path).is_file():
                 (root / path).write_bytes(git("cat-file", "blob", raw[path]))
     finally:
         os.umask(umask)
         unlink_index(idx)
-    for path in to_write:
+
+
+def _checkout_each(snap: Snapshots, env: dict[str, str], to_write: list[str], left: list[str]) -> None:
+    """checkout-index one path at a time; one made immutable (chattr +i, as root) is unfrozen and tried again."""
+    git, root = snap.git, snap.root
+    for path in list(to_write):
+        try:
+            git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path]))
+        except WorkspaceError as e:
+            if control.unfreeze(root / path) | control.unfreeze((root / path).parent) and git.ok(
+                    "checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join([path])):
+                continue
+            left.append(f"{path} ({e.message.splitlines()[-1]})")
+            to_write.remove(path)
+
+
+def _set_modes(root: Path, written: list[str], modes: dict[str, int], umask: int) -> None:
+    """Each written file's mode: the checkpoint's, else what git would have written under ``umask``; a
+    symlink's mode is its target's, so never chmod through one."""
+    for path in written:
         st = os.lstat(root / path)
-        if stat.S_ISREG(st.st_mode):  # a symlink's mode is its target's: never chmod through one
-            default = (0o777 if st.st_mode & stat.S_IXUSR else 0o666) & ~umask  # what git would have written
+        if stat.S_ISREG(st.st_mode):
+            default = (0o777 if st.st_mode & stat.S_IXUSR else 0o666) & ~umask
             os.chmod(root / path, modes.get(path, default))
 
 
