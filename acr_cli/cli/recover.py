@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from acr_cli.cli.common import JSON_HELP, open_memory, print_json, project_dir
 from acr_cli.cli.terminal import echo
-from acr_cli.errors import AcrError, WorkspaceError
+from acr_cli.errors import AcrError
+
+if TYPE_CHECKING:
+    from acr_cli.workspace.recover import Recovery
 
 
 def recover(
@@ -39,110 +42,40 @@ def recover(
 
     Examples: acr recover --list; acr recover; acr recover --kill; acr recover --discard
     """
-    from acr_cli import process
-    from acr_cli.workspace import Workspace
-    from acr_cli.workspace.kept import command
+    from acr_cli.workspace.recover import recover as run_recovery
 
     if list_ and (discard or kill):
         raise AcrError(f"--list only lists the checkpoints; it does not combine with {'--discard' if discard else '--kill'}",
                        hint="run `acr recover --list` first, then `acr recover [--discard|--kill] [NAME]`")
-
-    try:
-        ws = Workspace.open(project_dir(project))
-    except WorkspaceError as e:  # not the run's hint (--no-rollback): nothing here to recover
-        from acr_cli.workspace.core import NO_GIT_HINT
-
-        if e.hint and e.hint != NO_GIT_HINT:  # a repository git refuses (another owner...): its own fix
-            raise
-        raise AcrError(e.message, hint="run `acr recover` in the git repository (or pass -C DIR) where the "
-                       "killed `acr run` worked") from None
-    ws.lock()  # no run is active here now, so every checkpoint left is an interrupted one
-    try:
-        found = ws.interrupted_checkpoints()
-        if name is not None:
-            name = name.rsplit("/", 1)[-1]  # refs/acr/checkpoints/<name>, as older versions printed it
-            if name not in found:
-                raise AcrError(f"no interrupted checkpoint {name!r} in {ws.root}",
-                               hint="`acr recover --list` shows the ones there are")
-            chosen = [name]
-        else:
-            chosen = found[-1:]
-        out: dict = {"root": str(ws.root), "checkpoints": found, "restored": None, "saved_as": None,
-                     "discarded": [], "killed": [], "report": None}
-        if found and not list_:
-            alive = ws.survivors(found)
-            if alive and not kill:
-                raise AcrError(
-                    "processes of the killed run are still alive and could undo the recovery: "
-                    + "; ".join(f"pid {pid} ({cmd})" for pid, cmd in alive),
-                    hint="end them with `acr recover --kill` (or `kill PID`), then recover")
-            if alive:
-                still = process.kill_pids([pid for pid, _ in alive])
-                out["killed"] = [pid for pid, _ in alive if pid not in still]
-                if still:
-                    raise AcrError(f"could not end pid(s) {', '.join(map(str, still))}",
-                                   hint="end them by hand (`kill -9 PID`), then run `acr recover` again")
-        if list_ or not found:
-            pass
-        elif discard:
-            for n in (found if name is None else chosen):
-                ws.drop(n)
-                out["discarded"].append(n)
-        else:
-            later = None if force else ws.kept_since(chosen[0])
-            if later is not None:  # restoring would revert a later run's kept work
-                raise AcrError(
-                    f"a later `acr run` kept its work here (attempt {later[0]}, {_when(later[1])}) after checkpoint "
-                    f"{chosen[0]} was taken: restoring it would revert that work; nothing was changed",
-                    hint=f"`acr recover --discard {chosen[0]}` deletes the checkpoint and leaves the work tree as it "
-                         "is; `acr recover --force` restores anyway (what the tree holds is kept in acr's store "
-                         "first)")
-            cp = ws.load_checkpoint(chosen[0])
-            saved, n = f"recovered/{cp.name}", 1
-            while ws.kept.exists(saved):  # a recover that stopped half way saved one already: keep both
-                n += 1
-                saved = f"recovered/{cp.name}-{n}"
-            report = ws.restore(cp, keep_as=saved, what=f"the work tree `acr recover` found after {cp.name}",
-                                recovering=True)
-            out["saved_as"] = report.saved_as
-            ws.drop(cp)
-            out["restored"] = chosen[0]
-            out["report"] = {"paths": report.paths, "side_effects": report.side_effects(),
-                             "stale_locks": report.stale_locks, "refs_put_back": report.refs_put_back,
-                             "refs_put_aside": report.refs_put_aside, "refs_taken": report.refs_taken, "nested": report.nested,
-                             "ignored_put_aside": report.removed_ignored, "ignored_left": report.ignored_left,
-                             "put_aside_in": str(report.put_aside) if report.put_aside else None}
-    finally:
-        ws.unlock()
-    done = out["discarded"] + ([out["restored"]] if out["restored"] else [])
-    out["tasks_closed"] = _close_tasks([n.rsplit("-", 1)[0] for n in done])
+    result = run_recovery(project_dir(project), name, list_only=list_, discard=discard, kill=kill, force=force)
+    closed = _close_tasks([n.rsplit("-", 1)[0] for n in result.dealt_with])
     if json_out:
-        print_json(out)
-        return
-    if not found:
-        echo(f"nothing to recover: no interrupted acr run left a checkpoint in {ws.root}")
-    elif list_:
-        for n in found:
-            echo(n)
-    elif out["discarded"]:
-        echo(f"deleted {len(out['discarded'])} checkpoint(s); the work tree is unchanged")
+        print_json({**result.as_json(), "tasks_closed": closed})
     else:
-        if out["killed"]:
-            echo(f"ended the killed run's processes: {', '.join(map(str, out['killed']))}")
-        saved = (f"; what it changed since is kept, secrets masked, in acr's store (`{command(out['saved_as'])}` "
-                 "shows it)") if out["saved_as"] else ""
-        echo(f"restored the work tree from checkpoint {out['restored']}{saved}")
-        for line in report.lines():  # (each names paths and refs: a newline in one is shown escaped)
+        _render(result, list_)
+
+
+def _render(done: Recovery, list_only: bool) -> None:
+    """A recovery for people: what was restored or deleted, the restore's report, the checkpoints left."""
+    from acr_cli.workspace.kept import command
+
+    if not done.checkpoints:
+        echo(f"nothing to recover: no interrupted acr run left a checkpoint in {done.root}")
+    elif list_only:
+        for n in done.checkpoints:
+            echo(n)
+    elif done.discarded:
+        echo(f"deleted {len(done.discarded)} checkpoint(s); the work tree is unchanged")
+    else:
+        if done.killed:
+            echo(f"ended the killed run's processes: {', '.join(map(str, done.killed))}")
+        saved = (f"; what it changed since is kept, secrets masked, in acr's store (`{command(done.saved_as)}` "
+                 "shows it)") if done.saved_as else ""
+        echo(f"restored the work tree from checkpoint {done.restored}{saved}")
+        for line in done.report.lines() if done.report else ():  # (a newline in a path or ref is shown escaped)
             echo(line, one_line=True)
-        left = [n for n in found if n != out["restored"]]
-        if left:
-            echo(f"{len(left)} older checkpoint(s) left: {', '.join(left)}")
-
-
-def _when(at: float) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+        if done.left:
+            echo(f"{len(done.left)} older checkpoint(s) left: {', '.join(done.left)}")
 
 
 def _close_tasks(task_ids: list[str]) -> int:
