@@ -86,6 +86,47 @@ class TaskResult:
         return max((fb.score or 0.0 for _, fb in self.steps), default=0.0)
 
 
+@dataclass
+class Budget:
+    """The task's cost limit (``max_cost``; None: none), named in messages as ``name`` (the flag, or the
+    file that set it). ``over`` keeps the arms set aside before the first attempt for costing more than
+    the whole budget alone (arm id -> expected cost), so that a refusal can name the cheapest."""
+
+    max_cost: float | None
+    name: str = "--max-cost"
+    over: dict[str, float] = field(default_factory=dict)
+
+    def refuses(self, decision: Decision, state: TaskState) -> bool:
+        """Before the first attempt, is ``decision`` an arm the policy itself expects to cost more than the
+        whole budget? It is then not started (a plan made with the budget never proposes one; a single best
+        pick may) and remembered in ``over``."""
+        expected = decision.expected_cost or 0.0
+        if self.max_cost is None or state.tried or expected <= self.max_cost:
+            return False
+        self.over[decision.arm.id] = expected
+        return True
+
+    def unestimated(self, decision: Decision, state: TaskState, policy: str) -> str | None:
+        """A note when the first attempt has no cost estimate: the budget can then stop only the later ones.
+        (The limit may be the profile's max_cost, not a flag the user passed: the note names both.)"""
+        if self.max_cost is None or state.tried or decision.expected_cost is not None:
+            return None
+        return (f"no cost estimate for {decision.arm.id} ({policy} policy): the cost limit {usd(self.max_cost)} "
+                "(--max-cost, or max_cost in the profile) can stop only the attempts after this one")
+
+    def stops(self, decision: Decision, state: TaskState) -> str | None:
+        """After the first attempt: why the budget ends the task before ``decision`` (spent, or the next
+        attempt's expected cost would go over), or None."""
+        if self.max_cost is None or not state.tried:
+            return None
+        if state.spent >= self.max_cost:
+            return f"{self.name} {usd(self.max_cost)} is spent ({usd(state.spent)})"
+        if state.spent + (decision.expected_cost or 0.0) > self.max_cost:
+            return (f"{self.name} {usd(self.max_cost)} would be exceeded "
+                    f"(spent {usd(state.spent)}, next ~{usd(decision.expected_cost or 0)})")
+        return None
+
+
 def run_task(
     ctx: Context,
     policy: Policy,
@@ -110,112 +151,171 @@ def run_task(
     that finishes is accepted as ``unverified`` and the policy decides as for a single action.
     ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them).
     ``budget_name``: how messages name ``max_cost`` (the flag, or the file that set it)."""
-    emit = on_event or (lambda *a, **k: None)
-    wanted_id = task_id
+    task = _Task(ctx, policy, env, memory, source=source, verifier=verifier, wanted_id=task_id, oracle=oracle,
+                 timestamp=timestamp, emit=on_event or _ignore, budget=Budget(max_cost, budget_name),
+                 state=TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified,
+                                 excluded=set(unavailable)),
+                 result=TaskResult("", False, 0.0, max_cost=max_cost))
+    while task.step():
+        pass
+    task.finish(begin=True)
+    policy.task_done(ctx, task.state)
+    return task.result
 
-    def begin() -> str:  # recorded once it is certain the task is not refused (see the budget below)
-        if not result.task_id:
-            result.task_id = memory.begin_task(
-                source=source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt or None,
-                project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=policy.name,
-                task_id=wanted_id, oracle_reward=oracle[0] if oracle else None,
-                oracle_arm=oracle[1] if oracle else None, created_at=timestamp,
-            )
-        return result.task_id
 
-    state = TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified, excluded=set(unavailable))
-    result = TaskResult("", False, 0.0, max_cost=max_cost)
-    over_budget: dict[str, float] = {}  # arm id -> expected cost, set aside for going over --max-cost alone
-    while True:
-        if max_attempts is not None and len(state.tried) >= max_attempts:
-            result.stop_reason = f"max attempts ({max_attempts}) reached"
-            break
-        try:
-            decision = policy.next(ctx, state)
-        except BaseException:  # routing failed (a memory that went away): the task must not stay "running"
-            if result.task_id:
-                with interrupts.deferred():
-                    _finish(memory, result, state)
-            raise
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """The event callback when the caller gives none."""
+
+
+@dataclass
+class _Task:
+    """One task being routed: what :func:`run_task` was given, the policy's view (``state``) and the
+    result so far. The task is recorded in memory only once it is certain not to be refused (``begin``),
+    and always finished there, whatever ends it (an error, a signal, an abort)."""
+
+    ctx: Context
+    policy: Policy
+    env: Environment
+    memory: Memory
+    source: str
+    verifier: str | None
+    wanted_id: str | None
+    oracle: tuple[float, str] | None
+    timestamp: str | None
+    emit: Events
+    budget: Budget
+    state: TaskState
+    result: TaskResult
+
+    def step(self) -> bool:
+        """Decide and make at most one attempt; False once the task is over (its stop reason set)."""
+        limit = self.state.max_attempts
+        if limit is not None and len(self.state.tried) >= limit:
+            self.result.stop_reason = f"max attempts ({limit}) reached"
+            return False
+        decision = self._decide()
         if decision is None:
-            if not state.tried and not state.free:
-                refusal = _refusal(ctx, policy, env, state, max_cost, over_budget, result.skipped, budget_name)
-                if refusal is not None:  # nothing fits in the budget, or nothing can run: a usage error
-                    raise refusal
-            stop = _budget_stop(ctx, policy, env, state, budget_name) if state.tried else None
-            result.budget_stop = stop is not None
-            result.stop_reason = stop or (policy.exhausted if state.tried else
-                                          f"no arm left that can run ({len(state.free)} attempt(s) never reached a "
-                                          "model)" if state.free else "no usable arm")
-            break
-        why_not = env.unavailable(decision.arm)
-        if why_not:
-            state.excluded.add(decision.arm.id)
-            result.skipped.append((decision.arm, why_not))
-            emit("skipped", arm=decision.arm, reason=why_not)
-            continue
-        if max_cost is not None and not state.tried and (decision.expected_cost or 0.0) > max_cost:
-            # The first attempt: an arm the policy itself expects to cost more than the whole budget is not
-            # started (a plan made with the budget never proposes one; a single best pick may).
-            state.excluded.add(decision.arm.id)
-            over_budget[decision.arm.id] = decision.expected_cost or 0.0
-            continue
-        if max_cost is not None and not state.tried and decision.expected_cost is None:
-            # (the limit may be the profile's max_cost, not a flag the user passed: name both)
-            emit("note", message=f"no cost estimate for {decision.arm.id} ({policy.name} policy): the cost limit "
-                                 f"{usd(max_cost)} (--max-cost, or max_cost in the profile) can stop only the "
-                                 "attempts after this one")
-        if max_cost is not None and state.tried:
-            projected = state.spent + (decision.expected_cost or 0.0)
-            if state.spent >= max_cost:
-                result.stop_reason = f"{budget_name} {usd(max_cost)} is spent ({usd(state.spent)})"
-                result.budget_stop = True
-                break
-            if projected > max_cost:
-                result.stop_reason = (f"{budget_name} {usd(max_cost)} would be exceeded "
-                                      f"(spent {usd(state.spent)}, next ~{usd(decision.expected_cost or 0)})")
-                result.budget_stop = True
-                break
-        seq = len(result.steps) + 1
-        task_id = begin()
-        emit("attempt", seq=seq, decision=decision, task_id=task_id)
+            self._stop_with_no_arm()
+            return False
+        if self._set_aside(decision):
+            return True
+        stop = self.budget.stops(decision, self.state)
+        if stop:
+            self.result.stop_reason, self.result.budget_stop = stop, True
+            return False
+        return not self._ends(self._attempt(decision))
+
+    def begin(self) -> str:
+        """The task's id in memory, recording the task the first time."""
+        if not self.result.task_id:
+            ctx, oracle = self.ctx, self.oracle
+            self.result.task_id = self.memory.begin_task(
+                source=self.source, kind=ctx.kind, groups=ctx.groups, prompt=ctx.prompt or None,
+                project=ctx.project, language=ctx.language, size=ctx.size, ref=ctx.ref, policy=self.policy.name,
+                task_id=self.wanted_id, oracle_reward=oracle[0] if oracle else None,
+                oracle_arm=oracle[1] if oracle else None, created_at=self.timestamp,
+            )
+        return self.result.task_id
+
+    def finish(self, begin: bool = False) -> None:
+        """Record the task's end (``begin``: recording the task first if no attempt did), whatever signal arrives."""
+        with interrupts.deferred():
+            if begin:
+                self.begin()
+            _finish(self.memory, self.result, self.state)
+
+    def _decide(self) -> Decision | None:
         try:
-            fb = env.attempt(decision.arm, ctx, state, task_id, seq)
+            return self.policy.next(self.ctx, self.state)
+        except BaseException:  # routing failed (a memory that went away): the task must not stay "running"
+            if self.result.task_id:
+                self.finish()
+            raise
+
+    def _stop_with_no_arm(self) -> None:
+        """The policy has nothing more to try: refuse the task (nothing fits in the budget, or nothing can
+        run: a usage error) if no attempt was made, else say why it stopped."""
+        state, result = self.state, self.result
+        if not state.tried and not state.free:
+            refusal = _refusal(self.ctx, self.policy, self.env, state, self.budget.max_cost, self.budget.over,
+                               result.skipped, self.budget.name)
+            if refusal is not None:
+                raise refusal
+        stop = _budget_stop(self.ctx, self.policy, self.env, state, self.budget.name) if state.tried else None
+        result.budget_stop = stop is not None
+        result.stop_reason = stop or _no_arm_left(self.policy, state)
+
+    def _set_aside(self, decision: Decision) -> bool:
+        """Is the chosen arm excluded instead of run (it cannot run here, or alone costs more than the budget)?"""
+        arm = decision.arm
+        why_not = self.env.unavailable(arm)
+        if why_not:
+            self.state.excluded.add(arm.id)
+            self.result.skipped.append((arm, why_not))
+            self.emit("skipped", arm=arm, reason=why_not)
+            return True
+        if self.budget.refuses(decision, self.state):
+            self.state.excluded.add(arm.id)
+            return True
+        note = self.budget.unestimated(decision, self.state, self.policy.name)
+        if note:
+            self.emit("note", message=note)
+        return False
+
+    def _attempt(self, decision: Decision) -> Feedback:
+        """Run one attempt, record it whole and count it."""
+        seq = len(self.result.steps) + 1
+        task_id = self.begin()
+        self.emit("attempt", seq=seq, decision=decision, task_id=task_id)
+        try:
+            fb = self.env.attempt(decision.arm, self.ctx, self.state, task_id, seq)
         except BaseException:  # nothing to record about the attempt, but the task must not stay "running"
-            with interrupts.deferred():
-                _finish(memory, result, state)
+            self.finish()
             raise
         with interrupts.deferred():  # an attempt that ran is recorded whole, whatever signal arrives
-            if not memory.add_attempt(task_id, seq, decision, fb, policy=policy.name, verifier=verifier,
-                                      started_at=timestamp):
-                result.forgotten = True
-        if never_reached_model(fb) and len(state.free) < FREE_ATTEMPTS:  # not counted; the next arm at once
-            state.free.append(fb)
-            state.excluded.add(fb.arm.id)
-            result.free.append(seq)
+            if not self.memory.add_attempt(task_id, seq, decision, fb, policy=self.policy.name,
+                                           verifier=self.verifier, started_at=self.timestamp):
+                self.result.forgotten = True
+        self._count(seq, fb)
+        self.result.steps.append((decision, fb))
+        self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free)
+        return fb
+
+    def _count(self, seq: int, fb: Feedback) -> None:
+        """An attempt that never reached a model is free (up to FREE_ATTEMPTS) and its arm is not tried again;
+        any other counts against max_attempts."""
+        if never_reached_model(fb) and len(self.state.free) < FREE_ATTEMPTS:
+            self.state.free.append(fb)
+            self.state.excluded.add(fb.arm.id)
+            self.result.free.append(seq)
         else:
-            state.tried.append(fb)
-        result.steps.append((decision, fb))
-        emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in result.free)
+            self.state.tried.append(fb)
+
+    def _ends(self, fb: Feedback) -> bool:
+        """Does this attempt end the task (accepted, or cancelled)? An abort it carries is raised."""
         if fb.abort is not None:
-            with interrupts.deferred():
-                _finish(memory, result, state)
+            self.finish()
             raise fb.abort
         if fb.accepted:
-            result.passed, result.accepted = fb.passed, True
-            result.stop_reason = ("passed" if fb.passed else
-                                  "the check passed, but the attempt changed what it reads (unverified)"
-                                  if fb.check_changed else "accepted without a verifier (unverified)")
-            break
+            self.result.passed, self.result.accepted = fb.passed, True
+            self.result.stop_reason = ("passed" if fb.passed else
+                                       "the check passed, but the attempt changed what it reads (unverified)"
+                                       if fb.check_changed else "accepted without a verifier (unverified)")
+            return True
         if fb.verdict == CANCELLED or interrupts.requested():
-            result.cancelled = True
-            result.stop_reason = f"cancelled ({interrupts.describe()})"
-            break
-    with interrupts.deferred():
-        begin()
-        _finish(memory, result, state)
-    policy.task_done(ctx, state)
-    return result
+            self.result.cancelled = True
+            self.result.stop_reason = f"cancelled ({interrupts.describe()})"
+            return True
+        return False
+
+
+def _no_arm_left(policy: Policy, state: TaskState) -> str:
+    """Why the task stopped when the policy had no next arm and the budget is not why."""
+    if state.tried:
+        return policy.exhausted
+    if state.free:
+        return f"no arm left that can run ({len(state.free)} attempt(s) never reached a model)"
+    return "no usable arm"
 
 
 def first_refusal(ctx: Context, policy: Policy, env: Environment, *, max_attempts: int | None = None,

@@ -475,6 +475,19 @@ def redact(text: str | None) -> str | None:
 
 
 def _redact(text: str, secrets: _Secrets) -> str:
+    """Each pass in turn; every pass first tests for a cheap hint so that most texts skip its regex."""
+    text = _mask_known_values(text, secrets)
+    text = _mask_urls_and_commands(text)
+    text = _TOKENS.sub(lambda m: "Bearer " + MASK if m.group().startswith("Bearer ") else MASK, text)
+    if len(text) >= 40:
+        text = _B64_RUN.sub(_b64_run, text)
+        if MASK + "\n" in text or MASK + "\r\n" in text:
+            text = _KEY_TAIL.sub(_mask_key_tail, text)
+    return _mask_key_words(text)
+
+
+def _mask_known_values(text: str, secrets: _Secrets) -> str:
+    """The values of secret variables (whole, or split over lines) and private key blocks."""
     if any(map(text.__contains__, secrets.probes)):
         for probe, forms in secrets.literals:
             if probe in text:
@@ -486,6 +499,12 @@ def _redact(text: str, secrets: _Secrets) -> str:
             text = _mask_split(text, found)
     if "PRIVATE KEY" in text:
         text = _mask_pem(text)
+    return text
+
+
+def _mask_urls_and_commands(text: str) -> str:
+    """Credentials inside URLs (webhooks, user:password@, secret query parameters, Telegram bot tokens) and
+    in command lines (curl -u, mysql -p)."""
     if "://" in text:
         text = _WEBHOOK.sub(lambda m: m.group(1) + MASK, text)
         text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK, text)
@@ -496,19 +515,25 @@ def _redact(text: str, secrets: _Secrets) -> str:
         text = _CURL_USER.sub(lambda m: m.group(1) + MASK, text)
     if "mysql" in text or "mariadb" in text:
         text = _MYSQL_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
-    text = _TOKENS.sub(lambda m: "Bearer " + MASK if m.group().startswith("Bearer ") else MASK, text)
-    if len(text) >= 40:
-        text = _B64_RUN.sub(_b64_run, text)
-        if MASK + "\n" in text or MASK + "\r\n" in text:
-            text = _KEY_TAIL.sub(_mask_key_tail, text)
+    return text
+
+
+def _mask_key_words(text: str) -> str:
+    """Values assigned to a secret-sounding name (Azure connection strings, ``token=``, ``password:`` ...)."""
     low = text.lower()  # a quick test for the words _ASSIGNED needs spares most texts its slow scan
     if "ccountkey" in low or "sharedaccess" in low:
         text = _AZURE.sub(lambda m: m.group(1) + MASK, text)
         low = text.lower()
-    if "token" in low or "secret" in low or "credential" in low or "authorization" in low or \
-            ("key" in low and _KEY_WORD.search(low)) or ("pass" in low and _PASS_WORD.search(low)):
+    if _names_a_secret(low):
         text = _mask_assigned(text, low)
     return text
+
+
+def _names_a_secret(low: str) -> bool:
+    """Does the lower-cased text hold a word that may name a secret (the cheap gate of :func:`_mask_assigned`)?"""
+    return ("token" in low or "secret" in low or "credential" in low or "authorization" in low
+            or ("key" in low and _KEY_WORD.search(low) is not None)
+            or ("pass" in low and _PASS_WORD.search(low) is not None))
 
 
 def _mask_assigned(text: str, low: str) -> str:

@@ -117,45 +117,20 @@ class ClaudeAdapter(Adapter):
         return Invocation(argv + (["--", prompt] if prompt else []))
 
     def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
+        """The stream-json events: the ``result`` event's usage, cost, text and error; tool calls counted to
+        tell "every tool call was denied"; a rejected ``rate_limit_event`` as a usage limit."""
         res = AgentResult()
-        final = None
-        tool_uses = 0
-        for ev in json_lines(stdout):
-            kind = ev.get("type")
-            res.session_id = ev.get("session_id") or res.session_id
-            if kind == "assistant":
-                message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
-                for block in message.get("content") or []:
-                    if isinstance(block, dict) and block.get("type") == "tool_use":
-                        tool_uses += 1
-            elif kind == "result":
-                final = ev
-            elif kind == "rate_limit_event":
-                res.limit_resets_at = _rejected_until(ev.get("rate_limit_info"), res.limit_resets_at)
+        final, tool_uses = _read_events(stdout, res)
         if final is None:
-            if res.limit_resets_at is not None:
-                res.error = "usage limit reached (rate_limit_event: rejected)"
-                return res
-            res.error = _first_line(stderr) or f"claude produced no result (exit {exit_code})"
+            res.error = ("usage limit reached (rate_limit_event: rejected)" if res.limit_resets_at is not None
+                         else _first_line(stderr) or f"claude produced no result (exit {exit_code})")
             return res
-        usage = final.get("usage") or {}
-        tin = as_int(usage.get("input_tokens"))
-        if tin is not None:
-            tin += sum(as_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens"))
-        res.tokens_in, res.tokens_out = tin, as_int(usage.get("output_tokens"))
-        res.cost_usd = as_float(final.get("total_cost_usd"))
-        res.text = final.get("result") if isinstance(final.get("result"), str) else None
+        _read_result(final, res)
         if (final.get("is_error") or (final.get("subtype") not in (None, "success")) or exit_code
                 or res.limit_resets_at is not None):
-            res.limit_resets_at = limit_reset(res.text, res.limit_resets_at)  # (an answer may quote such words)
-            status = final.get("api_error_status")
-            detail = res.text or final.get("subtype") or "error"
-            res.error = f"API error {status}: {short(detail)}" if status and str(status) not in str(detail) else short(detail)
+            _read_error(final, res)
             return res
-        denials = final.get("permission_denials") or []
-        if denials and len(denials) >= max(tool_uses, 1):
-            names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
-            res.failed = f"all {len(denials)} tool calls were denied ({', '.join(names)}); check the profile's permissions"
+        res.failed = _all_denied(final, tool_uses)
         return res
 
     def describe(self, line: str) -> str | None:
@@ -205,6 +180,59 @@ def transcript_usage(text: str) -> tuple[int, int] | None:
     if not per_message:
         return None
     return sum(v[0] for v in per_message.values()), sum(v[1] for v in per_message.values())
+
+
+def _read_events(stdout: str, res: AgentResult) -> tuple[dict | None, int]:
+    """Walk the events once: the session id and a rejected rate limit into ``res``; return the ``result``
+    event (None: the run ended without one) and how many tool calls the assistant made."""
+    final = None
+    tool_uses = 0
+    for ev in json_lines(stdout):
+        kind = ev.get("type")
+        res.session_id = ev.get("session_id") or res.session_id
+        if kind == "assistant":
+            tool_uses += _tool_uses(ev)
+        elif kind == "result":
+            final = ev
+        elif kind == "rate_limit_event":
+            res.limit_resets_at = _rejected_until(ev.get("rate_limit_info"), res.limit_resets_at)
+    return final, tool_uses
+
+
+def _tool_uses(ev: dict) -> int:
+    """The tool_use blocks of one assistant message."""
+    message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+    return sum(1 for block in message.get("content") or []
+               if isinstance(block, dict) and block.get("type") == "tool_use")
+
+
+def _read_result(final: dict, res: AgentResult) -> None:
+    """Tokens (input counts cache writes and reads), cost and text of the ``result`` event."""
+    usage = final.get("usage") or {}
+    tin = as_int(usage.get("input_tokens"))
+    if tin is not None:
+        tin += sum(as_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens"))
+    res.tokens_in, res.tokens_out = tin, as_int(usage.get("output_tokens"))
+    res.cost_usd = as_float(final.get("total_cost_usd"))
+    res.text = final.get("result") if isinstance(final.get("result"), str) else None
+
+
+def _read_error(final: dict, res: AgentResult) -> None:
+    """A failed run's error (with the API status when the text does not already say it) and any reset time
+    its text gives (an answer may quote such words, so only a failed run is read for them)."""
+    res.limit_resets_at = limit_reset(res.text, res.limit_resets_at)
+    status = final.get("api_error_status")
+    detail = res.text or final.get("subtype") or "error"
+    res.error = f"API error {status}: {short(detail)}" if status and str(status) not in str(detail) else short(detail)
+
+
+def _all_denied(final: dict, tool_uses: int) -> str | None:
+    """Why the attempt failed when every tool call it made was denied (the profile's permissions), else None."""
+    denials = final.get("permission_denials") or []
+    if not denials or len(denials) < max(tool_uses, 1):
+        return None
+    names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
+    return f"all {len(denials)} tool calls were denied ({', '.join(names)}); check the profile's permissions"
 
 
 def _rejected_until(info, before: float | None) -> float | None:

@@ -288,30 +288,6 @@ def _unsynced(label: str, why: str, memory: str | None):
             local.close()
 
 
-def _held_by_own_memory(task_ids: list[str], forgotten_from) -> set[str]:
-    """Those of ``task_ids`` still in this machine's own memory file(s) (the default one, and the local file
-    of a team), other than the memory they were forgotten from: the attempt logs in the data directory are
-    theirs. A server is not asked (its tasks' logs are on the machines that ran them)."""
-    if not task_ids:
-        return set()
-    own = {paths().local_memory}
-    default = paths().memory_choice(None)[0]
-    own.add(paths().local_copy(default) if isinstance(default, str) else default)
-    chosen = None if forgotten_from.shared else Path(str(forgotten_from.path))
-    held: set[str] = set()
-    for path in own:
-        if not path.is_file() or (forgotten_from.shared and path == paths().local_copy(default)):
-            continue  # a team's local copy was forgotten from above, on purpose
-        if chosen is not None and path.resolve() == chosen.resolve():
-            continue
-        other = open_memory(str(path), create=False, read_only=True)
-        try:
-            held |= set(other.live_task_ids(task_ids))
-        finally:
-            other.close()
-    return held
-
-
 @app.command()
 def forget(
     task_ids: Optional[List[str]] = typer.Argument(None, help="Task ids to forget (see `acr memory log`)."),
@@ -330,55 +306,33 @@ def forget(
         raise AcrError("say one thing to forget: task ids, --bench or --all, not several")
     task_ids = list(dict.fromkeys(task_ids or []))  # an id given twice is one task
     if all_ and not yes:
-        if not sys.stdin.isatty():
-            raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
-        where = paths().memory_choice(memory)[0]
-        typer.confirm("Forget every task, attempt and replay in "
-                      + ("the team's shared memory" if isinstance(where, str) else "memory") + "?", abort=True)
+        _confirm_forget_all(memory)
+    from acr_cli.memory.forgetting import forget as forget_tasks
+
     mem = open_memory(memory, create=False)
-    runs = 0
     local = None
     try:
-        # a shared memory's tasks go from the local file too (its copy would bring them back to routing
-        # offline), and so do this machine's runs of that server not uploaded yet; with --all, history
-        # from before the team stays there (`--memory FILE` forgets it)
         local = open_local_memory(memory=memory) if mem.shared and not bench else None
-        found = set() if bench else set(mem.live_task_ids(None if all_ else task_ids))
-        here: set[str] = set()
-        if local is not None:
-            from acr_cli.memory.team import recorded_for
-
-            here = set(local.live_task_ids(task_ids if not all_ else found | recorded_for(local, str(mem.path))))
-        if all_:
-            n, runs = mem.forget_all()
-        elif bench:
-            n, runs = mem.forget_source_prefix("bench:")
-        else:
-            n = mem.forget(task_ids or [])
-        if local is not None:
-            local.forget(sorted(here))
-            n += len(here - found)  # recorded here, never uploaded
-        orphans = 0
-        if not bench:  # their attempt logs go too, once memory has let the tasks go (never before: a locked
-            # or read-only memory keeps a task, and then its logs), unless this machine's own memory still
-            # holds the task (forgetting it from a copy or another file leaves the logs to the memory they serve)
-            gone = sorted(found | here)
-            # and, by id, logs of tasks no longer in any memory (a run that went on after its task was forgotten)
-            strays = [] if all_ else [t for t in task_ids if t not in found | here]
-            kept = _held_by_own_memory(gone + strays, mem)
-            paths().remove_logs([t for t in gone if t not in kept])
-            orphans = paths().remove_logs([t for t in strays if t not in kept])
+        done = forget_tasks(mem, local, paths(), task_ids, everything=all_, bench=bench)
     finally:
         mem.close()
         if local is not None:
             local.close()
-    echo(f"forgot {n} task(s)" + (f" and {runs} stored replay run(s)" if all_ or bench else "")
-         + (f"; removed the logs of {orphans} task(s) no longer in memory" if orphans else ""))
-    missing = len(task_ids or []) - n - orphans if not (all_ or bench) else 0
-    if missing:
-        raise AcrError(f"{missing} of the given task ids {'was' if missing == 1 else 'were'} not in memory",
+    echo(f"forgot {done.tasks} task(s)" + (f" and {done.runs} stored replay run(s)" if all_ or bench else "")
+         + (f"; removed the logs of {done.orphans} task(s) no longer in memory" if done.orphans else ""))
+    if done.missing:
+        raise AcrError(f"{done.missing} of the given task ids {'was' if done.missing == 1 else 'were'} not in memory",
                        hint="see `acr memory log` for ids",
                        exit_code=1)
+
+
+def _confirm_forget_all(memory: Optional[str]) -> None:
+    """Ask before forgetting everything (a usage error when nobody is at a terminal to answer)."""
+    if not sys.stdin.isatty():
+        raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
+    where = paths().memory_choice(memory)[0]
+    typer.confirm("Forget every task, attempt and replay in "
+                  + ("the team's shared memory" if isinstance(where, str) else "memory") + "?", abort=True)
 
 
 
