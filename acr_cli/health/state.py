@@ -80,10 +80,13 @@ def _local(s: str | None) -> str:
 
 
 def _clock(s: str | None) -> str:
-    """A reset time for people: HH:MM today, else the date too (local time)."""
+    """A reset time for people: HH:MM today, else the date too (local time). A time within a minute is
+    rounded up, so the time shown is never before the reset (13:59:39 reads 14:00)."""
     if not s:
         return "?"
     t = _parse(s).astimezone()
+    if t.second:
+        t = t.replace(second=0) + timedelta(minutes=1)
     return t.strftime("%H:%M") if t.date() == datetime.now().astimezone().date() else t.strftime("%Y-%m-%d %H:%M")
 
 

@@ -55,7 +55,9 @@ def test_a_claude_limit_holds_every_claude_arm_until_its_reset_and_the_run_goes_
     held = {c["model"]: c for c in route["cannot_run"]}
     assert set(held) == {"claude-sonnet-4-6", "claude-opus-4-6"}
     assert utc(held["claude-opus-4-6"]["held_until"]) == datetime.fromtimestamp(reset, timezone.utc)
-    clock = datetime.fromtimestamp(reset).strftime("%H:%M")  # local time, as people read it
+    # local time, as people read it; a reset within a minute is shown as the next minute, never before it
+    shown = reset if reset % 60 == 0 else reset - reset % 60 + 60
+    clock = datetime.fromtimestamp(shown).strftime("%H:%M")
     text = acr("route", "fix add", *cascade(*CLAUDE2.split(","), "codex:gpt-5.4"), cwd=project).stdout
     assert f"held until {clock} (usage limit)" in text
     doctor = json.loads(acr("doctor", "--json", cwd=project).stdout)
