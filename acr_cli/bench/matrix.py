@@ -164,11 +164,9 @@ def _number(row: list[str], i: int, what: str, where: str, integer: bool = False
     return float(int(v)) if integer else v
 
 
-def load(spec: BenchSpec, data_dir: Path) -> Matrix:
-    prices = read_prices(data_dir / spec.files["models"].name)
-    models = list(prices)
+def _read_tasks(tasks_file: Path) -> list[dict]:
+    """The task records, one JSON object a line (blank lines skipped); a line without a task_id is an error."""
     tasks_meta: list[dict] = []
-    tasks_file = data_dir / spec.files["tasks"].name
     for lineno, line in enumerate(read_text(tasks_file).splitlines(), 1):
         if line.strip():
             try:
@@ -178,20 +176,46 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
             except (ValueError, AttributeError) as e:
                 raise AcrError(f"{tasks_file.name}:{lineno}: not a task record ({e})", hint=DAMAGED) from None
             tasks_meta.append(meta)
-    cells: dict[str, dict[str, Cell]] = {t["task_id"]: {} for t in tasks_meta}
-    results = data_dir / spec.files["results"].name
-    reader = csv.reader(io.StringIO(read_text(results), newline=""))
-    header = next(reader, None)
+    return tasks_meta
+
+
+def _columns(header: list[str] | None, results: Path, ood: bool) -> dict[str, int]:
+    """Each column's index in the results header; the columns the format needs must all be there."""
     if not header:
         raise AcrError(f"{results.name}: empty", hint=DAMAGED)
     col = {name: i for i, name in enumerate(header)}
-    ood = spec.format == "ood"
-    need = ("task_id", "model", "cost_usd") + (("resolved", "apply_ok", "in_tok", "out_tok") if ood else
-                                               ("score", "input_tokens", "output_tokens"))
-    missing_cols = [c for c in need if c not in col]
+    missing_cols = [c for c in _needed(ood) if c not in col]
     if missing_cols:
         raise AcrError(f"{results.name}: missing column(s) {', '.join(missing_cols)}")
-    width = max(col[c] for c in need) + 1
+    return col
+
+
+def _needed(ood: bool) -> tuple[str, ...]:
+    """The results columns a format needs (OOD176 records resolution and apply; ID2919 a score)."""
+    return ("task_id", "model", "cost_usd") + (("resolved", "apply_ok", "in_tok", "out_tok") if ood else
+                                               ("score", "input_tokens", "output_tokens"))
+
+
+def _cell(row: list[str], col: dict[str, int], where: str, ood: bool) -> Cell:
+    """One results row as a cell: score, cost (blank = 0), tokens (blank = unknown) and, for OOD, apply."""
+    num = lambda name, integer=False: _number(row, col[name], name, where, integer)  # noqa: E731
+    cost = num("cost_usd") or 0.0
+    if ood:
+        tin, tout = num("in_tok", True), num("out_tok", True)
+        return Cell(num("resolved", True) or 0.0, cost, None if tin is None else int(tin),
+                    None if tout is None else int(tout), bool(num("apply_ok", True)))
+    tin, tout = num("input_tokens", True), num("output_tokens", True)
+    return Cell(num("score") or 0.0, cost, None if tin is None else int(tin), None if tout is None else int(tout))
+
+
+def _read_cells(spec: BenchSpec, results: Path, cells: dict[str, dict[str, Cell]], models: list[str]) -> None:
+    """Fill ``cells`` (task -> model -> cell) from the results CSV; rows of tasks not listed are skipped and
+    model names are normalised to the price list's (each raw name once)."""
+    reader = csv.reader(io.StringIO(read_text(results), newline=""))
+    header = next(reader, None)
+    ood = spec.format == "ood"
+    col = _columns(header, results, ood)
+    width = max(col[c] for c in _needed(ood)) + 1
     i_task, i_model = col["task_id"], col["model"]
     names: dict[str, str] = {}
     for row in reader:
@@ -199,28 +223,35 @@ def load(spec: BenchSpec, data_dir: Path) -> Matrix:
             continue
         where = f"{results.name}:{reader.line_num}"
         if len(row) < width:
-            raise AcrError(f"{where}: {len(row)} field(s), expected {len(header)}", hint=DAMAGED)
+            raise AcrError(f"{where}: {len(row)} field(s), expected {len(header or ())}", hint=DAMAGED)
         ref = row[i_task]
         if ref not in cells:
             continue
         raw = row[i_model]
         model = names.get(raw) or names.setdefault(raw, normalize_model(raw, models, spec.aliases))
-        num = lambda name, integer=False: _number(row, col[name], name, where, integer)  # noqa: E731
-        cost = num("cost_usd") or 0.0
-        if ood:
-            tin, tout = num("in_tok", True), num("out_tok", True)
-            cell = Cell(num("resolved", True) or 0.0, cost, None if tin is None else int(tin),
-                        None if tout is None else int(tout), bool(num("apply_ok", True)))
-        else:
-            tin, tout = num("input_tokens", True), num("output_tokens", True)
-            cell = Cell(num("score") or 0.0, cost, None if tin is None else int(tin), None if tout is None else int(tout))
-        cells[ref][model] = cell
+        cells[ref][model] = _cell(row, col, where, ood)
+
+
+def _tasks(spec: BenchSpec, tasks_meta: list[dict]) -> list[Task]:
+    """The tasks with their dimension (``?`` when not recorded), groups and the metadata acr keeps."""
     tasks = []
     for t in tasks_meta:
         ref, dim = t["task_id"], t.get("dimension") or "?"
         meta = {k: t[k] for k in ("bench", "source_split", "language", "difficulty", "prompt", "original_task_id")
                 if k in t}
         tasks.append(Task(ref, dim, groups_for(spec.groups, ref, dim, meta), meta))
+    return tasks
+
+
+def load(spec: BenchSpec, data_dir: Path) -> Matrix:
+    """The benchmark's task x model matrix from its three files in ``data_dir``; every task must have a
+    result for every priced model (a damaged file is an error naming its line)."""
+    prices = read_prices(data_dir / spec.files["models"].name)
+    models = list(prices)
+    tasks_meta = _read_tasks(data_dir / spec.files["tasks"].name)
+    cells: dict[str, dict[str, Cell]] = {t["task_id"]: {} for t in tasks_meta}
+    _read_cells(spec, data_dir / spec.files["results"].name, cells, models)
+    tasks = _tasks(spec, tasks_meta)
     incomplete = [t.ref for t in tasks if len(cells[t.ref]) != len(models)]
     if incomplete:
         raise AcrError(f"{spec.files['results'].name}: {len(incomplete)} task(s) lack a result for some model "

@@ -370,66 +370,91 @@ def list_groups(memory: Path | None) -> list[dict[str, Any]]:
         mem.close()
 
 
-def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
-    """The document of a stored replay group (or single run), recomputed from attempts when present."""
-    groups = list_groups(memory)
+def _choose_group(groups: list[dict[str, Any]], run: str | None) -> dict[str, Any]:
+    """The stored group ``run`` names (its group id or one of its run ids); the latest when ``run`` is None."""
     if not groups:
         raise AcrError("no replay stored yet", hint="run `acr bench replay ood176 --baselines` first")
-    chosen = None
     if run is None:
-        chosen = groups[-1]
-    else:
-        for g in groups:
-            if run == g["group"] or run in g["runs"]:
-                chosen = g
-                break
-    if chosen is None:
-        raise AcrError(f"no stored replay {run!r}", hint="see `acr bench report --list`")
+        return groups[-1]
+    for g in groups:
+        if run == g["group"] or run in g["runs"]:
+            return g
+    raise AcrError(f"no stored replay {run!r}", hint="see `acr bench report --list`")
+
+
+def _stored_figures(r: dict[str, Any]) -> dict[str, Any]:
+    """A run's figures as its report stored them (its attempts are gone); a damaged report is an error."""
+    rep = r.get("report") or {}
+    res = rep.get("result") or {}
+    if r.get("damaged") or not isinstance(res.get("policy"), str) or not isinstance(res.get("n"), int):
+        raise AcrError(f"the stored replay {r['id']} is damaged: its report cannot be read",
+                       hint="`acr memory forget --bench` forgets stored replays; replay it again")
+    return {**res, "curve": rep.get("curve", []), "run_id": r["id"], "aggregated": True}
+
+
+def _figures_by_policy(mem: Memory, runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """The group's header (the first non-empty stored report without its figures) and each policy's runs'
+    figures: recomputed from the attempts when memory holds them, else as stored."""
+    by_policy: dict[str, list[dict]] = {}
+    doc: dict[str, Any] = {}
+    for r in runs:
+        if not doc:
+            doc = {k: v for k, v in (r.get("report") or {}).items() if k not in ("result", "curve")}
+        source = f"bench:{r['benchmark']}:{r['id']}"
+        if mem.task_results(source):
+            premium = (r.get("params") or {}).get("premium")
+            figures = metrics.compute(mem, source, doc.get("cost_weight", 0.1), premium)
+            item = {"run_id": r["id"], "policy": r["policy"], **figures}
+        else:
+            item = _stored_figures(r)
+        by_policy.setdefault(r["policy"], []).append(item)
+    return doc, by_policy
+
+
+def _published(runs: list[dict[str, Any]], label: str) -> Any:
+    """The paper's figures a stored report kept for policy ``label`` (the last run's that has them), or None."""
+    stored_pub = None
+    for r in runs:
+        res = (r.get("report") or {}).get("result") or {}
+        if res.get("policy") == label and res.get("published"):
+            stored_pub = res["published"]
+    return stored_pub
+
+
+def _policy_row(items: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
+    """One policy's table row and regret curve: as stored, or the mean over its recomputed runs."""
+    if items[0].get("aggregated"):
+        return {k: v for k, v in items[0].items() if k not in ("curve", "aggregated")}, items[0].get("curve", [])
+    return aggregate(items), _mean_curve([i.get("curve") or [] for i in items])
+
+
+def _with_defaults(doc: dict[str, Any], chosen: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fill what an old or partial stored report lacks, so every report renders the same header."""
+    doc.setdefault("benchmark", chosen["benchmark"])
+    doc.setdefault("title", chosen["benchmark"])
+    doc.setdefault("n_tasks", results[0]["n"] if results else 0)
+    doc.setdefault("order", "?")
+    doc.setdefault("protocol", "?")
+    doc.setdefault("cost_weight", 0.1)
+    return doc
+
+
+def load_report(run: str | None, memory: Path | None) -> dict[str, Any]:
+    """The document of a stored replay group (or single run), recomputed from attempts when present."""
+    chosen = _choose_group(list_groups(memory), run)
     mem = Memory.open(_paths().memory_path(memory))
     try:
         runs = [mem.run(r) for r in chosen["runs"] if run is None or run == chosen["group"] or r == run]
-        by_policy: dict[str, list[dict]] = {}
-        doc: dict[str, Any] = {}
-        for r in runs:
-            rep = r.get("report") or {}
-            if not doc:
-                doc = {k: v for k, v in rep.items() if k not in ("result", "curve")}
-            source = f"bench:{r['benchmark']}:{r['id']}"
-            if mem.task_results(source):  # the attempts are here: recompute
-                premium = (r.get("params") or {}).get("premium")
-                figures = metrics.compute(mem, source, doc.get("cost_weight", 0.1), premium)
-                by_policy.setdefault(r["policy"], []).append({"run_id": r["id"], "policy": r["policy"], **figures})
-            else:
-                res = rep.get("result") or {}
-                if r.get("damaged") or not isinstance(res.get("policy"), str) or not isinstance(res.get("n"), int):
-                    raise AcrError(f"the stored replay {r['id']} is damaged: its report cannot be read",
-                                   hint="`acr memory forget --bench` forgets stored replays; replay it again")
-                by_policy.setdefault(r["policy"], []).append({**res, "curve": rep.get("curve", []),
-                                                              "run_id": r["id"], "aggregated": True})
+        doc, by_policy = _figures_by_policy(mem, runs)
         results, curves = [], {}
         for label, items in by_policy.items():
-            if items[0].get("aggregated"):
-                row = {k: v for k, v in items[0].items() if k not in ("curve", "aggregated")}
-                curves[label] = items[0].get("curve", [])
-            else:
-                row = aggregate(items)
-                curves[label] = _mean_curve([i.get("curve") or [] for i in items])
-            stored_pub = None
-            for r in runs:
-                res = (r.get("report") or {}).get("result") or {}
-                if res.get("policy") == label and res.get("published"):
-                    stored_pub = res["published"]
+            row, curves[label] = _policy_row(items)
+            stored_pub = _published(runs, label)
             if stored_pub:
                 row["published"] = stored_pub
             results.append(row)
         doc["results"] = results
         doc["curves"] = curves
-        doc.setdefault("benchmark", chosen["benchmark"])
-        doc.setdefault("title", chosen["benchmark"])
-        doc.setdefault("n_tasks", results[0]["n"] if results else 0)
-        doc.setdefault("order", "?")
-        doc.setdefault("protocol", "?")
-        doc.setdefault("cost_weight", 0.1)
-        return doc
+        return _with_defaults(doc, chosen, results)
     finally:
         mem.close()

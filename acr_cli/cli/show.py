@@ -130,62 +130,80 @@ def _section(title: str, text: str) -> None:
         echo(line)
 
 
-def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
-    """Plain lines (they survive a pipe and a copy), in the order a person asks about them. ``unreadable``:
-    memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run")."""
-    from acr_cli.cli.render import answer_label, diffstat_lines
-    from acr_cli.session import kept_line
-
-    out = echo  # memory's text may hold what a request or an agent planted for a terminal: echo escapes it
+def _request_lines(d: dict[str, Any]) -> None:
+    """The task line, the project, the request and how acr read it (kind, language, size, reasons, groups)."""
     ctx = d["context"]
-    out(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], None)} · {d['created_at']}")
+    echo(f"task {d['id']} · {d['state']} · {fmt_money(d['cost_usd'], None)} · {d['created_at']}")
     if d["project"]:
-        out(f"project: {d['project']}")
-    out("request:")
+        echo(f"project: {d['project']}")
+    echo("request:")
     for line in _block(d["prompt"] or "(not kept)", "  "):
-        out(line)
-    out(f"read as: {ctx.get('kind')} · {ctx.get('language') or 'unknown language'} · {ctx.get('size')}"
-        f" · policy {d['policy']}")
+        echo(line)
+    echo(f"read as: {ctx.get('kind')} · {ctx.get('language') or 'unknown language'} · {ctx.get('size')}"
+         f" · policy {d['policy']}")
     for reason in ctx.get("reasons") or []:
-        out(f"  - {reason}")
+        echo(f"  - {reason}")
     if ctx.get("groups"):
-        out(f"  - groups (coarse to fine): {' > '.join(ctx['groups'])}")
+        echo(f"  - groups (coarse to fine): {' > '.join(ctx['groups'])}")
+
+
+def _baseline_line(d: dict[str, Any], unreadable: Sequence[str]) -> str:
+    """What the verifier did before any change: its result, why it is missing, or that there was none."""
     b = d["baseline"]
     verifier = next((a["verifier"] for a in d["attempts"] if a.get("verifier")), None) or (b or {}).get("command")
     if b is not None:
         exit_code = f" (exit {b['exit_code']})" if b.get("exit_code") is not None else ""
         how = "passed" if b["passed"] else ("timed out" if b.get("timed_out") else f"failed{exit_code}")
-        out(f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s")
-    elif "baseline" in unreadable:
-        out("baseline: not kept (its record in memory cannot be read)")
-    elif verifier:
-        out(f"baseline: not run (verifier `{verifier}`)")
-    else:
-        out("verifier: none (attempts were accepted unverified)")
+        return f"baseline: `{verifier}` {how} before any change, {b['duration_s']:.1f}s"
+    if "baseline" in unreadable:
+        return "baseline: not kept (its record in memory cannot be read)"
+    if verifier:
+        return f"baseline: not run (verifier `{verifier}`)"
+    return "verifier: none (attempts were accepted unverified)"
+
+
+def _attempt_lines(a: dict[str, Any]) -> None:
+    """One attempt: arm, verdict, cost and time; why it was chosen and how it ended; its answer, the verifier's
+    last lines when it did not pass, where its work is kept and its log."""
+    from acr_cli.cli.render import answer_label
+    from acr_cli.session import kept_line
+
+    echo("")
+    echo(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], None)}"
+         f" ({a['cost_source'] or 'unknown'}) · {a['duration_s'] or 0:.1f}s")
+    if a["reason"]:
+        echo(f"  chosen: {a['reason']}")
+    if a["detail"]:
+        echo(f"  ended: {a['detail']}")
+    label = answer_label(a["verdict"], a["text"], a["detail"])
+    if label:
+        _section(label, a["text"])
+    if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
+        _section("the verifier printed (last lines)", a["verifier_tail"])
+    kept = kept_line(a.get("base_tree"), a["attempt_ref"])
+    if kept:
+        echo(f"  {kept}")
+    if a["log_path"]:
+        echo(f"  log: {a['log_path']}")
+
+
+def render(d: dict[str, Any], unreadable: Sequence[str] = ()) -> None:
+    """Plain lines (they survive a pipe and a copy), in the order a person asks about them. ``unreadable``:
+    memory's columns of the task that cannot be read, so not kept (a baseline among them ran: not "not run").
+    Every line goes through ``echo``: memory's text may hold what a request or an agent planted for a
+    terminal, and echo escapes it."""
+    from acr_cli.cli.render import diffstat_lines
+
+    _request_lines(d)
+    echo(_baseline_line(d, unreadable))
     if not d["attempts"] and d["state"] != "running":
-        out("")
-        out("no attempt was recorded: acr stopped while the first one ran (killed; `acr recover` put the work "
-            "tree back and ended the task)")
+        echo("")
+        echo("no attempt was recorded: acr stopped while the first one ran (killed; `acr recover` put the work "
+             "tree back and ended the task)")
     for a in d["attempts"]:
-        out("")
-        out(f"attempt {a['seq']}: {a['agent']}:{a['model']} · {a['verdict']} · {fmt_money(a['cost_usd'], None)}"
-            f" ({a['cost_source'] or 'unknown'}) · {a['duration_s'] or 0:.1f}s")
-        if a["reason"]:
-            out(f"  chosen: {a['reason']}")
-        if a["detail"]:
-            out(f"  ended: {a['detail']}")
-        label = answer_label(a["verdict"], a["text"], a["detail"])
-        if label:
-            _section(label, a["text"])
-        if a["verifier_tail"] and a["verdict"] not in ("passed", "unverified"):
-            _section("the verifier printed (last lines)", a["verifier_tail"])
-        kept = kept_line(a.get("base_tree"), a["attempt_ref"])
-        if kept:
-            out(f"  {kept}")
-        if a["log_path"]:
-            out(f"  log: {a['log_path']}")
+        _attempt_lines(a)
     if d["changes"]:
-        out("")
-        out("kept change (uncommitted in the work tree when the run ended):")
+        echo("")
+        echo("kept change (uncommitted in the work tree when the run ended):")
         for line in diffstat_lines([(c["path"], c["added"], c["deleted"]) for c in d["changes"]]):
-            out(line)
+            echo(line)
