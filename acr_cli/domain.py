@@ -1,14 +1,19 @@
 """The nouns of the C-A-F loop, shared by live runs and benchmark replays.
 
 * :class:`Arm`: an (agent, model) pair with its prices and priors from the profile.
-* :class:`Feedback`: what one attempt produced (verdict, score, tokens, cost...).
+* :class:`Feedback`: what one attempt produced (verdict, score, tokens, cost...): a value, never changed
+  once made (``dataclasses.replace`` derives another).
+* :class:`AttemptAborted`: an attempt that ran but must end its task, carrying its outcome.
 * :class:`Decision`: the arm a policy picked and why.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (not imported at run time: `acr route` starts without the health modules)
+    from acr_cli.health.errors import Problem
 
 PASSED, FAILED, ERROR, TIMEOUT, CANCELLED = "passed", "failed", "error", "timeout", "cancelled"
 # Accepted on the agent's own word: it finished without an error and no verifier checked its work (there
@@ -93,9 +98,10 @@ class Arm:
         return sure * p + (1 - sure) * any_kind
 
 
-@dataclass
+@dataclass(frozen=True)
 class Feedback:
-    """The outcome of one attempt, as the policy and the memory see it."""
+    """The outcome of one attempt, as the policy and the memory see it. Frozen: the environment makes it
+    once, and the loop, memory and the JSON read the same value."""
 
     arm: Arm
     verdict: str
@@ -120,7 +126,7 @@ class Feedback:
     kept_before: str | None = None
     # an error's kind (acr_cli.health.errors.Problem: set-up or transient), and what acr now does about
     # the arm ("set aside...", "cooling down until..."): arm health, never evidence of skill
-    problem: Any = None
+    problem: Problem | None = None
     health: str | None = None
     # a rolled-back attempt's work: "<acr's store>#<name>" (acr_cli.workspace.kept.command shows it), or from acr
     # before that store a ref in the project, refs/acr/attempts/<task>-<n> (`git diff <base_tree> <attempt_ref>`)
@@ -137,8 +143,6 @@ class Feedback:
     tests_added: list[str] = field(default_factory=list)
     # an arm on a plan (cost_usd 0, cost_source "plan"): what the attempt would have cost on the API, when known
     api_cost_usd: float | None = None
-    # a problem that must end the task once this attempt is recorded (e.g. its rollback failed)
-    abort: Exception | None = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -149,6 +153,15 @@ class Feedback:
     def accepted(self) -> bool:
         """The attempt ends the task and its changes are kept: it passed, or it finished with no verifier."""
         return self.verdict in (PASSED, UNVERIFIED)
+
+
+class AttemptAborted(Exception):
+    """An attempt ran, and a problem must end its task once the attempt is recorded (e.g. its rollback failed):
+    the loop records ``outcome`` whole, ends the task, then raises ``cause`` (the error the user sees)."""
+
+    def __init__(self, outcome: Feedback, cause: Exception):
+        super().__init__(str(cause))
+        self.outcome, self.cause = outcome, cause
 
 
 @dataclass(frozen=True)

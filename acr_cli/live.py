@@ -12,6 +12,7 @@ import os
 import secrets
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
@@ -33,13 +34,14 @@ from acr_cli.domain import (
     TIMEOUT,
     UNVERIFIED,
     Arm,
+    AttemptAborted,
     Feedback,
     TaskState,
 )
 from acr_cli.errors import WorkspaceError
 from acr_cli.health import limits
+from acr_cli.health.errors import Problem, usage_limit
 from acr_cli.health.errors import classify as classify_error
-from acr_cli.health.errors import usage_limit
 from acr_cli.health.state import HealthBook
 from acr_cli.pricing import catalog_price
 from acr_cli.profiles import Profile
@@ -106,6 +108,111 @@ def _utf8(text: str | None) -> str | None:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What an agent's output says it used and answered: tokens, cost (and where the cost comes from), its
+    session and final message."""
+
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cost_source: str = COST_UNKNOWN
+    api_cost_usd: float | None = None
+    session_id: str | None = None
+    final_text: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How an attempt ended (Feedback's verdict, reason, score and the check's findings); ``problem``: an
+    error's kind, when the run already knows it (a usage limit)."""
+
+    verdict: str
+    reason: str = ""
+    score: float | None = None
+    problem: Problem | None = None
+    verifier_tail: str | None = None
+    verifier_unchanged: bool | None = None
+    check_changed: list[tuple[str, str]] = field(default_factory=list)
+    tests_added: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """The agent's run: its exit code and usage, and its verdict when the run decides it (an error, a
+    timeout, a failure it reported); ``verdict`` None: it finished, the check decides."""
+
+    exit_code: int | None
+    usage: Usage
+    verdict: Verdict | None
+
+
+@dataclass(frozen=True)
+class WorkspaceReport:
+    """What the work tree says of an attempt (from its :class:`Guard`): what it changed beside the work tree,
+    where the user's work before a kept attempt is, where a rolled-back attempt's work is kept, and a kept
+    attempt's change (``diffstat``; ``apply_ok``: did it change the work tree; None without a checkpoint)."""
+
+    side_effects: list[str] = field(default_factory=list)
+    kept_before: str | None = None
+    attempt_ref: str | None = None
+    base_tree: str | None = None
+    diffstat: list = field(default_factory=list)
+    apply_ok: bool | None = None
+
+
+def usage_of(arm: Arm, parsed: AgentResult) -> Usage:
+    """What the parsed output says the attempt used, priced: the profile's $0 wins, then the agent's own
+    report, the profile's prices, the price catalog. An arm on a plan costs $0 an attempt; what the API would
+    have charged is kept in ``api_cost_usd``."""
+    if arm.free:  # $0 in the profile wins over a CLI's own table: claude prices a local model it does not know
+        cost, source = 0.0, COST_PRICED
+    elif parsed.cost_usd is not None:
+        cost, source = parsed.cost_usd, COST_REPORTED
+    else:
+        cost, source = arm.price(parsed.tokens_in, parsed.tokens_out), COST_PRICED
+        if cost is None:  # no price in the profile: the catalog's, else unknown
+            cost = catalog_price(arm.agent, arm.model, parsed.tokens_in, parsed.tokens_out)
+            source = COST_CATALOG if cost is not None else COST_UNKNOWN
+    api = None
+    if arm.on_plan:  # paid by a subscription: nothing more to pay for this attempt
+        api, cost, source = (cost if source != COST_UNKNOWN else None), 0.0, COST_PLAN
+    return Usage(parsed.tokens_in, parsed.tokens_out, cost, source, api, parsed.session_id, parsed.text)
+
+
+def agent_verdict(parsed: AgentResult) -> Verdict | None:
+    """The verdict the agent's own output decides: an error (a usage limit it reported: a problem with its
+    reset time), a failure it reported; None when it finished and the check decides."""
+    if parsed.error:
+        problem = None
+        if parsed.limit_resets_at is not None:  # a limit the CLI reported in a structured event
+            at = parsed.limit_resets_at
+            problem = usage_limit(parsed.error, datetime.fromtimestamp(at, timezone.utc) if at else
+                                  limits.reset_time(parsed.error))
+        return Verdict(ERROR, parsed.error, problem=problem)
+    if parsed.failed:
+        return Verdict(FAILED, parsed.failed)
+    return None
+
+
+def stalled_verdict(stalled: str) -> Verdict:
+    """An agent killed by its watchdog: silent (a retry loop out of quota) or a limit read in the CLI's log."""
+    said = limits.is_limit(stalled)  # the watchdog read the provider's limit in the CLI's log
+    return Verdict(ERROR, f"{stalled}; the agent's process group was killed",
+                   problem=usage_limit(stalled, limits.reset_time(stalled) if said else None,
+                                       what="usage limit reached" if said else
+                                       "no answer from the model (a silent retry: out of quota?)"))
+
+
+def assemble(arm: Arm, log_path: str, started: float, run: AgentRun | None, verdict: Verdict | None,
+             workspace: WorkspaceReport) -> Feedback:
+    """The attempt's outcome from its parts; no verdict: an error that said nothing (a workspace failure)."""
+    verdict = verdict or Verdict(ERROR)
+    return Feedback(arm=arm, log_path=log_path, duration_s=time.monotonic() - started,
+                    exit_code=run.exit_code if run else None, **vars(run.usage if run else Usage()),
+                    **vars(verdict), **vars(workspace))
 
 
 class AttemptLog:
@@ -194,71 +301,97 @@ class LiveEnvironment:
         return why
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
+        """Run one attempt and return its outcome. A workspace failure (e.g. the attempt deleted .git, or its
+        rollback failed) raises :class:`AttemptAborted` carrying the outcome: the loop records it, then stops."""
         adapter = self.adapter(arm)
         log_path = self.logs_dir / task_id / f"{seq}-{arm.agent}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         prompt = build_prompt(ctx.prompt, state.tried, self.verify, self.tell_verifier)
         started = time.monotonic()
-        fb = Feedback(arm=arm, verdict=ERROR, log_path=str(log_path))
-        name = f"{task_id}-{seq}"
+        run = verdict = abort = None
+        workspace = WorkspaceReport()
         marker = secrets.token_hex(8)  # in the agent's environment: says nothing of where the checkpoint is
         with AttemptLog(log_path) as log:
-            with self._guarded(name, marker) as guard:
+            with self._guarded(f"{task_id}-{seq}", marker) as guard:
                 if guard is not None and guard.cp.unprotected:
                     log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
                               f"repository), left as the attempt makes them: {', '.join(guard.cp.unprotected)}\n")
                 try:
-                    fb, changes = self._run(adapter, arm, prompt, log, fb, started, marker, guard)
+                    run = self._run(adapter, arm, prompt, log, marker)
+                    verdict, changes = run.verdict, None
+                    if verdict is None:  # the agent finished: the check decides
+                        verdict, changes, problem = self._judge(guard, log, marker)
+                        if problem is not None:  # judged as before, then the task stops
+                            raise problem
                     if guard is not None:
                         # first: a signal from here on keeps a passing attempt's work, as its verdict says
-                        guard.passed = fb.accepted
-                        with interrupts.deferred():
-                            if fb.accepted:  # kept: what a person will review
-                                if changes is not None:
-                                    _drop_stray_bytecode(guard.ws.root, changes, log)
-                                fb.diffstat = guard.diffstat()
-                                fb.apply_ok = bool(fb.diffstat)
-                            else:
-                                fb.apply_ok = bool(guard.changes())
+                        guard.passed = verdict.verdict in (PASSED, UNVERIFIED)
+                        with interrupts.deferred():  # (the report is kept whatever signal arrives)
+                            workspace = self._survey(guard, changes, log)
                 except (process.Cancelled, KeyboardInterrupt) as e:
                     # The attempt's own verdict stands if it had one (the signal came during its rollback).
-                    if fb.verdict == ERROR and not fb.reason:
-                        fb.verdict = CANCELLED
-                        fb.reason = f"cancelled with {interrupts.describe()}; the agent's process group was killed"
+                    if verdict is None:
+                        verdict = Verdict(CANCELLED, f"cancelled with {interrupts.describe()}; "
+                                                     "the agent's process group was killed")
                         if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
-                            self._fill_from_output(adapter, arm, fb, e.result.stdout, e.result.stderr, None)
+                            run = AgentRun(None, self._read_output(adapter, arm, e.result.stdout, e.result.stderr,
+                                                                   None)[0], None)
                             self._log_leftovers(e.result, log)
                 except WorkspaceError as e:  # e.g. the attempt deleted .git: record the attempt, then stop
-                    fb.abort = e
+                    abort = e
                     if guard is not None:
                         guard.abandon()
                 if guard is not None:
-                    try:  # a signal now waits for the rollback (or the kept work's survey) and its log line
-                        with interrupts.deferred():
-                            guard.finish()
-                            self._log_guard(guard, fb, log)
-                    except KeyboardInterrupt:  # the attempt is recorded all the same; the loop then stops on
-                        pass  # interrupts.received
-            fb.duration_s = time.monotonic() - started
+                    workspace, failed = self._finish_guard(guard, workspace, log)
+                    abort = abort or failed
+            fb = assemble(arm, str(log_path), started, run, verdict, workspace)
             log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
         if log.problem:  # said in the attempt itself: memory and the run's output
-            fb.reason = f"{fb.reason} (its log is incomplete: {log.problem})".lstrip()
-        self._note_health(arm, fb)
+            fb = replace(fb, reason=f"{fb.reason} (its log is incomplete: {log.problem})".lstrip())
+        fb = self._note_health(arm, fb)
+        if abort is not None:
+            raise AttemptAborted(fb, abort)
         return fb
 
-    def _note_health(self, arm: Arm, fb: Feedback) -> None:
-        """What an error says about the arm (not about the model's skill), kept in memory for later runs."""
+    @staticmethod
+    def _survey(guard: Guard, changes: Changes | None, log) -> WorkspaceReport:
+        """Before the rollback: a kept attempt's change (its stray bytecode removed first), or whether a
+        rolled-back one changed anything."""
+        if not guard.passed:
+            return WorkspaceReport(apply_ok=bool(guard.changes()))
+        if changes is not None:  # kept: what a person will review
+            _drop_stray_bytecode(guard.ws.root, changes, log)
+        diffstat = guard.diffstat()
+        return WorkspaceReport(diffstat=diffstat, apply_ok=bool(diffstat))
+
+    def _finish_guard(self, guard: Guard, survey: WorkspaceReport, log) -> tuple[WorkspaceReport, Exception | None]:
+        """Roll the attempt back (or survey the kept work) and log it: the workspace's report, and the rollback's
+        error, which ends the task. A signal waits for both; the attempt is then recorded all the same (the loop
+        stops on interrupts.received)."""
+        report = survey
+        try:
+            with interrupts.deferred():
+                guard.finish()
+                report = self._log_guard(guard, survey, log)
+        except KeyboardInterrupt:
+            pass
+        return report, guard.error
+
+    def _note_health(self, arm: Arm, fb: Feedback) -> Feedback:
+        """What an error says about the arm (not about the model's skill), kept in memory for later runs: the
+        outcome with its problem and what acr now does about the arm."""
         if fb.verdict == ERROR and fb.problem is None:
             ran = fb.exit_code not in (None, 126, 127) or bool(fb.tokens_in or fb.tokens_out or fb.final_text
                                                                 or fb.session_id)
-            fb.problem = classify_error(arm.agent, arm.model, fb.reason, ran=ran)
+            fb = replace(fb, problem=classify_error(arm.agent, arm.model, fb.reason, ran=ran))
         if self.health is None:
-            return
+            return fb
         with interrupts.deferred():
             if fb.problem is not None:
-                fb.health = self.health.record(arm, fb.problem, fb.reason).describe()
+                fb = replace(fb, health=self.health.record(arm, fb.problem, fb.reason).describe())
             elif fb.verdict != ERROR:
                 self.health.ran(arm)
+        return fb
 
     @contextmanager
     def _guarded(self, name: str, marker: str) -> Iterator[Guard | None]:
@@ -275,34 +408,36 @@ class LiveEnvironment:
         if res.log_problem:
             log.write(f"--- {res.log_problem}\n")
 
-    def _log_guard(self, guard: Guard, fb: Feedback, log) -> None:
+    @staticmethod
+    def _log_guard(guard: Guard, survey: WorkspaceReport, log) -> WorkspaceReport:
+        """The finished guard's report, said in the log: a rollback's paths and where its work is kept, the
+        user's work kept before the attempt, what it changed beside the work tree."""
         if guard.error is not None:
-            fb.abort = fb.abort or guard.error
             log.write(f"--- rollback failed: {guard.error.message}\n")
-            return
+            return survey
+        report = survey
         if guard.report is not None:
             r = guard.report
             log.write(f"--- rolled back {r.paths} changed path(s)")
             if r.saved_as:
-                fb.attempt_ref, fb.base_tree = r.saved_as, guard.cp.tree
+                report = replace(report, attempt_ref=r.saved_as, base_tree=guard.cp.tree)
                 log.write(f"; what it undid is kept, secrets masked, in acr's store (`{kept_command(r.saved_as)}` "
                           "shows the attempt's changes)")
             log.write("\n")
             for line in r.lines():
                 log.write(f"--- {line}\n")
-            fb.side_effects = r.side_effects()
+            report = replace(report, side_effects=r.side_effects())
         if guard.kept_before:
-            fb.kept_before = guard.kept_before
+            report = replace(report, kept_before=guard.kept_before)
             log.write(f"--- {guard.kept_before}\n")
         if guard.report is None and guard.side_effects:
-            fb.side_effects = list(guard.side_effects)
+            report = replace(report, side_effects=list(guard.side_effects))
             log.write("--- besides the work tree the attempt changed (kept with its work):\n"
                       + "".join(f"---   {line}\n" for line in guard.side_effects))
+        return report
 
-    def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, fb: Feedback, started: float,
-             marker: str, guard: Guard | None = None) -> tuple[Feedback, Changes | None]:
-        """Run the agent, then judge what it did (:meth:`_judge`). Returns the feedback, and what the attempt
-        changed when that was read (None: no checkpoint, or the agent did not finish)."""
+    def _run(self, adapter: Adapter, arm: Arm, prompt: str, log, marker: str) -> AgentRun:
+        """Run the agent (under a pty with ``interactive``, else headless) and read what it reported."""
         if self.interactive:
             inv = adapter.interactive(prompt, arm, self.project, self.permissions)
         else:
@@ -310,105 +445,104 @@ class LiveEnvironment:
         env = process.child_env(self.project, inv.env)
         log.write(f"--- agent: {arm.id}\n--- argv: {redact(' '.join(repr(a) for a in inv.argv))}\n")
         if self.interactive:
-            wall = time.time()
-            res = process.run_interactive(inv.argv, cwd=self.project, env=env, marker=marker)
-            self._log_leftovers(res, log)
-            usage = adapter.session_usage(self.project, wall - 1)
-            parsed = AgentResult(*(usage or (None, None)))
-            if res.not_started or res.exit_code not in (0, None):
-                parsed.error = short(res.stderr) or f"{adapter.executable} exited with {res.exit_code}"
-            fb.exit_code = res.exit_code
-            self._apply_usage(arm, fb, parsed)
-        else:
-            dog = adapter.watchdog(self.profile.settings.model_silence)
-            on_line = _lines(dog.line if dog else None,
-                             (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None)
-            res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
-                              stdin_text=inv.stdin, marker=marker, stalled=dog.check if dog else None)
-            self._log_leftovers(res, log)
-            fb.exit_code = res.exit_code
-            if res.stalled:  # a silent retry: what the CLI does when out of quota (its watchdog's docstring)
-                self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, None)
-                fb.verdict, fb.reason = ERROR, f"{res.stalled}; the agent's process group was killed"
-                said = limits.is_limit(res.stalled)  # the watchdog read the provider's limit in the CLI's log
-                fb.problem = usage_limit(res.stalled, limits.reset_time(res.stalled) if said else None,
-                                         what="usage limit reached" if said else
-                                         "no answer from the model (a silent retry: out of quota?)")
-                log.write(f"--- {fb.reason}\n")
-                return fb, None
-            if res.timed_out:
-                self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
-                fb.verdict = TIMEOUT
-                fb.reason = f"no result within {self.timeout:g}s; the agent's process group was killed"
-                return fb, None
-            if res.not_started:
-                fb.verdict, fb.reason = ERROR, res.stderr
-                return fb, None
-            parsed = self._fill_from_output(adapter, arm, fb, res.stdout, res.stderr, res.exit_code)
-        if parsed.error:
-            fb.verdict, fb.reason = ERROR, parsed.error
-            if parsed.limit_resets_at is not None:  # a limit the CLI reported in a structured event
-                at = parsed.limit_resets_at
-                fb.problem = usage_limit(parsed.error, datetime.fromtimestamp(at, timezone.utc) if at else
-                                         limits.reset_time(parsed.error))
-            return fb, None
-        if parsed.failed:
-            fb.verdict, fb.reason = FAILED, parsed.failed
-            return fb, None
-        return fb, self._judge(fb, guard, log, marker)
+            return self._run_interactive(adapter, arm, inv, env, log, marker)
+        return self._run_headless(adapter, arm, inv, env, log, marker)
 
-    def _judge(self, fb: Feedback, guard: Guard | None, log, marker: str) -> Changes | None:
+    def _run_interactive(self, adapter: Adapter, arm: Arm, inv, env, log, marker: str) -> AgentRun:
+        """The agent's own screen: its usage read from its session files, an error from its exit."""
+        wall = time.time()
+        res = process.run_interactive(inv.argv, cwd=self.project, env=env, marker=marker)
+        self._log_leftovers(res, log)
+        usage = adapter.session_usage(self.project, wall - 1)
+        parsed = AgentResult(*(usage or (None, None)))
+        if res.not_started or res.exit_code not in (0, None):
+            parsed.error = short(res.stderr) or f"{adapter.executable} exited with {res.exit_code}"
+        return AgentRun(res.exit_code, usage_of(arm, parsed), agent_verdict(parsed))
+
+    def _run_headless(self, adapter: Adapter, arm: Arm, inv, env, log, marker: str) -> AgentRun:
+        """The agent's non-interactive run: live output, timeout, watchdog; then its output parsed."""
+        dog = adapter.watchdog(self.profile.settings.model_silence)
+        on_line = _lines(dog.line if dog else None,
+                         (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None)
+        res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
+                          stdin_text=inv.stdin, marker=marker, stalled=dog.check if dog else None)
+        self._log_leftovers(res, log)
+        if res.stalled:  # a silent retry: what the CLI does when out of quota (its watchdog's docstring)
+            verdict = stalled_verdict(res.stalled)
+            log.write(f"--- {verdict.reason}\n")
+            return AgentRun(res.exit_code, self._read_output(adapter, arm, res.stdout, res.stderr, None)[0], verdict)
+        if res.timed_out:
+            usage = self._read_output(adapter, arm, res.stdout, res.stderr, res.exit_code)[0]
+            return AgentRun(res.exit_code, usage, Verdict(TIMEOUT, f"no result within {self.timeout:g}s; the agent's "
+                                                                   "process group was killed"))
+        if res.not_started:
+            return AgentRun(res.exit_code, Usage(), Verdict(ERROR, res.stderr))
+        usage, parsed = self._read_output(adapter, arm, res.stdout, res.stderr, res.exit_code)
+        return AgentRun(res.exit_code, usage, agent_verdict(parsed))
+
+    def _judge(self, guard: Guard | None, log, marker: str) -> tuple[Verdict, Changes | None, WorkspaceError | None]:
         """The verdict of an attempt whose agent finished: a change to a ``protect``ed path fails it; else
-        the verifier decides, and a pass of a check whose inputs the attempt changed is unverified
-        (:mod:`acr_cli.checks`). What the attempt changed is read before the verifier runs (what the
-        verifier itself writes is not the attempt's); returned, or None without a checkpoint."""
-        changes = problem = None
-        if guard is not None and (self.verify or self.protect):
-            try:
-                changes = guard.touched()
-            except WorkspaceError as e:  # (the attempt deleted .git): judged as before, then the task stops
-                problem = e
-        if changes is not None and changes.unexamined:
-            log.write(f"--- new ignored directories too large to look into for what the check reads: "
-                      f"{', '.join(changes.unexamined)}\n")
+        the verifier decides (:meth:`_verify`). What the attempt changed is read before the verifier runs (what
+        the verifier itself writes is not the attempt's); returned (None without a checkpoint), with the error
+        reading it raised (the attempt deleted .git): judged all the same, then the task stops."""
+        changes, problem = self._touched(guard, log)
         if changes is not None and self.protect:
             hit = protected(changes, self.protect, self._prefix(guard))
             if hit:
-                fb.verdict = FAILED
-                fb.reason = (f"it changed protected files: {few(hit, 10)} (protect = "
-                             f"{', '.join(self.protect)}): such an attempt fails, whatever the check says")
-                log.write(f"--- {fb.reason}\n")
-                return changes
+                verdict = Verdict(FAILED, f"it changed protected files: {few(hit, 10)} (protect = "
+                                          f"{', '.join(self.protect)}): such an attempt fails, whatever the check says")
+                log.write(f"--- {verdict.reason}\n")
+                return verdict, changes, None
         if not self.verify:
-            fb.verdict, fb.score = UNVERIFIED, None
-            fb.reason = "no verifier: accepted on the agent's own word (unverified)"
-            if problem is not None:
-                raise problem
-            return changes
+            return Verdict(UNVERIFIED, "no verifier: accepted on the agent's own word (unverified)"), changes, problem
+        return self._verify(changes, guard, log, marker), changes, problem
+
+    def _touched(self, guard: Guard | None, log) -> tuple[Changes | None, WorkspaceError | None]:
+        """What the attempt changed, when a check or ``protect`` needs it; or the error reading it raised."""
+        if guard is None or not (self.verify or self.protect):
+            return None, None
+        try:
+            changes = guard.touched()
+        except WorkspaceError as e:
+            return None, e
+        if changes.unexamined:
+            log.write(f"--- new ignored directories too large to look into for what the check reads: "
+                      f"{', '.join(changes.unexamined)}\n")
+        return changes, None
+
+    def _verify(self, changes: Changes | None, guard: Guard | None, log, marker: str) -> Verdict:
+        """The verifier's verdict: a failure compared with the untouched tree's, a pass checked for changes
+        to what the check reads (:mod:`acr_cli.checks`)."""
         try:
             v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker)
         except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
             raise KeyboardInterrupt from None
-        fb.verdict = PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED)
-        fb.score, fb.verifier_tail, fb.reason = v.score, v.tail, v.summary()
-        if fb.verdict == FAILED and self.baseline is not None and not self.baseline.passed:
-            fb.verifier_unchanged = v.same_output(self.baseline)
-            if fb.verifier_unchanged:
-                fb.reason += f"; {SAME_FAILURE}"
+        verdict = Verdict(PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED), v.summary(), score=v.score,
+                          verifier_tail=v.tail)
+        if verdict.verdict == FAILED and self.baseline is not None and not self.baseline.passed:
+            unchanged = v.same_output(self.baseline)
+            verdict = replace(verdict, verifier_unchanged=unchanged)
+            if unchanged:
+                verdict = replace(verdict, reason=f"{verdict.reason}; {SAME_FAILURE}")
                 log.write("--- the verifier printed what it printed before the attempt (timings aside)\n")
-        if fb.verdict == PASSED and changes is not None:
-            inputs = check_inputs(changes, self.verify, self._prefix(guard))
-            fb.tests_added = inputs.tests_added
-            if inputs.changed:  # the check passed, but not the check the user gave: nobody verified the work
-                fb.verdict, fb.score, fb.check_changed = UNVERIFIED, None, inputs.changed
-                fb.reason = (f"the check passed (exit {v.exit_code}), but the attempt changed what it reads: "
-                             f"{few(describe(inputs.changed), 10)}; not a verified pass (unverified)")
-            elif inputs.tests_added:
-                fb.reason += f"; the attempt added test files: {few(inputs.tests_added, 10)}"
-            log.write(f"--- {fb.reason}\n" if inputs.changed or inputs.tests_added else "")
-        if problem is not None:
-            raise problem
-        return changes
+        if verdict.verdict == PASSED and changes is not None:
+            verdict = self._passed_inputs(verdict, v.exit_code, changes, guard, log)
+        return verdict
+
+    def _passed_inputs(self, verdict: Verdict, exit_code: int | None, changes: Changes, guard: Guard | None,
+                       log) -> Verdict:
+        """A pass whose check's inputs the attempt changed is unverified; test files it added are named."""
+        inputs = check_inputs(changes, self.verify, self._prefix(guard))
+        verdict = replace(verdict, tests_added=inputs.tests_added)
+        if inputs.changed:  # the check passed, but not the check the user gave: nobody verified the work
+            verdict = replace(verdict, verdict=UNVERIFIED, score=None, check_changed=inputs.changed,
+                              reason=f"the check passed (exit {exit_code}), but the attempt changed what it reads: "
+                                     f"{few(describe(inputs.changed), 10)}; not a verified pass (unverified)")
+        elif inputs.tests_added:
+            verdict = replace(verdict, reason=f"{verdict.reason}; the attempt added test files: "
+                                              f"{few(inputs.tests_added, 10)}")
+        log.write(f"--- {verdict.reason}\n" if inputs.changed or inputs.tests_added else "")
+        return verdict
 
     def _prefix(self, guard: Guard | None) -> str:
         """Where the verifier runs (the project directory), relative to the repository's top."""
@@ -417,8 +551,10 @@ class LiveEnvironment:
         rel = os.path.relpath(os.path.realpath(self.project), os.path.realpath(guard.ws.root))
         return "" if rel == "." else rel.replace(os.sep, "/")
 
-    def _fill_from_output(self, adapter: Adapter, arm: Arm, fb: Feedback, stdout: str, stderr: str,
-                          exit_code: int | None) -> AgentResult:
+    @staticmethod
+    def _read_output(adapter: Adapter, arm: Arm, stdout: str, stderr: str,
+                     exit_code: int | None) -> tuple[Usage, AgentResult]:
+        """The agent's output parsed (an output its parser cannot read: an error) and priced."""
         try:
             parsed = adapter.parse(stdout, stderr, exit_code)
         except Exception as e:  # output in a shape its parser does not know (a field of another type...)
@@ -429,32 +565,7 @@ class LiveEnvironment:
         # half an emoji (a lone surrogate: JSON allows "\ud83d", UTF-8 does not) shown and stored as U+FFFD
         parsed.text, parsed.error, parsed.session_id = (_utf8(parsed.text), _utf8(parsed.error),
                                                         _utf8(parsed.session_id))
-        self._apply_usage(arm, fb, parsed)
-        return parsed
-
-    @staticmethod
-    def _apply_usage(arm: Arm, fb: Feedback, parsed: AgentResult) -> None:
-        LiveEnvironment._price(arm, fb, parsed)
-        if arm.on_plan:  # paid by a subscription: nothing more to pay for this attempt; what the API would charge kept
-            fb.api_cost_usd = fb.cost_usd if fb.cost_source != COST_UNKNOWN else None
-            fb.cost_usd, fb.cost_source = 0.0, COST_PLAN
-
-    @staticmethod
-    def _price(arm: Arm, fb: Feedback, parsed: AgentResult) -> None:
-        fb.tokens_in, fb.tokens_out = parsed.tokens_in, parsed.tokens_out
-        fb.session_id = parsed.session_id
-        fb.final_text = parsed.text
-        if arm.free:  # $0 in the profile wins over a CLI's own table: claude prices a local model it does not know
-            fb.cost_usd, fb.cost_source = 0.0, COST_PRICED
-        elif parsed.cost_usd is not None:
-            fb.cost_usd, fb.cost_source = parsed.cost_usd, COST_REPORTED
-        else:
-            priced = arm.price(parsed.tokens_in, parsed.tokens_out)
-            if priced is not None:
-                fb.cost_usd, fb.cost_source = priced, COST_PRICED
-            else:  # no price in the profile: the catalog's, else unknown
-                listed = catalog_price(arm.agent, arm.model, parsed.tokens_in, parsed.tokens_out)
-                fb.cost_usd, fb.cost_source = (listed, COST_CATALOG) if listed is not None else (None, COST_UNKNOWN)
+        return usage_of(arm, parsed), parsed
 
 
 def _lines(*callbacks):

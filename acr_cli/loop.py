@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol
 
 from acr_cli import interrupts
 from acr_cli.context import Context
-from acr_cli.domain import CANCELLED, Arm, Decision, Feedback, TaskState
+from acr_cli.domain import CANCELLED, Arm, AttemptAborted, Decision, Feedback, TaskState
 from acr_cli.errors import AcrError
 from acr_cli.health.errors import BEFORE_MODEL
 from acr_cli.memory.store import Memory
@@ -46,7 +46,8 @@ class Environment(Protocol):
         """Why ``arm`` cannot run here (e.g. its CLI is not installed), or None."""
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
-        """Run one attempt and return its feedback (never raises for the attempt's own failures)."""
+        """Run one attempt and return its outcome (never raises for the attempt's own failures; a problem that
+        must end the task once the attempt is recorded raises :class:`AttemptAborted` carrying the outcome)."""
 
 
 Events = Callable[..., None]
@@ -263,23 +264,34 @@ class _Task:
         return False
 
     def _attempt(self, decision: Decision) -> Feedback:
-        """Run one attempt, record it whole and count it."""
+        """Run one attempt, record it whole and count it. An attempt that must end the task
+        (:class:`AttemptAborted`) is recorded the same way, then the task is finished and its cause raised."""
         seq = len(self.result.steps) + 1
         task_id = self.begin()
         self.emit("attempt", seq=seq, decision=decision, task_id=task_id)
         try:
             fb = self.env.attempt(decision.arm, self.ctx, self.state, task_id, seq)
+        except AttemptAborted as aborted:
+            cause = aborted.cause
+            self._record(seq, decision, aborted.outcome)
         except BaseException:  # nothing to record about the attempt, but the task must not stay "running"
             self.finish()
             raise
-        with interrupts.deferred():  # an attempt that ran is recorded whole, whatever signal arrives
-            if not self.memory.add_attempt(task_id, seq, decision, fb, policy=self.policy.name,
+        else:
+            self._record(seq, decision, fb)
+            return fb
+        self.finish()
+        raise cause
+
+    def _record(self, seq: int, decision: Decision, fb: Feedback) -> None:
+        """Keep an attempt that ran: in memory (whatever signal arrives), in the counts, the steps and the events."""
+        with interrupts.deferred():
+            if not self.memory.add_attempt(self.result.task_id, seq, decision, fb, policy=self.policy.name,
                                            verifier=self.verifier, started_at=self.timestamp):
                 self.result.forgotten = True
         self._count(seq, fb)
         self.result.steps.append((decision, fb))
         self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free)
-        return fb
 
     def _count(self, seq: int, fb: Feedback) -> None:
         """An attempt that never reached a model is free (up to FREE_ATTEMPTS) and its arm is not tried again;
@@ -292,10 +304,7 @@ class _Task:
             self.state.tried.append(fb)
 
     def _ends(self, fb: Feedback) -> bool:
-        """Does this attempt end the task (accepted, or cancelled)? An abort it carries is raised."""
-        if fb.abort is not None:
-            self.finish()
-            raise fb.abort
+        """Does this attempt end the task (accepted, or cancelled)?"""
         if fb.accepted:
             self.result.passed, self.result.accepted = fb.passed, True
             self.result.stop_reason = ("passed" if fb.passed else
