@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 from acr_cli import interrupts
+from acr_cli.attempt_json import attempt_json
 from acr_cli.context import Context
 from acr_cli.domain import CANCELLED, Arm, AttemptAborted, Decision, Feedback, TaskState
 from acr_cli.errors import AcrError
@@ -423,8 +424,9 @@ def _finish(memory: Memory, result: TaskResult, state: TaskState) -> None:
                        cost_usd=result.cost_usd, final_arm=final)
 
 
-def summary(result: TaskResult) -> dict[str, Any]:
-    """The ``acr run --json`` object."""
+def summary(result: TaskResult, *, policy: str | None = None, verifier: str | None = None) -> dict[str, Any]:
+    """The ``acr run --json`` object; its attempts in the shape of :func:`acr_cli.attempt_json.attempt_json`
+    (``policy``, ``verifier``: the run's, said in each attempt)."""
     return {
         "task_id": result.task_id,
         "passed": result.passed,
@@ -437,31 +439,7 @@ def summary(result: TaskResult) -> dict[str, Any]:
         "attempts_free_max": FREE_ATTEMPTS,
         "budget": None if result.max_cost is None else {"max_cost": result.max_cost, "spent": round(result.cost_usd, 6),
                                                         "stopped": result.budget_stop},
-        "attempts": [
-            {
-                "agent": fb.arm.agent,
-                "model": fb.arm.model,
-                "verdict": fb.verdict,
-                "score": fb.score,
-                "tokens_in": fb.tokens_in,
-                "tokens_out": fb.tokens_out,
-                "cost_usd": fb.cost_usd,
-                "cost_source": fb.cost_source,
-                "api_cost_usd": fb.api_cost_usd,
-                "counted": seq not in result.free,
-                "duration_s": round(fb.duration_s, 3),
-                "reason": redact(d.reason),
-                "detail": redact(fb.reason),
-                "log": fb.log_path,
-                "side_effects": fb.side_effects,
-                "kept_before": fb.kept_before,
-                "check_changed": [{"path": path, "why": why} for path, why in fb.check_changed],
-                "tests_added": fb.tests_added,
-                "problem": fb.problem.kind if fb.problem else None,
-                "health": fb.health,
-                "held_until": getattr(fb.problem, "until", None),
-            }
-            for seq, (d, fb) in enumerate(result.steps, 1)
-        ],
+        "attempts": [attempt_json(fb, seq=seq, reason=d.reason, counted=seq not in result.free, policy=policy,
+                                  verifier=verifier) for seq, (d, fb) in enumerate(result.steps, 1)],
         "skipped": [{"agent": a.agent, "model": a.model, "reason": redact(why)} for a, why in result.skipped],
     }

@@ -93,18 +93,12 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         """The ``acr run --json`` object (loop.summary, plus what a person reads: answers, checks, refs)."""
-        out = summary(self.result)
+        out = summary(self.result, policy=self.policy or None, verifier=self.verify)
         out["answer"] = redact(self.answer) if self.answer else None
         out["changes"] = changes_json(self.kept)
         out["baseline"] = baseline_json(self.baseline, self.verify)
         out["context"] = context_json(self.ctx)
         out["shared_memory"] = self.shared
-        for item, (_, fb) in zip(out["attempts"], self.result.steps):
-            item["text"] = redact(fb.final_text) if fb.final_text else None
-            item["verifier_tail"] = redact(fb.verifier_tail) if fb.verifier_tail else None
-            item["verifier_unchanged"] = fb.verifier_unchanged
-            item["attempt_ref"] = fb.attempt_ref
-            item["diff_command"] = diff_command(fb.base_tree, fb.attempt_ref)
         return out
 
 

@@ -91,19 +91,12 @@ def find_task(mem, task: str | None, cwd: Path) -> dict[str, Any]:
 
 
 def task_json(t: dict[str, Any]) -> dict[str, Any]:
-    """A task as ``acr show --json`` prints it: memory's fields, JSON columns decoded, and for each
-    attempt the command that shows a rolled-back attempt's work."""
+    """A task as ``acr show --json`` prints it: memory's fields, JSON columns decoded, each attempt in the
+    shape ``acr run --json`` gives it (:mod:`acr_cli.attempt_json`)."""
+    from acr_cli.attempt_json import stored_attempt_json
     from acr_cli.memory.shapes import SHAPES, load
-    from acr_cli.session import diff_command
 
-    attempts = []
-    for a in t["attempts"]:
-        item = dict(a)
-        item["changes"] = load("changes", a.get("changes")) or []  # (anything else than acr wrote: not kept)
-        item["verifier_unchanged"] = None if a.get("verifier_unchanged") is None else bool(a["verifier_unchanged"])
-        item["apply_ok"] = None if a.get("apply_ok") is None else bool(a["apply_ok"])
-        item["diff_command"] = diff_command(a.get("base_tree"), a.get("attempt_ref"))
-        attempts.append(item)
+    attempts = [stored_attempt_json(a) for a in t["attempts"]]
     final = attempts[-1] if attempts else None
     kept = final["changes"] if final and final["verdict"] in ("passed", "unverified") else []
     return {

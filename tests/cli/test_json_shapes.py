@@ -12,7 +12,9 @@ RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "budget", "ans
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
                "verifier_unchanged", "attempt_ref", "diff_command", "kept_before", "check_changed", "tests_added",
-               "api_cost_usd", "counted", "held_until"}
+               "api_cost_usd", "counted", "held_until",
+               "seq", "policy", "started_at", "exit_code", "apply_ok", "verifier", "session_id", "log_path", "base_tree",
+               "changes"}
 BASELINE = {"command", "passed", "exit_code", "score", "timed_out", "duration_s", "tail"}
 CONTEXT = {"kind", "language", "size", "project", "groups", "reasons", "kind_sure"}
 SHOW = {"id", "created_at", "finished_at", "state", "passed", "cost_usd", "project", "prompt", "policy", "context",
@@ -42,7 +44,10 @@ def test_the_json_that_scripts_read_keeps_its_shape(project, fakes_on_path, scen
 
     show = json.loads(acr("show", "--json", cwd=project).stdout)
     assert set(show) == SHOW and set(show["baseline"]) == BASELINE
-    assert all(set(a) == MEMORY_ATTEMPT | {"diff_command"} for a in show["attempts"])
+    # one shape for an attempt: `acr show --json` gives the attempts `acr run --json` gave, as memory kept them
+    assert all(set(a) == RUN_ATTEMPT for a in show["attempts"]) and MEMORY_ATTEMPT < RUN_ATTEMPT
+    kept = MEMORY_ATTEMPT - {"started_at"}
+    assert [{k: a[k] for k in kept} for a in show["attempts"]] == [{k: a[k] for k in kept} for a in run["attempts"]]
     logged = json.loads(acr("memory", "log", "--json").stdout)["tasks"][0]
     assert set(logged) == {"id", "created_at", "kind", "language", "project", "prompt", "passed", "cost_usd",
                            "state", "attempts"}
