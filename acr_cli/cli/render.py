@@ -215,64 +215,108 @@ def attempts_said(result) -> str:
 def print_run_summary(report) -> None:
     """On stdout: the answer of the attempt that ended the task, in full, then what happened."""
     from rich.markup import escape
-    from rich.text import Text
 
     result, con = report.result, console()
-    answer, fb = report.answer, report.final
-    what = answer_label(fb.verdict, answer, fb.reason) if fb is not None else None
-    if what:
-        con.print(Text(f"── {what} from {fb.arm.id} ──", style="bold"))
-        con.print(Text(redact(answer).rstrip("\n")), soft_wrap=True)
-        con.print(Text("──", style="bold"))
-    tree = ("the work tree is as it was" if report.rollback
-            else "with --no-rollback, whatever the attempts changed is still in the directory")
+    _print_answer(con, report)
     if result.accepted:
-        fb = report.final
-        head = ("[green bold]passed[/]" if result.passed else "[yellow bold]not verified[/]" if fb.check_changed else
-                "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
-        tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
-        con.print(f"{head} with {escape(fb.arm.id)} after {escape(attempts_said(result))}, "
-                  f"{fmt_money(result.cost_usd, None)} in total{unknown_cost(result)}{tail}")
-        if fb.check_changed:  # one a line: the files a person must look at before trusting the pass
-            con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
-                      "the work until you do)[/]:")
-            from acr_cli.checks import describe
-
-            for line in describe(fb.check_changed):
-                con.print(Text(f"  - {redact(line)}"), soft_wrap=True)
-        elif fb.tests_added:
-            con.print("[dim]the attempt added test files (review them with the work: a check that runs them ran the "
-                      "attempt's own tests):[/] "
-                      + escape(", ".join(fb.tests_added)), highlight=False)
-        if report.kept:
-            where = "uncommitted in your work tree" if report.rollback else "in the directory"
-            con.print(f"Changed {len(report.kept)} file(s), {where}:")
-            for line in diffstat_lines(report.kept):
-                con.print(Text(line))
-        elif report.rollback:
-            con.print("No file changed.")
-        if fb.kept_before:
-            con.print("[yellow]" + escape(listed([fb.kept_before])) + "[/]")
-        if fb.side_effects:  # not in the diff a person reviews: say it, one a line (many hold a command to paste)
-            con.print("[yellow]besides the work tree, the attempt changed:[/] [dim](review these: they are in no diff, "
-                      "and .git's files can run code on your next git command)[/]")
-            for line in fb.side_effects:
-                con.print(Text(f"  - {listed([line])}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
+        _print_accepted(con, report)
     elif result.cancelled:
-        con.print(f"[yellow]{escape(result.stop_reason)}[/]; {tree}. "
+        con.print(f"[yellow]{escape(result.stop_reason)}[/]; {_tree_said(report)}. "
                   f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}.")
     else:
-        con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {escape(attempts_said(result))}, "
-                  f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}; {tree}.")
-        for i, (_, fb) in enumerate(result.steps, 1):
-            con.print(Text(f"  {i}. {fb.arm.id}: {said_once(fb.verdict, redact(fb.reason) or '', ', ')}"))
-        if result.steps:
-            for line in why_failed(result.steps[-1][1]):
-                con.print(line, soft_wrap=True)
+        _print_not_passed(con, report)
     if not result.forgotten:  # (a task forgotten while it ran has nothing left to show)
         con.print(f"[dim]task {result.task_id} · `acr show {result.task_id}` shows everything about it[/]")
     if report.shared:
         con.print("[dim]" + escape(shared_line(report.shared)) + "[/]")
+
+
+def _tree_said(report) -> str:
+    """Where the attempts' changes are after a task that kept none."""
+    return ("the work tree is as it was" if report.rollback
+            else "with --no-rollback, whatever the attempts changed is still in the directory")
+
+
+def _print_answer(con, report) -> None:
+    """The final attempt's answer in full, between rules (nothing when there is none to show)."""
+    from rich.text import Text
+
+    fb = report.final
+    what = answer_label(fb.verdict, report.answer, fb.reason) if fb is not None else None
+    if what:
+        con.print(Text(f"── {what} from {fb.arm.id} ──", style="bold"))
+        con.print(Text(redact(report.answer).rstrip("\n")), soft_wrap=True)
+        con.print(Text("──", style="bold"))
+
+
+def _print_accepted(con, report) -> None:
+    """An accepted task: the verdict line, what the pass rests on, the kept change and what it changed beside it."""
+    from rich.markup import escape
+
+    result, fb = report.result, report.final
+    head = ("[green bold]passed[/]" if result.passed else "[yellow bold]not verified[/]" if fb.check_changed else
+            "[cyan bold]done, unverified[/] (no verifier checked the work: give one with --verify)")
+    tail = ": the check passed, but the attempt changed what it reads" if fb.check_changed else "."
+    con.print(f"{head} with {escape(fb.arm.id)} after {escape(attempts_said(result))}, "
+              f"{fmt_money(result.cost_usd, None)} in total{unknown_cost(result)}{tail}")
+    _print_check_inputs(con, fb)
+    _print_kept_change(con, report)
+    if fb.kept_before:
+        con.print("[yellow]" + escape(listed([fb.kept_before])) + "[/]")
+    if fb.side_effects:  # not in the diff a person reviews: say it, one a line (many hold a command to paste)
+        from rich.text import Text
+
+        con.print("[yellow]besides the work tree, the attempt changed:[/] [dim](review these: they are in no diff, "
+                  "and .git's files can run code on your next git command)[/]")
+        for line in fb.side_effects:
+            con.print(Text(f"  - {listed([line])}"), soft_wrap=True)  # (a command wrapped by rich would not paste)
+
+
+def _print_check_inputs(con, fb) -> None:
+    """The check's inputs a pass changed (one a line: what a person must review before trusting it), else the
+    test files the attempt added."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    if fb.check_changed:
+        con.print("[yellow]the check's inputs it changed[/] [dim](review them: the pass says nothing about "
+                  "the work until you do)[/]:")
+        from acr_cli.checks import describe
+
+        for line in describe(fb.check_changed):
+            con.print(Text(f"  - {redact(line)}"), soft_wrap=True)
+    elif fb.tests_added:
+        con.print("[dim]the attempt added test files (review them with the work: a check that runs them ran the "
+                  "attempt's own tests):[/] "
+                  + escape(", ".join(fb.tests_added)), highlight=False)
+
+
+def _print_kept_change(con, report) -> None:
+    """The accepted attempt's change, file by file, or that it changed none."""
+    from rich.text import Text
+
+    if report.kept:
+        where = "uncommitted in your work tree" if report.rollback else "in the directory"
+        con.print(f"Changed {len(report.kept)} file(s), {where}:")
+        for line in diffstat_lines(report.kept):
+            con.print(Text(line))
+    elif report.rollback:
+        con.print("No file changed.")
+
+
+def _print_not_passed(con, report) -> None:
+    """A task that ended with no accepted attempt: why, each attempt's verdict, why the last one failed."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    result = report.result
+    con.print(f"[red bold]not passed[/]: {escape(result.stop_reason)}. {escape(attempts_said(result))}, "
+              f"{fmt_money(result.cost_usd, None)} spent{unknown_cost(result)}; {_tree_said(report)}.")
+    for i, (_, fb) in enumerate(result.steps, 1):
+        con.print(Text(f"  {i}. {fb.arm.id}: {said_once(fb.verdict, redact(fb.reason) or '', ', ')}"))
+    if result.steps:
+        for line in why_failed(result.steps[-1][1]):
+            con.print(line, soft_wrap=True)
 
 
 def shared_line(s: dict) -> str:
