@@ -329,14 +329,7 @@ class LiveEnvironment:
                         with interrupts.deferred():  # (the report is kept whatever signal arrives)
                             workspace = self._survey(guard, changes, log)
                 except (process.Cancelled, KeyboardInterrupt) as e:
-                    # The attempt's own verdict stands if it had one (the signal came during its rollback).
-                    if verdict is None:
-                        verdict = Verdict(CANCELLED, f"cancelled with {interrupts.describe()}; "
-                                                     "the agent's process group was killed")
-                        if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
-                            run = AgentRun(None, self._read_output(adapter, arm, e.result.stdout, e.result.stderr,
-                                                                   None)[0], None)
-                            self._log_leftovers(e.result, log)
+                    run, verdict = self._cancelled(e, adapter, arm, run, verdict, log)
                 except WorkspaceError as e:  # e.g. the attempt deleted .git: record the attempt, then stop
                     abort = e
                     if guard is not None:
@@ -352,6 +345,18 @@ class LiveEnvironment:
         if abort is not None:
             raise AttemptAborted(fb, abort)
         return fb
+
+    def _cancelled(self, e: BaseException, adapter: Adapter, arm: Arm, run: AgentRun | None, verdict: Verdict | None,
+                   log) -> tuple[AgentRun | None, Verdict]:
+        """The run and verdict of an attempt a signal stopped. Its own verdict stands if it had one (the signal
+        came during its rollback); else it is cancelled, with what the agent reported if it was cut off."""
+        verdict = verdict or (run.verdict if run is not None else None)
+        if verdict is not None:
+            return run, verdict
+        if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
+            run = AgentRun(None, self._read_output(adapter, arm, e.result.stdout, e.result.stderr, None)[0], None)
+            self._log_leftovers(e.result, log)
+        return run, Verdict(CANCELLED, f"cancelled with {interrupts.describe()}; the agent's process group was killed")
 
     @staticmethod
     def _survey(guard: Guard, changes: Changes | None, log) -> WorkspaceReport:

@@ -39,7 +39,7 @@ FREE_ATTEMPTS = 5
 
 def never_reached_model(fb: Feedback) -> bool:
     """Did the attempt end before any model answered (its error a set-up problem or a usage limit)?"""
-    return fb.problem is not None and getattr(fb.problem, "kind", None) in BEFORE_MODEL
+    return fb.problem is not None and fb.problem.kind in BEFORE_MODEL
 
 
 class Environment(Protocol):
