@@ -166,46 +166,75 @@ def run(
     but the attempt had changed what it reads (its work is kept, unverified), 130 Ctrl-C (143 SIGTERM,
     129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
     """
-    from acr_cli import interrupts
-    from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
-    from acr_cli.cli.render import LiveView, print_baseline, print_run_summary
     from acr_cli.session import RunRequest, prepare
 
     text = _prompt(prompt, prompt_file)
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
-    if interactive and not (_is_terminal(sys.stdin) and _is_terminal(sys.stdout)):
-        raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
-                       "agents' non-interactive mode")
-    if interactive and not prompt_fits_argv(text):  # its stdin is the terminal: the request must be an argument
-        raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
-                       f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
-                       hint="run without --interactive: a long request then goes to the agent's stdin")
+    if interactive:
+        _check_interactive(text)
     req = RunRequest(text, proj, verify=verify, arms=arms, profile=profile, policy=policy, kind=kind,
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
                      rollback=not no_rollback, interactive=interactive, memory=memory)
-    run = prepare(req, load_profile=load_profile, open_memory=open_memory)
+    report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
+    _show_report(report, json_out)
+    _exit(report)
+
+
+def _check_interactive(text: str) -> None:
+    """--interactive needs a terminal, and the request as one argument (the agent's stdin is the terminal)."""
+    from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
+
+    if not (_is_terminal(sys.stdin) and _is_terminal(sys.stdout)):
+        raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
+                       "agents' non-interactive mode")
+    if not prompt_fits_argv(text):
+        raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
+                       f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
+                       hint="run without --interactive: a long request then goes to the agent's stdin")
+
+
+def _execute(run, quiet: bool, json_out: bool):
+    """The prepared run to its end (warnings, the baseline, the attempts), closed whatever happens; Ctrl-C
+    before an attempt started, or between two, ends it with nothing of the agents' to undo."""
+    from acr_cli import interrupts
+    from acr_cli.cli.render import LiveView
+
     view = LiveView(quiet=quiet)
     try:
         for warning in run.warnings:
             echo(f"acr: warning: {warning}", err=True)
-        base = run.baseline()
-        if base is not None:
-            print_baseline(base, run.verify, quiet=quiet)
-            if base.passed and run.options["baseline"].value == "check" and not _confirm_passing_baseline():
-                raise AcrError("the verifier already passes before any change: it cannot tell whether the work "
-                               "gets done; no agent was run",
-                               hint="give a check that fails until the work is done, or pass --yes to run anyway "
-                                    "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
-        report = run.execute(on_event=view.event, on_output=view.output)
-    except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
+        _baseline(run, quiet)
+        return run.execute(on_event=view.event, on_output=view.output)
+    except KeyboardInterrupt:
         echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
         if json_out:
             json_error(f"cancelled ({interrupts.describe()}); no attempt was running", None, interrupts.exit_code())
         raise Reported(interrupts.exit_code()) from None
     finally:
         run.close()
+
+
+def _baseline(run, quiet: bool) -> None:
+    """The verifier on the untouched tree; one that already passes runs the agents only when the user says so."""
+    from acr_cli.cli.render import print_baseline
+
+    base = run.baseline()
+    if base is None:
+        return
+    print_baseline(base, run.verify, quiet=quiet)
+    if base.passed and run.options["baseline"].value == "check" and not _confirm_passing_baseline():
+        raise AcrError("the verifier already passes before any change: it cannot tell whether the work "
+                       "gets done; no agent was run",
+                       hint="give a check that fails until the work is done, or pass --yes to run anyway "
+                            "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
+
+
+def _show_report(report, json_out: bool) -> None:
+    """The answer and the summary (or the --json object), then what the user should know after the run."""
+    from acr_cli.cli.render import print_run_summary
+
     if json_out:
         print_json(report.to_json())
     else:
@@ -216,6 +245,14 @@ def run(
     if result.forgotten:
         echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "
              "attempts from then on are not in memory", err=True)
+
+
+def _exit(report) -> None:
+    """The exit code: 0 accepted (passed, or unverified), 1 none passed, 3 kept but its check changed, and a
+    cancelled run's signal code."""
+    from acr_cli import interrupts
+
+    result = report.result
     if result.cancelled:
         raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
