@@ -170,7 +170,12 @@ class Plan:
             target.close()
 
     def first_refusal(self, env: Any, verified: bool) -> AcrError | None:
-        """The error the run would refuse this task with before its first attempt (acr_cli.loop.first_refusal)."""
+        """The error the run would refuse this task with before its first attempt (acr_cli.loop.first_refusal).
+
+        Only the refusal is kept, not the decision: the run asks the policy again as its first attempt starts,
+        after the baseline check (which may take minutes). By then a parallel run may have recorded attempts or
+        a usage limit, so the first arm is chosen with what memory knows when it starts; the early ask only
+        makes a refusal that needs no verifier cost nothing."""
         from acr_cli.loop import first_refusal
 
         return first_refusal(self.ctx, self.policy, env, max_attempts=self.max_attempts, max_cost=self.max_cost,
