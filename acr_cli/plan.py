@@ -62,13 +62,20 @@ class ArmGate:
         return blocked.reason if blocked else None
 
     def check(self, arm: Arm) -> Blocked | None:
-        """Why ``arm`` cannot be tried now, with the reset time when a usage limit holds it; None: it can.
-        The checks go from cheap to dear: the CLI on PATH, memory's arm health, then the cached readiness
-        (which may try one connection to a local model server)."""
-        why = self.agent_why_not(arm.agent)
-        if why:
-            return Blocked(why)
-        health = self.health.of([arm]).get(arm.id) if self.health is not None else None
+        """Why ``arm`` cannot be tried now, with the reset time when a usage limit holds it; None: it can."""
+        return self.check_all([arm])[0]
+
+    def check_all(self, arms: list[Arm]) -> list[Blocked | None]:
+        """:meth:`check` for each of ``arms``, memory's arm health read once. The checks go from cheap to dear:
+        the CLI on PATH, memory's arm health, then the cached readiness (which may try one connection to a
+        local model server)."""
+        missing = [self.agent_why_not(a.agent) for a in arms]
+        found = [a for a, why in zip(arms, missing) if not why]
+        health = self.health.of(found) if self.health is not None and found else {}
+        return [Blocked(why) if why else self._held_or_not_ready(a, health.get(a.id)) for a, why in zip(arms, missing)]
+
+    def _held_or_not_ready(self, arm: Arm, health: Any) -> Blocked | None:
+        """Why an installed arm cannot run: memory holds it (``health``), or ``acr doctor`` found it not ready."""
         if health is not None:
             return Blocked(health.describe(), health.until if health.state == HELD else None)
         from acr_cli.health import readiness
@@ -157,7 +164,8 @@ class Plan:
     def order(self) -> list[Planned]:
         """Every arm the policy ranks, best first, each with why it cannot run now (planned as for a run
         with a verifier: a run without one takes the arm with the best expected score)."""
-        return [Planned(r, self.gate.check(r.arm)) for r in self.policy.rank(self.ctx, self.state())]
+        ranked = self.policy.rank(self.ctx, self.state())
+        return [Planned(r, b) for r, b in zip(ranked, self.gate.check_all([r.arm for r in ranked]))]
 
     def similar(self) -> tuple[list, dict]:
         """The similar earlier tasks the policy reads, and how they moved each arm's chance."""
