@@ -133,3 +133,26 @@ def test_the_learned_policy_runs_first_the_arm_route_puts_first(project, fakes_o
     assert run.returncode == 0, run.stderr
     tried = json.loads(run.stdout)["attempts"][0]
     assert (tried["agent"], tried["model"]) == (first["agent"], first["model"])
+
+
+def test_a_run_whose_plan_has_no_arm_that_can_run_is_refused_with_the_plans_reasons(project, no_opencode, tmp_path):
+    from acr_cli.errors import AcrError
+    from acr_cli.session import prepare
+
+    memory_file = tmp_path / "memory.sqlite"
+    remember(memory_file, held="claude:claude-sonnet-4-6")
+    arms = "opencode:zhipuai/glm-5,claude:claude-sonnet-4-6"
+    made = make_plan(project, memory_file, arms=arms)
+    try:
+        reasons = [f"{p.arm.id}: {p.blocked.reason}" for p in made.order()]
+    finally:
+        made.close()
+    req = RunRequest("fix the add function in calc.py", project, verify=VERIFY, arms=arms, memory=memory_file)
+    with pytest.raises(AcrError) as refused:
+        prepare(req, load_profile=load_profile, open_memory=open_memory)
+    assert refused.value.message == f"no arm of the plan can run here ({'; '.join(reasons)}); no agent was run"
+    # nothing left behind: the work tree's lock is free for the next run, the tree untouched
+    again = prepare(RunRequest("fix it", project, arms="codex:gpt-5.4", memory=memory_file),
+                    load_profile=load_profile, open_memory=open_memory)
+    again.close()
+    assert (project / "calc.py").read_text() == "def add(a, b):\n    return a * b\n"
