@@ -288,17 +288,10 @@ class LiveEnvironment:
         return agents.get(arm.agent, self.profile.agents)
 
     def unavailable(self, arm: Arm) -> str | None:
-        why = agents.unavailable(arm.agent, self.profile.agents)
-        if why is None and self.health is not None:
-            h = self.health.of([arm]).get(arm.id)
-            why = h.describe() if h else None
-        if why is None:  # `acr doctor` found it not logged in, and nothing changed since: not worth an attempt
-            from acr_cli.health import readiness
-            from acr_cli.paths import Paths
+        """Why ``arm`` cannot be tried now (acr_cli.plan.ArmGate: the one place that says so), or None."""
+        from acr_cli.plan import ArmGate
 
-            why = readiness.known_not_ready(arm.agent, arm.model, self.adapter(arm).executable,
-                                            Paths.from_env().cache_dir, args=arm.args)
-        return why
+        return ArmGate(self.profile, self.health).why_not(arm)
 
     def attempt(self, arm: Arm, ctx: Context, state: TaskState, task_id: str, seq: int) -> Feedback:
         """Run one attempt and return its outcome. A workspace failure (e.g. the attempt deleted .git, or its

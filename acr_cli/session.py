@@ -7,10 +7,11 @@
     finally:
         prepared.close()
 
-:func:`prepare` does everything that needs no agent and may refuse the run (exit 2 through
-:class:`~acr_cli.errors.AcrError`): the profile, every option with where its value came from
-(:func:`resolve_options`), the verifier's shell syntax and program, an agent that can start, the
-memory, the work tree's lock, and warnings about earlier runs. Nothing is recorded before
+:func:`plan` is what ``acr route`` shows (acr_cli.plan.Plan): the profile, every option with where its
+value came from (:func:`resolve_options`), the memory, the policy and the ranked arms. :func:`prepare`
+builds on the same plan and does everything else that needs no agent and may refuse the run (exit 2
+through :class:`~acr_cli.errors.AcrError`): the verifier's shell syntax and program, an agent that can
+start, the work tree's lock, and warnings about earlier runs. Nothing is recorded before
 :meth:`Prepared.execute`.
 """
 
@@ -21,20 +22,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from acr_cli import interrupts, process, routing_settings
-from acr_cli.agents import unavailable
 from acr_cli.config import Option, Settings, resolve_options
-from acr_cli.context import Context, classify, context_json
+from acr_cli.context import Context, context_json
 from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
-from acr_cli.loop import TaskResult, first_refusal, run_task, summary
+from acr_cli.loop import TaskResult, run_task, summary
 from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
+from acr_cli.plan import Plan
 from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
-from acr_cli.routing.registry import live_policy
-from acr_cli.routing_settings import Routing
 from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
 from acr_cli.workspace import Workspace
 from acr_cli.workspace.core import UnwritableGitDir
@@ -140,17 +139,29 @@ class Prepared:
     """A run that passed every check and holds the work tree's lock; :meth:`close` releases it."""
 
     request: RunRequest
-    profile: Profile
-    options: dict[str, Option]
-    arm_ids: list[str] | None
-    memory: Any
+    plan: Plan
     workspace: Any = None  # acr_cli.workspace.Workspace when rolling back
     lock: Any = None
-    team: Any = None  # acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)
-    routing: Routing | None = None  # the policy to route by (acr_cli.routing_settings; None: --policy's)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
-    _route: tuple[Any, Context, LiveEnvironment] | None = None
+    _env: LiveEnvironment | None = None
+
+    @property
+    def profile(self) -> Profile:
+        return self.plan.profile
+
+    @property
+    def options(self) -> dict[str, Option]:
+        return self.plan.options
+
+    @property
+    def memory(self) -> Any:
+        return self.plan.memory
+
+    @property
+    def team(self) -> Any:
+        """acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)."""
+        return self.plan.team
 
     @property
     def verify(self) -> str | None:
@@ -178,69 +189,37 @@ class Prepared:
         self._baseline = result
         return result
 
-    def _routing(self) -> tuple[Any, Context, LiveEnvironment]:
-        """The run's policy, how the request is read, and its live environment (made once)."""
-        if self._route is None:
+    def environment(self) -> LiveEnvironment:
+        """The run's live environment (made once); whether an arm can run is the plan's gate's answer."""
+        if self._env is None:
             req, opts = self.request, self.options
-
-            def make(memory: Any) -> Any:
-                routing = self.routing or Routing(self.profile, req.policy)
-                return live_policy(self.profile, memory, arms=self.arm_ids, policy=routing.policy,
-                                   option=routing.policy_option)
-
-            policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
-            ctx = classify(req.text, req.project, kind=req.kind)
-            env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
-                                  workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
-                                  verify_timeout=float(opts["verify_timeout"].value),
-                                  permissions=opts["permissions"].value, interactive=req.interactive,
-                                  health=HealthBook(self.memory), tell_verifier=self.profile.settings.tell_verifier,
-                                  protect=tuple(opts["protect"].value or ()))
-            self._route = (policy, ctx, env)
-        return self._route
+            self._env = LiveEnvironment(
+                profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
+                workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
+                verify_timeout=float(opts["verify_timeout"].value), permissions=opts["permissions"].value,
+                interactive=req.interactive, health=self.plan.health, tell_verifier=self.profile.settings.tell_verifier,
+                protect=tuple(opts["protect"].value or ()))
+        return self._env
 
     def refuse_early(self) -> None:
         """Raise the :class:`AcrError` the routing loop would refuse the task with before any attempt (a budget
         below every arm's expected cost, no arm that can run here): asked before the baseline, which may take
         minutes, so that such a refusal costs nothing."""
-        policy, ctx, env = self._routing()
-        refusal = first_refusal(ctx, policy, env, max_attempts=self._max_attempts(),
-                                max_cost=self.options["max_cost"].value, verified=bool(self.verify),
-                                budget_name=self._budget_name())
+        refusal = self.plan.first_refusal(self.environment(), verified=bool(self.verify))
         if refusal is not None:
             raise refusal
-
-    def _budget_name(self) -> str:
-        """How messages name the budget: as the user gave it (the flag, or the file that set it)."""
-        opt = self.options["max_cost"]
-        return "--max-cost" if opt.source == "command line" else f"max_cost (from {opt.source})"
 
     def execute(self, on_event: Callable[..., None] | None = None,
                 on_output: Callable[..., None] | None = None) -> RunReport:
         """Route the task to the end: attempts, rollbacks, escalation, every attempt in memory."""
-        opts = self.options
-        policy, ctx, env = self._routing()
+        plan = self.plan
+        policy, ctx, env = plan.policy, plan.ctx, self.environment()
         env.on_output, env.baseline = on_output, self._baseline
         if on_event is not None:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
-        described: set[str] = set()
-
-        def events(what: str, **data: Any) -> None:
-            # how the request was read and the baseline are kept as the first attempt starts: a run killed
-            # during it (acr recover ends the task) still shows them
-            if what == "attempt" and data.get("task_id") and data["task_id"] not in described:
-                described.add(data["task_id"])
-                with interrupts.deferred():
-                    self.memory.describe_task(data["task_id"], context=context_json(ctx),
-                                              baseline=baseline_json(self._baseline, self.verify))
-                    if self.team is not None:  # queued now: a run killed mid-way is uploaded once recovered
-                        self.team.recorded(data["task_id"])
-            if on_event is not None:
-                on_event(what, **data)
-
-        result = run_task(ctx, policy, env, self.memory, max_attempts=int(self._max_attempts()),
-                          max_cost=opts["max_cost"].value, verifier=self.verify, verified=bool(self.verify),
-                          on_event=events, budget_name=self._budget_name())
+        result = run_task(ctx, policy, env, self.memory, max_attempts=plan.max_attempts, max_cost=plan.max_cost,
+                          verifier=self.verify, verified=bool(self.verify), on_event=self._events(ctx, on_event),
+                          budget_name=plan.budget_name)
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
@@ -257,44 +236,31 @@ class Prepared:
                              **self.team.sync().to_json()}
         return report
 
-    def _max_attempts(self) -> int:
-        opt = self.options["max_attempts"]
-        n = int(opt.value)
-        if self.arm_ids and opt.source != "command line":  # --arms a,b,c: each of them may be tried
-            n = max(n, len(self.arm_ids))
-        return n
+    def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
+        """The loop's event callback: keeps how the request was read and the baseline as the first attempt
+        starts (a run killed during it, which acr recover ends, still shows them), then passes the event on."""
+        described: set[str] = set()
+
+        def events(what: str, **data: Any) -> None:
+            if what == "attempt" and data.get("task_id") and data["task_id"] not in described:
+                described.add(data["task_id"])
+                with interrupts.deferred():
+                    self.memory.describe_task(data["task_id"], context=context_json(ctx),
+                                              baseline=baseline_json(self._baseline, self.verify))
+                    if self.team is not None:  # queued now: a run killed mid-way is uploaded once recovered
+                        self.team.recorded(data["task_id"])
+            if on_event is not None:
+                on_event(what, **data)
+
+        return events
 
     def close(self) -> None:
         interrupts.uninstall()
         try:
-            (self.team or self.memory).close()
+            self.plan.close()
         finally:
             if self.lock is not None:
                 self.lock.unlock()
-
-
-class _TeamRouting:
-    """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
-    the local copy takes over (the run is recorded locally as always and uploaded later)."""
-
-    def __init__(self, team: Any, make: Callable[[Any], Any]):
-        self._team, self._make = team, make
-        self._inner = make(team.reads)
-
-    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
-        return getattr(self._inner, name)
-
-    def next(self, ctx: Context, state: Any) -> Any:
-        from acr_cli.memory.postgres import ServerUnreachable
-
-        try:
-            return self._inner.next(ctx, state)
-        except ServerUnreachable as e:
-            if self._team.server is None:
-                raise
-            self._team.lost(e.message)
-            self._inner = self._make(self._team.local)
-            return self._inner.next(ctx, state)
 
 
 def _verifier_named(opt: Option) -> str:
@@ -306,75 +272,123 @@ def _indent(text: str) -> str:
     return "\n".join("  | " + line for line in (text or "").rstrip().splitlines()[-15:])
 
 
+def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]]) -> Plan:
+    """The settings half of the plan (no memory opened yet): the profile narrowed to the arms this project may
+    use (``arms``, ``exclude``, ``--arms``), its policy and time weight, and every option with its source."""
+    profile, settings = load_profile(req.profile, req.project)
+    arm_ids = parse_arms(req.arms, profile)
+    routing = routing_settings.apply(profile, settings, cli_arms=arm_ids, cli_policy=req.policy)
+    options = resolve_options(settings, routing.profile, {
+        "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
+        "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
+        "baseline": req.baseline})
+    return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
+
+
+def open_plan_memory(plan: Plan, req: RunRequest, open_memory: Callable[[Path | None], Any]) -> None:
+    """Give the plan its memory: the team's (routing reads its server, the rest the local copy) when the project
+    uses one, else the one ``open_memory`` opens (--memory, ACR_MEMORY or config.toml)."""
+    team = for_command(req.memory, req.project, plan.settings)
+    plan.team = team
+    plan.memory = team.local if team is not None else open_memory(req.memory)
+    plan.health = HealthBook(plan.memory)
+    if team is not None and team.note:
+        plan.notes.append(team.note)
+
+
+def plan(req: RunRequest, *, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
+         open_memory: Callable[[Path | None], Any]) -> Plan:
+    """The plan ``acr route`` shows and ``acr run`` starts from; close it with :meth:`Plan.close`."""
+    made = settle(req, load_profile)
+    open_plan_memory(made, req, open_memory)
+    return made
+
+
 def prepare(req: RunRequest, *,
             load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
             open_memory: Callable[[Path | None], Any]) -> Prepared:
     """Check everything a run needs before it starts; lock the work tree. Raises AcrError (exit 2).
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
-    profile, settings = load_profile(req.profile, req.project)
-    arm_ids = parse_arms(req.arms, profile)
-    routing = routing_settings.apply(profile, settings, cli_arms=arm_ids, cli_policy=req.policy)
-    profile = routing.profile  # the arms this project may use, its policy and time weight
-    options = resolve_options(settings, profile, {
-        "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
-        "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline})
-    budget = options["max_cost"]
-    if budget.value is not None and float(budget.value) <= 0:  # spent before it starts: never start an agent
-        where = "--max-cost" if budget.source == "command line" else f"max_cost (from {budget.source})"
-        raise AcrError(f"{where} $0 leaves nothing to spend; no agent was run",
-                       hint="give a budget above $0, or none")
-    verify = options["verify"]
-    if verify.value:
-        problem = preflight(verify.value, req.project)
-        if problem:
-            raise AcrError(f"{_verifier_named(verify)}: {problem}; no agent was run",
-                           hint=f"the verifier runs as `/bin/sh -c '...'` in {req.project}; try it there by hand first")
-    names = [parse_arm_id(a)[0] for a in arm_ids] if arm_ids else [a.agent for a in profile.arms]
-    reasons = {n: unavailable(n, profile.agents) for n in dict.fromkeys(names)}
-    if all(reasons.values()):  # a set-up problem (exit 2), not a failed task
-        raise AcrError("no agent this run may use can start: " + "; ".join(r for r in reasons.values() if r),
-                       hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
-                            "or name arms you have with --arms; `acr doctor` shows what acr finds")
-    team = for_command(req.memory, req.project, settings)
-    memory = team.local if team is not None else open_memory(req.memory)
+    made = settle(req, load_profile)
+    _check_budget(made.options["max_cost"])
+    _check_verifier(made.options["verify"], req.project)
+    _check_agents(made)
+    open_plan_memory(made, req, open_memory)
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
-    prepared = Prepared(req, profile, options, arm_ids, memory, team=team, routing=routing)
-    if team is not None and team.note:
-        prepared.warnings.append(team.note)
+    prepared = Prepared(req, made, warnings=list(made.notes))
     try:
-        if not req.rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
-            try:
-                prepared.lock = Workspace.open(req.project)
-            except AcrError:
-                prepared.lock = None
-        else:
-            prepared.workspace = prepared.lock = Workspace.open(req.project)
-        if prepared.lock is not None:
-            try:
-                prepared.lock.lock()
-            except UnwritableGitDir:
-                if req.rollback:
-                    raise
-                prepared.lock = None  # --no-rollback writes nothing to .git: a lock it cannot take is no reason to stop
-        ws = prepared.workspace
-        if ws is None and options["protect"].value:  # what an attempt changed is read from its checkpoint
-            prepared.warnings.append(f"protect (from {options['protect'].source}) is not enforced without the "
-                                     "rollback (--no-rollback, or outside git): nothing tells what an attempt changed")
-        if prepared.lock is not None:  # (with --no-rollback too: a later `acr recover` would revert its work)
-            refuse_after_a_killed_run(prepared.lock)
-        if ws is not None:
-            ws.ensure_no_operation_in_progress()
-            for lock_file in ws.stale_locks():
-                prepared.warnings.append(
-                    f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
-                    f"a process that died left it: `rm {lock_file}`")
+        _lock_work_tree(prepared)
+        _check_work_tree(prepared)
         prepared.refuse_early()  # before the baseline: a refusal that needs no verifier costs nothing
     except BaseException:
         prepared.close()
         raise
     return prepared
+
+
+def _check_budget(budget: Option) -> None:
+    """A budget of $0 is spent before it starts: never start an agent."""
+    if budget.value is not None and float(budget.value) <= 0:
+        where = "--max-cost" if budget.source == "command line" else f"max_cost (from {budget.source})"
+        raise AcrError(f"{where} $0 leaves nothing to spend; no agent was run",
+                       hint="give a budget above $0, or none")
+
+
+def _check_verifier(verify: Option, project: Path) -> None:
+    """The verifier's shell syntax and program, checked before anything runs."""
+    problem = preflight(verify.value, project) if verify.value else None
+    if problem:
+        raise AcrError(f"{_verifier_named(verify)}: {problem}; no agent was run",
+                       hint=f"the verifier runs as `/bin/sh -c '...'` in {project}; try it there by hand first")
+
+
+def _check_agents(plan: Plan) -> None:
+    """At least one agent this run may use can start: none is a set-up problem (exit 2), not a failed task."""
+    names = [parse_arm_id(a)[0] for a in plan.arm_ids] if plan.arm_ids else [a.agent for a in plan.profile.arms]
+    reasons = {n: plan.gate.agent_why_not(n) for n in dict.fromkeys(names)}
+    if all(reasons.values()):
+        raise AcrError("no agent this run may use can start: " + "; ".join(r for r in reasons.values() if r),
+                       hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
+                            "or name arms you have with --arms; `acr doctor` shows what acr finds")
+
+
+def _lock_work_tree(prepared: Prepared) -> None:
+    """Take the work tree's lock: one run at a time in a git work tree, with --no-rollback too (another run's
+    rollback would undo its work); --no-rollback writes nothing to .git, so a lock it cannot take is no reason
+    to stop, nor is a project outside git."""
+    rollback = prepared.request.rollback
+    try:
+        prepared.lock = Workspace.open(prepared.request.project)
+    except AcrError:
+        if rollback:
+            raise
+        return
+    if rollback:
+        prepared.workspace = prepared.lock
+    try:
+        prepared.lock.lock()
+    except UnwritableGitDir:
+        if rollback:
+            raise
+        prepared.lock = None
+
+
+def _check_work_tree(prepared: Prepared) -> None:
+    """Refuse where a killed run left a checkpoint or git is mid-operation; warn of what is not enforced and of
+    git lock files left behind."""
+    ws, protect = prepared.workspace, prepared.options["protect"]
+    if ws is None and protect.value:  # what an attempt changed is read from its checkpoint
+        prepared.warnings.append(f"protect (from {protect.source}) is not enforced without the rollback "
+                                 "(--no-rollback, or outside git): nothing tells what an attempt changed")
+    if prepared.lock is not None:  # (with --no-rollback too: a later `acr recover` would revert its work)
+        refuse_after_a_killed_run(prepared.lock)
+    if ws is not None:
+        ws.ensure_no_operation_in_progress()
+        for lock_file in ws.stale_locks():
+            prepared.warnings.append(
+                f"git's lock file {lock_file} exists; if no git command is running (in any terminal), "
+                f"a process that died left it: `rm {lock_file}`")
 
 
 def refuse_after_a_killed_run(ws: Workspace) -> None:

@@ -336,49 +336,69 @@ def refused_line(r: dict) -> str:
             f"again at every sync (`acr memory forget {r['task_id']}` drops it)")
 
 
-def print_route(ctx, profile, policy, ranked, explain: bool, blocked: dict[str, str] | None = None,
-                similar: tuple[list, dict] = ([], {}), excluded: dict[str, str] | None = None) -> None:
-    """Plain text on purpose: `acr route` must start fast, so no rich import here. ``blocked``: arms
-    that cannot be tried now (arm id -> why), listed after the plan. ``similar``: the similar earlier
-    tasks read and how they moved each arm's chance (``--explain`` lists them). ``excluded``: arms the
-    settings (``arms``, ``exclude``) took out, with the setting (``--explain`` lists them)."""
-    echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {profile.name}"
-         f" · policy {policy.name}")
+def print_route(plan, order: list, explain: bool, similar: tuple[list, dict] = ([], {})) -> None:
+    """Plain text on purpose: `acr route` must start fast, so no rich import here. ``order``: the plan's arms
+    (acr_cli.plan.Planned), those that can run numbered, then those that cannot, with why. ``--explain`` adds
+    how the request was read, the numbers behind the ranking, the arms the settings (``arms``, ``exclude``)
+    took out, and the similar earlier tasks read with how they moved each arm's chance."""
+    ctx = plan.ctx
+    echo(f"{ctx.kind} · {ctx.language or 'unknown language'} · {ctx.size} · profile {plan.profile.name}"
+         f" · policy {plan.policy.name}")
     if explain:
-        for r in ctx.reasons:
-            echo(f"  - {r}")
-        echo(f"  - groups (coarse to fine): {' > '.join(ctx.groups)}")
-        echo("")
-    rows = []
-    for i, r in enumerate(ranked, 1):
-        row = [f"{i}.", r.arm.id]
-        if explain:
-            low, high = r.interval
-            row += ["-" if r.mean is None else f"{r.mean:.2f}",
-                    "-" if low is None else f"{low:.2f}-{high:.2f}",
-                    fmt_money(r.cost, 3), "-" if r.reward is None else f"{r.reward:+.3f}", str(r.attempts), r.why]
-        rows.append(row)
+        _print_reading(ctx)
+    _print_order([p.ranked for p in order if not p.blocked], explain)
+    for p in order:
+        if p.blocked:
+            echo(f"  -  {p.arm.id}: cannot run now: {p.blocked.reason}")
+    if explain:
+        for arm_id, why in plan.routing.excluded.items():
+            echo(f"  -  {arm_id}: excluded by {why}")
+        _print_similar(*similar)
+
+
+def _print_reading(ctx) -> None:
+    """How the request was read: the classifier's reasons and the groups it falls in."""
+    for r in ctx.reasons:
+        echo(f"  - {r}")
+    echo(f"  - groups (coarse to fine): {' > '.join(ctx.groups)}")
+    echo("")
+
+
+def _order_row(i: int, r, explain: bool) -> list[str]:
+    row = [f"{i}.", r.arm.id]
+    if explain:
+        low, high = r.interval
+        row += ["-" if r.mean is None else f"{r.mean:.2f}",
+                "-" if low is None else f"{low:.2f}-{high:.2f}",
+                fmt_money(r.cost, 3), "-" if r.reward is None else f"{r.reward:+.3f}", str(r.attempts), r.why]
+    return row
+
+
+def _print_order(ranked: list, explain: bool) -> None:
+    """The arms that can run, numbered in the order they would be tried (``explain``: as a table with the
+    numbers behind it)."""
+    rows = [_order_row(i, r, explain) for i, r in enumerate(ranked, 1)]
     head = ["#", "arm"] + (["score", "90% int.", "cost", "reward", "n", "why"] if explain else [])
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
     for row in ([head] if explain else []) + rows:
         echo("  ".join(c.ljust(w) if j in (1, len(head) - 1) else c.rjust(w)
-                             for j, (c, w) in enumerate(zip(row, widths))).rstrip())
-    for arm_id, why in (blocked or {}).items():
-        echo(f"  -  {arm_id}: cannot run now: {why}")
-    for arm_id, why in (excluded or {}).items() if explain else ():
-        echo(f"  -  {arm_id}: excluded by {why}")
-    near, moved = similar
-    if explain and near:
-        echo("")
-        echo("similar earlier tasks (each counts as much as it is alike; same project first):")
-        for n in near:
-            t = n.task
-            outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
-            where = "" if t.same_project else " (other project)"
-            echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(headline(t.prompt)[:60])}")
-            echo(f"        {outcome}")
-        shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
-        echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")
+                       for j, (c, w) in enumerate(zip(row, widths))).rstrip())
+
+
+def _print_similar(near: list, moved: dict) -> None:
+    """The similar earlier tasks read for the request, and how they moved each arm's chance."""
+    if not near:
+        return
+    echo("")
+    echo("similar earlier tasks (each counts as much as it is alike; same project first):")
+    for n in near:
+        t = n.task
+        outcome = "; ".join(f"{arm} {verdict}" for arm, verdict in t.outcome.items()) or "no attempt judged"
+        where = "" if t.same_project else " (other project)"
+        echo(f"  {t.similarity:.2f}  {t.task_id}{where}  {terminal_safe(headline(t.prompt)[:60])}")
+        echo(f"        {outcome}")
+    shifts = [f"{arm} {a:.2f} -> {b:.2f}" for arm, (a, b) in moved.items() if abs(b - a) >= 0.005]
+    echo(f"  they moved: {', '.join(shifts)}" if shifts else "  they moved no arm's chance by 0.005 or more")
 
 
 def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None:

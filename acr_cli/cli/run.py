@@ -17,7 +17,6 @@ from acr_cli.cli.common import (
     json_error,
     load_profile,
     open_memory,
-    paths,
     print_json,
     project_dir,
 )
@@ -167,46 +166,75 @@ def run(
     but the attempt had changed what it reads (its work is kept, unverified), 130 Ctrl-C (143 SIGTERM,
     129 SIGHUP: each cancels like Ctrl-C, with the work tree rolled back).
     """
-    from acr_cli import interrupts
-    from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
-    from acr_cli.cli.render import LiveView, print_baseline, print_run_summary
     from acr_cli.session import RunRequest, prepare
 
     text = _prompt(prompt, prompt_file)
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
-    if interactive and not (_is_terminal(sys.stdin) and _is_terminal(sys.stdout)):
-        raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
-                       "agents' non-interactive mode")
-    if interactive and not prompt_fits_argv(text):  # its stdin is the terminal: the request must be an argument
-        raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
-                       f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
-                       hint="run without --interactive: a long request then goes to the agent's stdin")
+    if interactive:
+        _check_interactive(text)
     req = RunRequest(text, proj, verify=verify, arms=arms, profile=profile, policy=policy, kind=kind,
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
                      rollback=not no_rollback, interactive=interactive, memory=memory)
-    run = prepare(req, load_profile=load_profile, open_memory=open_memory)
+    report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
+    _show_report(report, json_out)
+    _exit(report)
+
+
+def _check_interactive(text: str) -> None:
+    """--interactive needs a terminal, and the request as one argument (the agent's stdin is the terminal)."""
+    from acr_cli.agents.base import ARGV_PROMPT_MAX, prompt_fits_argv
+
+    if not (_is_terminal(sys.stdin) and _is_terminal(sys.stdout)):
+        raise AcrError("--interactive needs a terminal (stdin and stdout); run without it to use the "
+                       "agents' non-interactive mode")
+    if not prompt_fits_argv(text):
+        raise AcrError(f"--interactive passes the request to the agent as one argument, at most "
+                       f"{ARGV_PROMPT_MAX // 1000} KB; this one is {len(text.encode()) // 1000} KB",
+                       hint="run without --interactive: a long request then goes to the agent's stdin")
+
+
+def _execute(run, quiet: bool, json_out: bool):
+    """The prepared run to its end (warnings, the baseline, the attempts), closed whatever happens; Ctrl-C
+    before an attempt started, or between two, ends it with nothing of the agents' to undo."""
+    from acr_cli import interrupts
+    from acr_cli.cli.render import LiveView
+
     view = LiveView(quiet=quiet)
     try:
         for warning in run.warnings:
             echo(f"acr: warning: {warning}", err=True)
-        base = run.baseline()
-        if base is not None:
-            print_baseline(base, run.verify, quiet=quiet)
-            if base.passed and run.options["baseline"].value == "check" and not _confirm_passing_baseline():
-                raise AcrError("the verifier already passes before any change: it cannot tell whether the work "
-                               "gets done; no agent was run",
-                               hint="give a check that fails until the work is done, or pass --yes to run anyway "
-                                    "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
-        report = run.execute(on_event=view.event, on_output=view.output)
-    except KeyboardInterrupt:  # before an attempt started, or between two: nothing of the agents' to undo
+        _baseline(run, quiet)
+        return run.execute(on_event=view.event, on_output=view.output)
+    except KeyboardInterrupt:
         echo(f"acr: cancelled ({interrupts.describe()}); no attempt was running", err=True)
         if json_out:
             json_error(f"cancelled ({interrupts.describe()}); no attempt was running", None, interrupts.exit_code())
         raise Reported(interrupts.exit_code()) from None
     finally:
         run.close()
+
+
+def _baseline(run, quiet: bool) -> None:
+    """The verifier on the untouched tree; one that already passes runs the agents only when the user says so."""
+    from acr_cli.cli.render import print_baseline
+
+    base = run.baseline()
+    if base is None:
+        return
+    print_baseline(base, run.verify, quiet=quiet)
+    if base.passed and run.options["baseline"].value == "check" and not _confirm_passing_baseline():
+        raise AcrError("the verifier already passes before any change: it cannot tell whether the work "
+                       "gets done; no agent was run",
+                       hint="give a check that fails until the work is done, or pass --yes to run anyway "
+                            "(`baseline = \"accept\"` in .acr.toml or config.toml does that for good)")
+
+
+def _show_report(report, json_out: bool) -> None:
+    """The answer and the summary (or the --json object), then what the user should know after the run."""
+    from acr_cli.cli.render import print_run_summary
+
     if json_out:
         print_json(report.to_json())
     else:
@@ -217,6 +245,14 @@ def run(
     if result.forgotten:
         echo(f"acr: warning: task {result.task_id} was forgotten (`acr memory forget`) while it ran; its "
              "attempts from then on are not in memory", err=True)
+
+
+def _exit(report) -> None:
+    """The exit code: 0 accepted (passed, or unverified), 1 none passed, 3 kept but its check changed, and a
+    cancelled run's signal code."""
+    from acr_cli import interrupts
+
+    result = report.result
     if result.cancelled:
         raise Reported(interrupts.exit_code())
     if not result.accepted:  # an unverified attempt ends the task like a pass: exit 0 (--json says which)
@@ -251,78 +287,48 @@ def route(
 
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
-    from acr_cli import routing_settings
     from acr_cli.cli.render import print_route
-    from acr_cli.config import resolve_options
-    from acr_cli.context import classify, context_json
-    from acr_cli.domain import TaskState
-    from acr_cli.profiles import parse_arms
-    from acr_cli.routing.registry import live_policy
+    from acr_cli.session import RunRequest, plan
 
-    prompt = _prompt(prompt, prompt_file, command="route")
+    text = _prompt(prompt, prompt_file, command="route")
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
-    prof, settings = load_profile(profile, proj)
-    arm_list = parse_arms(arms, prof)
-    routing = routing_settings.apply(prof, settings, cli_arms=arm_list, cli_policy=policy)
-    prof = routing.profile  # the arms this project may use (`arms`, `exclude`), its policy and time weight
-    opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
-    from acr_cli.memory.team import for_command
-
-    team = for_command(memory, proj, settings)
-    if team is not None and team.note:
-        echo(f"acr: warning: {team.note}", err=True)
-    mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
+    req = RunRequest(text, proj, arms=arms, profile=profile, policy=policy, kind=kind, memory=memory)
+    made = plan(req, load_profile=load_profile,
+                open_memory=lambda where: open_memory(where, create=False, read_only=True))
+    for note in made.notes:
+        echo(f"acr: warning: {note}", err=True)
     try:
-        pol = live_policy(prof, mem, arms=arm_list, policy=routing.policy, option=routing.policy_option)
-        ctx = classify(prompt, proj, kind=kind)
-        # planned as for a run with a verifier (a run without one takes the arm with the best expected score)
-        state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
-        ranked = pol.rank(ctx, state)
-        near, moved = pol.similar_effect(ctx, state) if explain or json_out else ([], {})
-        blocked, held = _cannot_run(prof, team.local if team is not None else mem, [r.arm for r in ranked])
+        order = made.order()
+        similar = made.similar() if explain or json_out else ([], {})
     finally:
-        (team or mem).close()
-    planned = [r for r in ranked if r.arm.id not in blocked]
+        made.close()
     if json_out:
-        print_json({
-            "context": context_json(ctx),
-            "profile": prof.name,
-            "policy": pol.name,
-            "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),
-                       "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
-                      for r in planned],
-            "cannot_run": [{"agent": r.arm.agent, "model": r.arm.model, "reason": blocked[r.arm.id],
-                            "held_until": held.get(r.arm.id)} for r in ranked if r.arm.id in blocked],
-            "excluded": [{"arm": arm_id, "by": why} for arm_id, why in routing.excluded.items()],
-            "similar": [{"task": n.task.task_id, "similarity": round(n.task.similarity, 4),
-                         "same_project": n.task.same_project, "created_at": n.task.created_at,
-                         "request": n.task.prompt, "outcome": n.task.outcome} for n in near],
-            "moved_by_similar": {arm: {"without": a, "with": b} for arm, (a, b) in moved.items()},
-        })
+        print_json(route_json(made, order, similar))
     else:
-        print_route(ctx, prof, pol, planned, explain, blocked, similar=(near, moved), excluded=routing.excluded)
-    if ranked and not planned:
+        print_route(made, order, explain, similar=similar)
+    if order and all(p.blocked for p in order):
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
 
 
-def _cannot_run(profile, memory, arms) -> tuple[dict[str, str], dict[str, str]]:
-    """arm id -> why it cannot be tried now (its CLI is missing, or it is set aside, cooling down or held after a
-    usage limit), and arm id -> the UTC time a held arm's limit resets."""
-    from acr_cli.agents import unavailable
-    from acr_cli.health.state import HealthBook
+def route_json(made, order, similar) -> dict:
+    """The ``acr route --json`` object: how the request was read, the order, the arms that cannot run now
+    (with the reset time of a usage limit), those the settings took out, and the similar earlier tasks."""
+    from acr_cli.context import context_json
 
-    out = {}
-    missing = {a.agent: unavailable(a.agent, profile.agents) for a in arms}
-    health = HealthBook(memory).of([a for a in arms if not missing[a.agent]])
-    from acr_cli.agents import get
-    from acr_cli.health.readiness import known_not_ready
-
-    cache = paths().cache_dir
-    for a in arms:
-        why = missing[a.agent] or (health[a.id].describe() if a.id in health else None)
-        if not why:  # `acr doctor` found it not ready, and nothing it depends on changed since
-            why = known_not_ready(a.agent, a.model, get(a.agent, profile.agents).executable, cache, args=a.args)
-        if why:
-            out[a.id] = why
-    return out, {a: h.until for a, h in health.items() if h.state == "held" and a in out}
+    near, moved = similar
+    return {
+        "context": context_json(made.ctx),
+        "profile": made.profile.name,
+        "policy": made.policy.name,
+        "order": [{"agent": r.arm.agent, "model": r.arm.model, "mean": r.mean, "interval90": list(r.interval),
+                   "expected_cost": r.cost, "expected_reward": r.reward, "attempts": r.attempts, "why": r.why}
+                  for r in (p.ranked for p in order if not p.blocked)],
+        "cannot_run": [{"agent": p.arm.agent, "model": p.arm.model, "reason": p.blocked.reason,
+                        "held_until": p.blocked.held_until} for p in order if p.blocked],
+        "excluded": [{"arm": arm_id, "by": why} for arm_id, why in made.routing.excluded.items()],
+        "similar": [{"task": n.task.task_id, "similarity": round(n.task.similarity, 4),
+                     "same_project": n.task.same_project, "created_at": n.task.created_at,
+                     "request": n.task.prompt, "outcome": n.task.outcome} for n in near],
+        "moved_by_similar": {arm: {"without": a, "with": b} for arm, (a, b) in moved.items()},
+    }
