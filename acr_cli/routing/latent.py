@@ -128,10 +128,11 @@ class Latent:
         mu = list(start if start is not None else mu0)
         if not patterns:
             return mu, list(tau2)
+        z, a_, sc = self.z, self.alpha, self.scale
         info = [1.0 / t for t in tau2]
         hess = list(info)
         for _ in range(iters):
-            etas = [[self.alpha * zk + m * self.scale for zk in self.z] for m in mu]
+            etas = [[a_ * zk + m * sc for zk in z] for m in mu]
             qs = [[min(max(Phi(e), 1e-12), 1 - 1e-12) for e in row] for row in etas]
             wy, wn = self._expected_counts(patterns, qs)
             biggest = 0.0
@@ -152,8 +153,9 @@ class Latent:
         log1q = [[math.log1p(-x) for x in row] for row in qs]
         wy = [[0.0] * k for _ in qs]
         wn = [[0.0] * k for _ in qs]
+        weights = self._node_weights
         for tried, passed, count in patterns:
-            w = self._node_weights(tried, passed, count, logq, log1q)
+            w = weights(tried, passed, count, logq, log1q)
             for a in tried:
                 if a in passed:
                     wy[a] = list(map(add, wy[a], w))
