@@ -77,7 +77,7 @@ from typing import Callable, Sequence
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory import similar
-from acr_cli.memory.aggregates import GroupStats, Near
+from acr_cli.memory.aggregates import ArmAgg, GroupStats, Near
 from acr_cli.money import usd
 from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
@@ -400,7 +400,7 @@ class LearnedPolicy(Policy):
         fit = Fit(mu, vmu, fsc, m, s2, vm, ppos, attempts)
         return fit, self._next_prior(par, aggs, fit, n_fsc, m_par is not None, n_m, worth)
 
-    def _next_prior(self, par: "_Prior", aggs: list, fit: Fit, n_fsc: list[float], priced: bool,
+    def _next_prior(self, par: "_Prior", aggs: list[ArmAgg], fit: Fit, n_fsc: list[float], priced: bool,
                     n_m: list[float], worth: float | None) -> "_Prior":
         """A level's fit as the prior of the next finer one: its pass rates worth ``worth`` observations
         (None: N_HIER), the rest at most N_HIER; its costs are a scale once some are known (``priced``:
@@ -779,8 +779,7 @@ def _one_attempt(mu: float) -> float:
     return p * (1 - p) / max(phi(mu) ** 2, 1e-12)
 
 
-
-def _log_cost(a, base: float | None, worth: float, prior_s2: float) -> tuple[float | None, float, float, float]:
+def _log_cost(a: ArmAgg, base: float | None, worth: float, prior_s2: float) -> tuple[float | None, float, float, float]:
     """One arm's ln cost at a level: (mean, spread, variance of the mean, worth), from its attempts there
     (``a``) and the prior mean ``base`` worth ``worth``; the mean is None with no price and no cost observed."""
     w = worth if base is not None else 0.0
