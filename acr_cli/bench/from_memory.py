@@ -23,29 +23,35 @@ def load(memory: Memory, profile: Profile | None) -> tuple[Matrix, list[dict[str
     kept: list[Task] = []
     arms: list[str] = []
     for t in tasks:
-        row: dict[str, Cell] = {}
-        for a in t["attempts"]:
-            if a["verdict"] not in JUDGED:
-                continue
-            arm = f"{a['agent']}:{a['model']}"
-            if arm in row:
-                continue
-            score = a["score"] if a["score"] is not None else float(a["verdict"] == "passed")
-            row[arm] = Cell(score, a["cost_usd"] or 0.0, a["tokens_in"], a["tokens_out"],
-                            None if a["apply_ok"] is None else bool(a["apply_ok"]))
-            if arm not in arms:
-                arms.append(arm)
+        row = _first_cells(t["attempts"])
+        arms += [arm for arm in row if arm not in arms]
         if row:
             cells[t["id"]] = row
             kind = t["kind"] or "?"
             kept.append(Task(t["id"], kind, tuple(t["groups"]), {"prompt": t["prompt"]}, kind=kind,
                              prompt=t["prompt"] or "", project=t["project"], kind_sure=_kind_sure(kind, t["context"])))
-    prices = {}
-    for arm in arms:
-        p = profile.arm(arm) if profile else None
-        prices[arm] = (p.price_in or 0.0, p.price_out or 0.0) if p and p.price_in is not None else (0.0, 0.0)
+    prices = {arm: _price(profile, arm) for arm in arms}
     missing = sum(len(arms) - len(cells[t.ref]) for t in kept)
     return Matrix("memory", kept, arms, cells, prices, None, missing), [t for t in tasks if t["id"] in cells]
+
+
+def _first_cells(attempts: list[dict[str, Any]]) -> dict[str, Cell]:
+    """A task's cells: each arm's first attempt with a verdict about the arm, in the order they were made."""
+    row: dict[str, Cell] = {}
+    for a in attempts:
+        arm = f"{a['agent']}:{a['model']}"
+        if a["verdict"] not in JUDGED or arm in row:
+            continue
+        score = a["score"] if a["score"] is not None else float(a["verdict"] == "passed")
+        row[arm] = Cell(score, a["cost_usd"] or 0.0, a["tokens_in"], a["tokens_out"],
+                        None if a["apply_ok"] is None else bool(a["apply_ok"]))
+    return row
+
+
+def _price(profile: Profile | None, arm: str) -> tuple[float, float]:
+    """The arm's (input, output) price from the profile; (0, 0) where it has none."""
+    p = profile.arm(arm) if profile else None
+    return (p.price_in or 0.0, p.price_out or 0.0) if p and p.price_in is not None else (0.0, 0.0)
 
 
 def actual(matrix: Matrix, tasks: list[dict[str, Any]], cost_weight: float) -> dict[str, Any]:

@@ -63,30 +63,14 @@ def rich_table(doc: dict[str, Any], width: int = 200):
     """
     from rich.table import Table
 
-    rows: list[tuple[list[str], str]] = []  # (policy, n, every metric), style
     cols_all = columns(doc)
-    for r in doc["results"]:
-        rows.append(([r["policy"], str(r["n"]), *_cells({**r, "sd": None}, cols_all, None)], ""))
-        sd = r.get("sd") or {}
-        if sd:
-            rows.append(([f"  ± sd ({r.get('orders')} orders)", "",
-                          *[_fmt(m, sd[m]) if m in sd else "" for m in cols_all]], "dim"))
-        pub = r.get("published") or {}
-        if pub:
-            rows.append((["  paper", "", *[_fmt(m, pub[m]) if m in pub else "" for m in cols_all]], "dim"))
+    rows = _table_rows(doc, cols_all)
     heads = ["policy", "n", *[HEAD[m] for m in cols_all]]
     widths = [max(len(h), *(len(cells[i]) for cells, _ in rows)) for i, h in enumerate(heads)]
-    keep = list(range(len(heads)))
     policy_w = min(widths[0], 24)  # a longer name folds
-    dropped = []
-    for drop in ("racc", "escalations", "n", "perf_per_dollar", "apply_ok", "avg_steps"):
-        if policy_w + sum(widths[i] + 2 for i in keep[1:]) <= width:
-            break
-        i = 1 if drop == "n" else (2 + cols_all.index(drop) if drop in cols_all else None)
-        if i is not None and i in keep:
-            keep.remove(i)
-            dropped.append(heads[i])
-    caption = f"(narrow terminal: {', '.join(dropped)} left out; --json has every column)" if dropped else None
+    keep, dropped = _columns_that_fit(cols_all, widths, policy_w, width)
+    left_out = ", ".join(heads[i] for i in dropped)
+    caption = f"(narrow terminal: {left_out} left out; --json has every column)" if dropped else None
     t = Table(title=f"{doc['title']} · {doc['n_tasks']} tasks · {doc['order']} · protocol {doc['protocol']}"
                     f" · lambda {doc['cost_weight']:g}", box=None, pad_edge=False, caption=caption)
     for i in keep:
@@ -97,6 +81,37 @@ def rich_table(doc: dict[str, Any], width: int = 200):
     for cells, style in rows:
         t.add_row(*[cells[i] for i in keep], style=style or None)
     return t
+
+
+def _table_rows(doc: dict[str, Any], cols: list[str]) -> list[tuple[list[str], str]]:
+    """The table's rows as (policy, n, every metric) and a style: each policy's figures, then a dim line of
+    its spread over orders and one of the paper's figures where it has them."""
+    rows: list[tuple[list[str], str]] = []
+    for r in doc["results"]:
+        rows.append(([r["policy"], str(r["n"]), *_cells({**r, "sd": None}, cols, None)], ""))
+        sd = r.get("sd") or {}
+        if sd:
+            rows.append(([f"  ± sd ({r.get('orders')} orders)", "",
+                          *[_fmt(m, sd[m]) if m in sd else "" for m in cols]], "dim"))
+        pub = r.get("published") or {}
+        if pub:
+            rows.append((["  paper", "", *[_fmt(m, pub[m]) if m in pub else "" for m in cols]], "dim"))
+    return rows
+
+
+def _columns_that_fit(cols: list[str], widths: list[int], policy_w: int, width: int) -> tuple[list[int], list[int]]:
+    """The columns (indexes: 0 policy, 1 n, then ``cols``) kept in ``width``, and those left out, least read
+    first."""
+    keep = list(range(len(widths)))
+    dropped = []
+    for drop in ("racc", "escalations", "n", "perf_per_dollar", "apply_ok", "avg_steps"):
+        if policy_w + sum(widths[i] + 2 for i in keep[1:]) <= width:
+            break
+        i = 1 if drop == "n" else (2 + cols.index(drop) if drop in cols else None)
+        if i is not None and i in keep:
+            keep.remove(i)
+            dropped.append(i)
+    return keep, dropped
 
 
 def _cells(row: dict[str, Any], cols: list[str], published: str | None) -> list[str]:
@@ -114,23 +129,17 @@ def _cells(row: dict[str, Any], cols: list[str], published: str | None) -> list[
 
 
 def notes(doc: dict[str, Any]) -> list[str]:
+    """The lines under a replay's table: what its "paper" lines, hindsight rows and baselines are, what each
+    policy could not score, and the replay's warnings."""
     out = []
     if any(r.get("published") for r in doc["results"]):
         out.append("(\"paper\" lines: the paper's published figures for the row above)")
     if doc.get("published_note"):
         out.append(doc["published_note"])
-    hindsight = doc.get("hindsight") or {}
-    shown = {r["policy"] for r in doc["results"]}
-    rows = [x for x in (hindsight.get("arm"), hindsight.get("cascade")) if x and x in shown]
-    if rows:
-        out.append(f"{' and '.join(rows)}: the best single arm{' and two-arm cascade' if len(rows) > 1 else ''} "
-                   "in hindsight (chosen knowing every outcome)")
-    if hindsight and doc.get("missing_cells"):
-        out.append(f"{doc['missing_cells']} task x arm result(s) missing: that arm could not be chosen for that "
-                   "task; each task's regret is against the best arm there")
+    out += _hindsight_notes(doc)
     ours = [r["policy"] for r in doc["results"] if r["policy"] in REIMPLEMENTED]
     # on your memory or a results folder there is no paper figure to compare with
-    if ours and doc["benchmark"] != "memory" and not hindsight:
+    if ours and doc["benchmark"] != "memory" and not doc.get("hindsight"):
         out.append(f"{', '.join(ours)}: acr's implementations of the paper's baselines (it publishes no code for "
                    "them); a \"paper\" line under one is the paper's own run")
     for r in doc["results"]:
@@ -139,6 +148,21 @@ def notes(doc: dict[str, Any]) -> list[str]:
         if r.get("missing_decisions"):
             out.append(f"{r['policy']}: {r['missing_decisions']} task(s) had no decision (scored 0, $0)")
     out += doc.get("warnings", [])
+    return out
+
+
+def _hindsight_notes(doc: dict[str, Any]) -> list[str]:
+    """What the best-in-hindsight rows are, and what a missing task x arm result means for regret."""
+    hindsight = doc.get("hindsight") or {}
+    shown = {r["policy"] for r in doc["results"]}
+    rows = [x for x in (hindsight.get("arm"), hindsight.get("cascade")) if x and x in shown]
+    out = []
+    if rows:
+        out.append(f"{' and '.join(rows)}: the best single arm{' and two-arm cascade' if len(rows) > 1 else ''} "
+                   "in hindsight (chosen knowing every outcome)")
+    if hindsight and doc.get("missing_cells"):
+        out.append(f"{doc['missing_cells']} task x arm result(s) missing: that arm could not be chosen for that "
+                   "task; each task's regret is against the best arm there")
     return out
 
 

@@ -134,6 +134,11 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
         return _memory_source(req)
     if req.benchmark not in spec_mod.NAMES and results.is_results_dir(req.benchmark):
         return _results_source(req)
+    return _benchmark_source(req, on_notice)
+
+
+def _benchmark_source(req: ReplayRequest, on_notice: Notice) -> Source:
+    """A named benchmark (CodeRouterBench OOD176 or ID2919), its files found or fetched into the cache."""
     context = req.context or "labels"
     paths = _paths()
     spec = spec_mod.load(req.benchmark)
@@ -143,14 +148,7 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
         known = {"cascade", "single", "verify"}
         what = "does not apply to" if protocol in known else "is not a protocol of"
         raise AcrError(f"--protocol {protocol!r} {what} {spec.name} (use {', '.join(spec.protocols)})")
-    files = {f.name: f.sha256 for f in spec.files.values()}
-    try:
-        found = data.locate(files, req.data_dir, paths.bench_cache)
-    except AcrError:
-        if req.data_dir is not None or data.env_data_dir() is not None:
-            raise
-        _download_first(files, paths.bench_cache, on_notice)  # first use: fetch into the cache
-        found = data.locate(files, None, paths.bench_cache)
+    found = _locate(spec, req.data_dir, paths.bench_cache, on_notice)
     warnings = list(found.warnings)
     matrix = matrix_mod.load(spec, found.path)
     if context == "prompt":
@@ -166,6 +164,19 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
         arms = contexts.prompt_arms(arms)
     return Source(matrix, arms, prof, protocol, found.path, spec.title, spec=spec, names=names, warnings=warnings,
                   context=context)
+
+
+def _locate(spec: spec_mod.BenchSpec, data_dir: Path | None, cache: Path, on_notice: Notice) -> data.DataDir:
+    """The benchmark's files: in ``data_dir``, $ACR_BENCH_DATA or the ``cache``; on first use (neither
+    given) downloaded into the cache."""
+    files = {f.name: f.sha256 for f in spec.files.values()}
+    try:
+        return data.locate(files, data_dir, cache)
+    except AcrError:
+        if data_dir is not None or data.env_data_dir() is not None:
+            raise
+        _download_first(files, cache, on_notice)  # first use: fetch into the cache
+        return data.locate(files, None, cache)
 
 
 def _memory_source(req: ReplayRequest) -> Source:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from acr_cli import setting_keys
 from acr_cli.cli.common import JSON_HELP, load_profile, paths, print_json
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import AcrError
+
+if TYPE_CHECKING:
+    from acr_cli.config import Settings
+    from acr_cli.paths import Paths
+    from acr_cli.profiles import Profile
 
 app = typer.Typer(help="User settings in <config>/config.toml (project settings go in .acr.toml).",
                   no_args_is_help=True)
@@ -21,47 +28,68 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
     """
     from pathlib import Path
 
-    from acr_cli.config import KEYS, Settings, resolve_options
+    from acr_cli.config import KEYS, Settings
     p = paths()
     s = Settings(p.config_file, Path.cwd(), p.data_dir)
-    prof = problem = None
-    try:
-        prof, _ = load_profile(None, Path.cwd())
-    except AcrError as e:  # show the rest anyway: this is where a user looks to find out why
-        problem = e.message
-    rows: dict = {}
-    try:
-        run = resolve_options(s, prof)  # what `acr run` here would use, with where each value comes from
-    except AcrError as e:
-        problem, run = problem or e.message, {}
-    for k in KEYS:
-        if k in run:
-            value, source = run[k].value, run[k].source
-        elif k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
-            path, source = p.memory_choice()
-            if isinstance(path, str):  # a team's server: never its password
-                from acr_cli.memory.postgres import masked
-
-                value = masked(path)
-            else:
-                value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
-        elif k == "exclude" and "exclude" in s.project and "exclude" in s.user:  # the lists add up
-            value = [*s.project["exclude"], *s.user["exclude"]]
-            source = f"{s.project_file} and {s.user_file}"
-        else:  # (policy, time_weight: the profile's unless a settings file sets them)
-            value, source = s.resolve(k, None, getattr(prof.settings, k, None) if prof is not None else None)
-            if source == "profile" and prof is not None:
-                source = f"profile {prof.name}"
-            if k == "profile" and source == "default":
-                from acr_cli.profiles import DEFAULT_PROFILE
-
-                value = DEFAULT_PROFILE
-        rows[k] = {"value": value, "source": source}
+    prof, run, problem = _profile_and_options(s)
+    rows = {k: dict(zip(("value", "source"), _setting(k, p, s, prof, run))) for k in KEYS}
     if json_out:
         print_json({"config_file": str(p.config_file), "project_file": str(s.project_file) if s.project_file else None,
                     "project_trusted": s.trusted if s.project_file else None, "ignored": s.ignored,
                     "settings": rows, "profile_error": problem})
         return
+    _print_settings(p, s, rows, problem)
+
+
+def _profile_and_options(s: Settings) -> tuple[Profile | None, dict, str | None]:
+    """The profile here, the options `acr run` here would use (with where each value comes from), and why
+    either could not be loaded. A problem does not stop the rest: this is where a user looks to find out why."""
+    from pathlib import Path
+
+    from acr_cli.config import resolve_options
+    prof = problem = None
+    try:
+        prof, _ = load_profile(None, Path.cwd())
+    except AcrError as e:
+        problem = e.message
+    try:
+        run = resolve_options(s, prof)
+    except AcrError as e:
+        problem, run = problem or e.message, {}
+    return prof, run, problem
+
+
+def _setting(k: str, p: Paths, s: Settings, prof: Profile | None, run: dict) -> tuple[Any, str]:
+    """One setting's (value, source)."""
+    if k in run:
+        return run[k].value, run[k].source
+    if k == "memory":
+        return _memory_setting(p)
+    if k == "exclude" and "exclude" in s.project and "exclude" in s.user:  # the lists add up
+        return [*s.project["exclude"], *s.user["exclude"]], f"{s.project_file} and {s.user_file}"
+    # (policy, time_weight: the profile's unless a settings file sets them)
+    value, source = s.resolve(k, None, getattr(prof.settings, k, None) if prof is not None else None)
+    if source == "profile" and prof is not None:
+        source = f"profile {prof.name}"
+    if k == "profile" and source == "default":
+        from acr_cli.profiles import DEFAULT_PROFILE
+
+        value = DEFAULT_PROFILE
+    return value, source
+
+
+def _memory_setting(p: Paths) -> tuple[str, str]:
+    """The memory acr will open: ACR_MEMORY wins, a relative path is the config dir's; a team's server is
+    shown without its password."""
+    path, source = p.memory_choice()
+    if isinstance(path, str):
+        from acr_cli.memory.postgres import masked
+
+        return masked(path), source
+    return str(path.absolute()), source  # a relative ACR_MEMORY is the current directory's
+
+
+def _print_settings(p: Paths, s: Settings, rows: dict[str, dict], problem: str | None) -> None:
     echo(f"user config: {p.config_file}")
     trusted = "" if not s.project_file else (" (trusted)" if s.trusted else " (not trusted: `acr trust` trusts it)")
     echo(f"project config: {s.project_file or '(no .acr.toml)'}{trusted}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from acr_cli.cli.common import JSON_HELP, paths, print_json
@@ -30,19 +32,12 @@ def init(
 
     Examples: acr init; acr init --name work --force; acr init --include-unknown --json
     """
-    import re
-
     import yaml
 
-    from acr_cli import agents
     from acr_cli.config import read_toml, set_user_value
-    from acr_cli.health import readiness
     from acr_cli.profiles import builtin_dir
 
-    # a plain name: letters, digits, '.', '_', '-' (no path, no space, no control character), not hidden
-    if not re.fullmatch(r"[^\W][\w.-]*", name or "") or name in BUILTIN_SOURCES:
-        raise ConfigError(f"--name {name!r}: give a plain name (letters, digits, '.', '_', '-') that is not a "
-                          "built-in profile's", hint="e.g. acr init --name mine")
+    _check_name(name)
     p = paths()
     target = p.profiles_dir / f"{name}.yaml"
     if target.exists() and not force:
@@ -52,31 +47,11 @@ def init(
     for src in sources:
         for arm in src.get("arms", []):
             candidates.setdefault(f"{arm['agent']}:{arm['model']}", arm)
-    kept, left = [], []
-    for arm_id, entry in candidates.items():
-        adapter = agents.get(entry["agent"])
-        r = readiness.check(entry["agent"], entry["model"], adapter.executable, cache_dir=p.cache_dir,
-                            refresh=refresh, version_argv=adapter.version_argv())
-        row = {"arm": arm_id, "state": r.state, "reason": r.reason, "fix": r.fix}
-        (kept if r.state == "ready" or (include_unknown and r.state == "unknown") else left).append(row)
-    ids = {k["arm"] for k in kept}
+    kept, left = _sort_by_readiness(candidates, p.cache_dir, refresh, include_unknown)
     out = {"profile": name, "path": str(target), "kept": kept, "left_out": left, "written": False,
            "active": False}
     if kept:
-        base = sources[0]
-        order = {kind: [a for a in arms if a in ids] for kind, arms in (base.get("order") or {}).items()}
-        doc = {"description": f"Written by `acr init`: the arms that were ready here ({len(kept)}).",
-               "settings": base.get("settings", {}),
-               "arms": [candidates[a] for a in candidates if a in ids],
-               "order": {k: v for k, v in order.items() if v}}
-        if not doc["order"]:
-            del doc["order"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        header = ("# acr profile written by `acr init`; edit freely (see `acr profiles show`). Prices: USD per\n"
-                  "# 1M tokens; priors: the built-in profiles' per-kind mean scores.\n")
-        tmp = target.with_suffix(".yaml.tmp")
-        tmp.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120))
-        tmp.replace(target)
+        _write_profile(target, sources[0], candidates, {k["arm"] for k in kept})
         out["written"] = True
         if not read_toml(p.config_file).get("profile"):
             set_user_value(p.config_file, "profile", name)
@@ -87,6 +62,53 @@ def init(
         _print(out)
     if not kept:
         raise Reported(EXIT_PROBLEMS)
+
+
+def _check_name(name: str) -> None:
+    """A plain name: letters, digits, '.', '_', '-' (no path, no space, no control character), not hidden,
+    and not a built-in profile's."""
+    import re
+
+    if not re.fullmatch(r"[^\W][\w.-]*", name or "") or name in BUILTIN_SOURCES:
+        raise ConfigError(f"--name {name!r}: give a plain name (letters, digits, '.', '_', '-') that is not a "
+                          "built-in profile's", hint="e.g. acr init --name mine")
+
+
+def _sort_by_readiness(candidates: dict[str, dict], cache_dir: Path, refresh: bool,
+                       include_unknown: bool) -> tuple[list[dict], list[dict]]:
+    """Each arm checked as `acr doctor` does: (kept, left out), each row the arm, its state, reason and fix.
+    Kept: the ready arms, and with ``include_unknown`` those whose readiness no check could tell."""
+    from acr_cli import agents
+    from acr_cli.health import readiness
+
+    kept, left = [], []
+    for arm_id, entry in candidates.items():
+        adapter = agents.get(entry["agent"])
+        r = readiness.check(entry["agent"], entry["model"], adapter.executable, cache_dir=cache_dir,
+                            refresh=refresh, version_argv=adapter.version_argv())
+        row = {"arm": arm_id, "state": r.state, "reason": r.reason, "fix": r.fix}
+        (kept if r.state == "ready" or (include_unknown and r.state == "unknown") else left).append(row)
+    return kept, left
+
+
+def _write_profile(target: Path, base: dict, candidates: dict[str, dict], ids: set[str]) -> None:
+    """The profile of the arms ``ids``: their built-in entries in the built-in order, and ``base``'s
+    settings and per-kind order (kinds left with no arm are dropped). Written whole or not at all."""
+    import yaml
+
+    order = {kind: [a for a in arms if a in ids] for kind, arms in (base.get("order") or {}).items()}
+    doc = {"description": f"Written by `acr init`: the arms that were ready here ({len(ids)}).",
+           "settings": base.get("settings", {}),
+           "arms": [candidates[a] for a in candidates if a in ids],
+           "order": {k: v for k, v in order.items() if v}}
+    if not doc["order"]:
+        del doc["order"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = ("# acr profile written by `acr init`; edit freely (see `acr profiles show`). Prices: USD per\n"
+              "# 1M tokens; priors: the built-in profiles' per-kind mean scores.\n")
+    tmp = target.with_suffix(".yaml.tmp")
+    tmp.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120))
+    tmp.replace(target)
 
 
 def _print(out: dict) -> None:

@@ -404,7 +404,7 @@ def _print_similar(near: list, moved: dict) -> None:
 def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None:
     """One table per task kind, arms in the order the router would try them now; then the arms that
     cannot be tried now (``health``: arm id -> acr_cli.health.state.Health) and why."""
-    from rich.table import Table
+    from rich.markup import escape
 
     con = console()
     if not rows:
@@ -417,32 +417,8 @@ def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None
     wide = con.width >= arm_width + 85  # room for time and last used too
     for kind, items in kinds.items():
         items.sort(key=lambda r: r.get("rank") or 1_000)
-        total = sum(r["stats"].n for r in items)
-        table = Table(title=f"[bold]{kind}[/] · {total} attempts", title_justify="left", box=None, pad_edge=False)
-        cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("err", "right"), ("pass", "right"), ("unv", "right"),
-                ("posterior (90%)", "right"),
-                ("cost", "right"), ("reward", "right")] + ([("time", "right"), ("last used", "left")] if wide else [])
-        for col, just in cols:
-            table.add_column(col, justify=just, no_wrap=True, min_width=arm_width if col == "arm" else None)
-        for r in items:
-            s = r["stats"]
-            rank = r.get("rank")
-            row = [
-                "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n_judged),
-                str(s.n - s.n_judged - s.n_unverified) if s.n > s.n_judged + s.n_unverified else "-",
-                fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
-                str(s.n_unverified) if s.n_unverified else "-",
-                "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
-                fmt_money(s.mean_cost if s.mean_cost is not None else r.get("expected_cost"), 3),
-                "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
-            ]
-            if wide:
-                row += ["-" if s.mean_duration is None else f"{s.mean_duration:.0f}s", (s.last_used or "-")[:10]]
-            table.add_row(*row)
-        con.print(table)
+        con.print(_kind_table(kind, items, arm_width, wide))
         con.print()
-    from rich.markup import escape
-
     for arm_id, h in sorted((health or {}).items()):
         con.print(f"[yellow]{escape(arm_id)}[/] is {escape(h.describe())}")
     if health:
@@ -452,3 +428,37 @@ def memory_table(rows: list[dict[str, Any]], health: dict | None = None) -> None
               "verifier (each counts a quarter of a verified pass) · cost = observed mean per "
               "attempt, else expected · reward = posterior - lambda x cost" + ("" if wide else
               " · a wider terminal (or --json) also shows time and last use") + "[/]")
+
+
+def _kind_table(kind: str, items: list[dict[str, Any]], arm_width: int, wide: bool):
+    """One kind's table of arms (``items`` in rank order); ``wide`` adds time and last use."""
+    from rich.table import Table
+
+    total = sum(r["stats"].n for r in items)
+    table = Table(title=f"[bold]{kind}[/] · {total} attempts", title_justify="left", box=None, pad_edge=False)
+    cols = [("#", "right"), ("arm", "left"), ("n", "right"), ("err", "right"), ("pass", "right"), ("unv", "right"),
+            ("posterior (90%)", "right"),
+            ("cost", "right"), ("reward", "right")] + ([("time", "right"), ("last used", "left")] if wide else [])
+    for col, just in cols:
+        table.add_column(col, justify=just, no_wrap=True, min_width=arm_width if col == "arm" else None)
+    for r in items:
+        table.add_row(*_arm_cells(r, wide))
+    return table
+
+
+def _arm_cells(r: dict[str, Any], wide: bool) -> list[str]:
+    """One arm's row of a kind's table: rank, counts, pass rate, posterior, cost, reward (and time, last use)."""
+    s = r["stats"]
+    rank = r.get("rank")
+    row = [
+        "-" if rank is None else str(rank), f"{r['agent']}:{r['model']}", str(s.n_judged),
+        str(s.n - s.n_judged - s.n_unverified) if s.n > s.n_judged + s.n_unverified else "-",
+        fmt_pct(s.n_passed / s.n_judged) if s.n_judged else "-",
+        str(s.n_unverified) if s.n_unverified else "-",
+        "-" if r.get("mean") is None else f"{r['mean']:.2f} ({r['low']:.2f}-{r['high']:.2f})",
+        fmt_money(s.mean_cost if s.mean_cost is not None else r.get("expected_cost"), 3),
+        "-" if r.get("reward") is None else f"{r['reward']:+.3f}",
+    ]
+    if wide:
+        row += ["-" if s.mean_duration is None else f"{s.mean_duration:.0f}s", (s.last_used or "-")[:10]]
+    return row

@@ -121,32 +121,42 @@ class Effects:
         depth = 0  # the finest group of the chain that has effects; the rest of the chain adds only steps of Q
         while depth < len(chain) and tuple(chain[:depth + 1]) in self.up:
             depth += 1
-        hit = self._down.get(tuple(chain[:depth]))
-        if hit is None:
-            j, h = self.root_j, self.root_h
-            for i in range(1, depth + 1):
-                node = self.up[tuple(chain[:i])]
-                cav_j, cav_h = _sub(j, node.msg_j), [x - y for x, y in zip(h, node.msg_h)]
-                down_j, down_h = self._message(cav_j, cav_h)
-                j, h = _add(node.j, down_j), [x + y for x, y in zip(node.h, down_h)]
-            cov = _inv(j)
-            hit = self._down[tuple(chain[:depth])] = (cov, _mv(cov, h))
-        cov, mean = hit
+        cov, mean = self._posterior_at(tuple(chain[:depth]))
         extra = len(chain) - depth  # finer groups without effects yet: each adds one step of Q
         index = {a: i for i, a in enumerate(self.params[0])}
         data = {index[a]: x for a, x in (near or {}).items() if a in index and x[0] > 0}
         if not data:
             return list(mean), [cov[a][a] + extra * self.q_diag[a] for a in range(self.k)]
-        worth = near_worth or self.n_hier
+        return self._with_near(cov, mean, extra, data, near_worth or self.n_hier)
+
+    def _posterior_at(self, prefix: tuple[str, ...]) -> tuple[Matrix, list[float]]:
+        """Posterior (covariance, mean) of eta at the group ``prefix`` (cached: one pass down its chain)."""
+        hit = self._down.get(prefix)
+        if hit is None:
+            j, h = self.root_j, self.root_h
+            for i in range(1, len(prefix) + 1):
+                node = self.up[prefix[:i]]
+                cav_j, cav_h = _sub(j, node.msg_j), [x - y for x, y in zip(h, node.msg_h)]
+                down_j, down_h = self._message(cav_j, cav_h)
+                j, h = _add(node.j, down_j), [x + y for x, y in zip(node.h, down_h)]
+            cov = _inv(j)
+            hit = self._down[prefix] = (cov, _mv(cov, h))
+        return hit
+
+    def _with_near(self, cov: Matrix, mean: list[float], extra: int, data: dict[int, list],
+                   worth: float) -> tuple[list[float], list[float]]:
+        """The posterior after the similar earlier tasks (``data``: arm index -> [attempts, score sum]), one
+        sub-group below the chain's ``extra`` steps of Q, each arm's effect there spread v / ``worth``."""
+        k = self.k
         prior = [[cov[a][b] + extra * (self.tau_b + (self.v[a] / self.n_hier if a == b else 0.0))
-                  + self.tau_b + (self.v[a] / worth if a == b else 0.0) for b in range(self.k)] for a in range(self.k)]
+                  + self.tau_b + (self.v[a] / worth if a == b else 0.0) for b in range(k)] for a in range(k)]
         pj = _inv(prior)
         ph = _mv(pj, mean)
         for a, (n, total) in data.items():
             pj[a][a] += n / self.v[a]
             ph[a] += total / self.v[a]
         cov = _inv(pj)
-        return _mv(cov, ph), [cov[a][a] for a in range(self.k)]
+        return _mv(cov, ph), [cov[a][a] for a in range(k)]
 
 
 def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str, list]], arm_ids: Sequence[str],
@@ -158,14 +168,8 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
     not change are reused.
     """
     eff = Effects(arm_ids, prior_mean, prior_weight, n_hier, min_tasks)
-    k = eff.k
     index = {a: i for i, a in enumerate(arm_ids)}
-    # a group has effects with min_tasks tasks; its parent then does too (its tasks are a superset)
-    nodes = {key: _Node(n) for key, n in tasks.items() if not key or n >= min_tasks}
-    nodes.setdefault((), _Node())
-    for key in nodes:
-        if key:
-            nodes[key[:-1]].children.append(key)
+    nodes = _tree(tasks, min_tasks)
     old = warm.up if warm is not None and warm.params == eff.params else {}
     for key in sorted(nodes, key=len, reverse=True):  # sub-groups before their parents
         node = nodes[key]
@@ -173,18 +177,7 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
         if key and cached is not None and cached.tasks == node.tasks:
             eff.up[key] = cached
             continue
-        # the group's own data: its tasks that no sub-group with effects holds
-        own = {arm: list(x) for arm, x in sums.get(key, {}).items()}
-        for child in node.children:
-            for arm, (n, s) in sums.get(child, {}).items():
-                own[arm][0] -= n
-                own[arm][1] -= s
-        jd, hd = [0.0] * k, [0.0] * k
-        for arm, (n, s) in own.items():
-            a = index.get(arm)
-            if a is not None and n > 0:
-                jd[a] += n / eff.v[a]
-                hd[a] += s / eff.v[a]
+        jd, hd = _own_data(eff, index, sums, key, node.children)
         j, h = _full(jd), hd
         for child in node.children:
             up = eff.up[child]
@@ -197,6 +190,35 @@ def fit(tasks: dict[tuple[str, ...], int], sums: dict[tuple[str, ...], dict[str,
         msg_j, msg_h = eff._message(j, h, diagonal=None if node.children else jd)
         eff.up[key] = _Up(node.tasks, j, h, msg_j, msg_h)
     return eff
+
+
+def _tree(tasks: dict[tuple[str, ...], int], min_tasks: int) -> dict[tuple[str, ...], _Node]:
+    """The groups with effects (the root, and every group of ``min_tasks`` tasks), each with its sub-groups.
+
+    A group's parent has effects whenever the group does: it holds a superset of its tasks."""
+    nodes = {key: _Node(n) for key, n in tasks.items() if not key or n >= min_tasks}
+    nodes.setdefault((), _Node())
+    for key in nodes:
+        if key:
+            nodes[key[:-1]].children.append(key)
+    return nodes
+
+
+def _own_data(eff: Effects, index: dict[str, int], sums: dict[tuple[str, ...], dict[str, list]],
+              key: tuple[str, ...], children: list[tuple[str, ...]]) -> tuple[list[float], list[float]]:
+    """The information (diagonal, linear term) of a group's own tasks: those no sub-group with effects holds."""
+    own = {arm: list(x) for arm, x in sums.get(key, {}).items()}
+    for child in children:
+        for arm, (n, s) in sums.get(child, {}).items():
+            own[arm][0] -= n
+            own[arm][1] -= s
+    jd, hd = [0.0] * eff.k, [0.0] * eff.k
+    for arm, (n, s) in own.items():
+        a = index.get(arm)
+        if a is not None and n > 0:
+            jd[a] += n / eff.v[a]
+            hd[a] += s / eff.v[a]
+    return jd, hd
 
 
 # ---------------------------------------------------------------- small dense linear algebra (K x K)

@@ -125,53 +125,69 @@ class Latent:
         ``patterns``: (indexes of tried arms, indexes of passed arms, number of tasks).
         The prior is mu_a ~ N(mu0_a, tau2_a).
         """
-        n_arms = len(mu0)
         mu = list(start if start is not None else mu0)
         if not patterns:
             return mu, list(tau2)
-        z, logpz, k = self.z, self.logpz, len(self.z)
-        a_, sc = self.alpha, self.scale
+        z, a_, sc = self.z, self.alpha, self.scale
         info = [1.0 / t for t in tau2]
-        add = operator.add
+        hess = list(info)
         for _ in range(iters):
             etas = [[a_ * zk + m * sc for zk in z] for m in mu]
             qs = [[min(max(Phi(e), 1e-12), 1 - 1e-12) for e in row] for row in etas]
-            logq = [[math.log(x) for x in row] for row in qs]
-            log1q = [[math.log1p(-x) for x in row] for row in qs]
-            wy = [[0.0] * k for _ in range(n_arms)]
-            wn = [[0.0] * k for _ in range(n_arms)]
-            for tried, passed, count in patterns:
-                ll = logpz
-                for a in tried:
-                    ll = list(map(add, ll, logq[a] if a in passed else log1q[a]))
-                top = max(ll)
-                w = [math.exp(x - top) for x in ll]
-                s = count / sum(w)
-                w = [x * s for x in w]
-                for a in tried:
-                    if a in passed:
-                        wy[a] = list(map(add, wy[a], w))
-                    else:
-                        wn[a] = list(map(add, wn[a], w))
+            wy, wn = self._expected_counts(patterns, qs)
             biggest = 0.0
-            hess = list(info)
-            for a in range(n_arms):
-                g = -(mu[a] - mu0[a]) * info[a]
-                h = info[a]
-                qa, ea, ya, na = qs[a], etas[a], wy[a], wn[a]
-                for j in range(k):
-                    if ya[j] or na[j]:
-                        ph = phi(ea[j])
-                        q = qa[j]
-                        g += (ya[j] * ph / q - na[j] * ph / (1 - q)) * sc
-                        h += (ya[j] + na[j]) * ph * ph / (q * (1 - q)) * sc * sc
-                step = max(-1.0, min(1.0, g / h))
+            for a in range(len(mu0)):
+                g, hess[a] = self._newton_terms(mu[a] - mu0[a], info[a], etas[a], qs[a], wy[a], wn[a])
+                step = max(-1.0, min(1.0, g / hess[a]))
                 mu[a] += step
-                hess[a] = h
                 biggest = max(biggest, abs(step))
             if biggest < tol:
                 break
         return mu, [1.0 / h for h in hess]
+
+    def _expected_counts(self, patterns: Sequence[tuple[Sequence[int], Sequence[int], int]],
+                         qs: list[list[float]]) -> tuple[list[list[float]], list[list[float]]]:
+        """The E step: each arm's expected passes and fails at each node, given every pattern's verdicts."""
+        k, add = len(self.z), operator.add
+        logq = [[math.log(x) for x in row] for row in qs]
+        log1q = [[math.log1p(-x) for x in row] for row in qs]
+        wy = [[0.0] * k for _ in qs]
+        wn = [[0.0] * k for _ in qs]
+        weights = self._node_weights
+        for tried, passed, count in patterns:
+            w = weights(tried, passed, count, logq, log1q)
+            for a in tried:
+                if a in passed:
+                    wy[a] = list(map(add, wy[a], w))
+                else:
+                    wn[a] = list(map(add, wn[a], w))
+        return wy, wn
+
+    def _node_weights(self, tried: Sequence[int], passed: Sequence[int], count: int, logq: list[list[float]],
+                      log1q: list[list[float]]) -> list[float]:
+        """Where on the nodes the ease of one pattern's tasks lies, scaled to its number of tasks."""
+        ll = self.logpz
+        for a in tried:
+            ll = list(map(operator.add, ll, logq[a] if a in passed else log1q[a]))
+        top = max(ll)
+        w = [math.exp(x - top) for x in ll]
+        s = count / sum(w)
+        return [x * s for x in w]
+
+    def _newton_terms(self, off: float, info: float, eta: list[float], q: list[float], yes: list[float],
+                      no: list[float]) -> tuple[float, float]:
+        """The M step for one arm: gradient and curvature of its log posterior in mu (``off``: mu - prior mean,
+        ``info``: the prior's precision; ``yes``/``no``: its expected passes and fails at each node)."""
+        sc = self.scale
+        g = -off * info
+        h = info
+        for j in range(len(q)):
+            if yes[j] or no[j]:
+                ph = phi(eta[j])
+                qj = q[j]
+                g += (yes[j] * ph / qj - no[j] * ph / (1 - qj)) * sc
+                h += (yes[j] + no[j]) * ph * ph / (qj * (1 - qj)) * sc * sc
+        return g, h
 
     # ------------------------------------------------------------------ planning
 

@@ -77,7 +77,7 @@ from typing import Callable, Sequence
 from acr_cli.context import Context
 from acr_cli.domain import Arm, Decision, TaskState
 from acr_cli.memory import similar
-from acr_cli.memory.aggregates import GroupStats, Near
+from acr_cli.memory.aggregates import ArmAgg, GroupStats, Near
 from acr_cli.money import usd
 from acr_cli.routing import effects, spread
 from acr_cli.routing.base import Evidence, Policy, Ranked
@@ -391,44 +391,36 @@ class LearnedPolicy(Policy):
             mu, vmu = list(par.mu), tau2
         fsc = [_shrink(par.f[i], par.n_f[i], aggs[i].s_fscore, aggs[i].n_fail) for i in range(n)]
         n_fsc = [par.n_f[i] + aggs[i].n_fail for i in range(n)]
+        m_par, n_m_par = self._cost_prior(par, own)
+        costs = [_log_cost(aggs[i], None if m_par is None else m_par[i], n_m_par[i], par.s2[i]) for i in range(n)]
+        m: list[float | None] = [c[0] for c in costs]
+        s2, vm, n_m = [c[1] for c in costs], [c[2] for c in costs], [c[3] for c in costs]
+        ppos = [_shrink(par.pp[i], par.n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
+        attempts = [round(aggs[i].n) if aggs[i].n else par.attempts[i] for i in range(n)]
+        fit = Fit(mu, vmu, fsc, m, s2, vm, ppos, attempts)
+        return fit, self._next_prior(par, aggs, fit, n_fsc, m_par is not None, n_m, worth)
+
+    def _next_prior(self, par: "_Prior", aggs: list[ArmAgg], fit: Fit, n_fsc: list[float], priced: bool,
+                    n_m: list[float], worth: float | None) -> "_Prior":
+        """A level's fit as the prior of the next finer one: its pass rates worth ``worth`` observations
+        (None: N_HIER), the rest at most N_HIER; its costs are a scale once some are known (``priced``:
+        the level's prior had one)."""
+        n = len(self.arms)
+        return _Prior(fit.mu, fit.vmu, [self.hier if worth is None else worth] * n, fit.fail_score,
+                      [min(self.hier, x) for x in n_fsc],
+                      fit.m if priced or any(x is not None for x in fit.m) else None,
+                      [min(self.hier, x) for x in n_m], fit.s2, fit.ppos,
+                      [min(self.hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], fit.attempts)
+
+    def _cost_prior(self, par: "_Prior", own: GroupStats) -> tuple[list[float | None] | None, list[float]]:
+        """The prior mean ln cost of each arm and its worth: the coarser level's, else the one the group's
+        token level and the arms' prices make (worth nothing while no token level is observed)."""
         m_par, n_m_par = par.m, par.n_m
         if m_par is None:
             m_par = self._price_prior(own)
             if m_par is None:  # no token level observed yet: costs only known up to a factor
-                n_m_par = [0.0] * n
-        m: list[float | None] = []
-        s2, vm, n_m = [], [], []
-        for i in range(n):
-            a = aggs[i]
-            base = m_par[i] if m_par is not None else None
-            w = n_m_par[i] if base is not None else 0.0
-            if base is None and not a.n_pos:  # no price and no cost observed: unknown
-                m.append(None)
-                s2.append(par.s2[i])
-                vm.append(COST_SPREAD)
-                n_m.append(0.0)
-                continue
-            mi = ((w * base if base is not None else 0.0) + a.s_lc) / (w + a.n_pos)
-            # the spread of the arm's own attempts around their own mean (how far its mean is from the prior's
-            # is the mean's business, not the spread's)
-            own_mean = a.s_lc / a.n_pos if a.n_pos else mi
-            dev = max(a.ss_lc - 2 * own_mean * a.s_lc + a.n_pos * own_mean * own_mean, 0.0)
-            ws = max(w, COST_PSEUDO)  # the spread's prior counts even when the mean's does not
-            si = min((ws * par.s2[i] + dev) / (ws + a.n_pos), COST_S2_MAX)
-            m.append(mi)
-            s2.append(si)
-            vm.append(si / (w + a.n_pos))
-            n_m.append(w + a.n_pos)
-        ppos = [_shrink(par.pp[i], par.n_pp[i], aggs[i].n_pos, aggs[i].n_cost) for i in range(n)]
-        attempts = [round(aggs[i].n) if aggs[i].n else par.attempts[i] for i in range(n)]
-        fit = Fit(mu, vmu, fsc, m, s2, vm, ppos, attempts)
-        # this level is the prior of the next finer one: its pass rates worth ``worth`` observations,
-        # the rest at most N_HIER
-        nxt = _Prior(mu, vmu, [self.hier if worth is None else worth] * n, fsc, [min(self.hier, x) for x in n_fsc],
-                     m if m_par is not None or any(x is not None for x in m) else None,
-                     [min(self.hier, x) for x in n_m], s2, ppos,
-                     [min(self.hier, par.n_pp[i] + aggs[i].n_cost) for i in range(n)], attempts)
-        return fit, nxt
+                n_m_par = [0.0] * len(self.arms)
+        return m_par, n_m_par
 
     def _patterns(self, stats: GroupStats) -> list[tuple[list[int], set[int], int]]:
         out = []
@@ -584,10 +576,7 @@ class LearnedPolicy(Policy):
         fit = self.fit(ctx, verified, near)
         z = self.draw(ctx) if (self.explore if explore is None else explore) else None
         cost = self.expected_costs(fit, state, fit.corr)
-        money = self._planned_money(cost, z[len(self.arms):] if z else None)
-        charge = list(money)
-        if self.time_weight > 0:
-            charge = [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, fit.durations)]
+        charge = self._charges(fit, cost, z)
         left, failed = self._untried(ctx, state)
         pool = [i for i in left if i not in failed] or left  # an arm that failed this request lately comes last
         info: dict = {"verified": verified, "charge": charge, "minutes": fit.durations, "failed_before": failed}
@@ -601,14 +590,29 @@ class LearnedPolicy(Policy):
                 if f.arm.id in self.index and f.verdict in ("passed", "failed", "timeout")]
         seen += [(i, False) for i in failed]
         escalate = _Escalation(self, fit, state, pool, seen, charge, [cost[i] or 0.0 for i in range(len(cost))])
+        plan = self._escalation_plan(escalate, z, left, info, compare)
+        return fit, cost, verified, plan, info
+
+    def _charges(self, fit: Fit, cost: list[float | None], z: Sequence[float] | None) -> list[float]:
+        """What the plan charges per arm: the USD it weighs, plus its expected minutes' worth when time counts."""
+        money = self._planned_money(cost, z[len(self.arms):] if z else None)
+        if self.time_weight > 0:
+            return [c + self.time_weight * (d or 0.0) / 60 for c, d in zip(money, fit.durations)]
+        return list(money)
+
+    def _escalation_plan(self, escalate: "_Escalation", z: Sequence[float] | None, left: list[int], info: dict,
+                         compare: bool) -> list[int]:
+        """The plan on the drawn pass rates (``z``; None: on the means). Puts each arm's pass chance on the
+        means into ``info``, and with ``compare`` the means' plan and what the drawn one gives up against it."""
+        fit = escalate.fit
         qs_mean = fit.qs
         w0, plan = escalate.plan(qs_mean if z is None else self._drawn(fit, z))
-        w_mean = w0 if z is None else self.latent.posterior([(qs_mean[i], ok) for i, ok in seen])
+        w_mean = w0 if z is None else self.latent.posterior([(qs_mean[i], ok) for i, ok in escalate.seen])
         info["p"] = {i: sum(w * q for w, q in zip(w_mean, qs_mean[i])) for i in left}
         if compare and z is not None:
             info["mean_plan"] = escalate.plan(qs_mean)[1]
             info["exploring"] = escalate.value(w_mean, qs_mean, info["mean_plan"]) - escalate.value(w_mean, qs_mean, plan)
-        return fit, cost, verified, plan, info
+        return plan
 
     def _planned_money(self, cost: list[float | None], z: Sequence[float] | None) -> list[float]:
         """The USD the plan weighs per arm: its expected cost; an unknown one as one more draw (``z``) from the
@@ -773,6 +777,22 @@ def _one_attempt(mu: float) -> float:
 
     p = min(max(0.5 * math.erfc(-mu / math.sqrt(2)), 1e-6), 1 - 1e-6)
     return p * (1 - p) / max(phi(mu) ** 2, 1e-12)
+
+
+def _log_cost(a: ArmAgg, base: float | None, worth: float, prior_s2: float) -> tuple[float | None, float, float, float]:
+    """One arm's ln cost at a level: (mean, spread, variance of the mean, worth), from its attempts there
+    (``a``) and the prior mean ``base`` worth ``worth``; the mean is None with no price and no cost observed."""
+    w = worth if base is not None else 0.0
+    if base is None and not a.n_pos:  # no price and no cost observed: unknown
+        return None, prior_s2, COST_SPREAD, 0.0
+    mi = ((w * base if base is not None else 0.0) + a.s_lc) / (w + a.n_pos)
+    # the spread of the arm's own attempts around their own mean (how far its mean is from the prior's
+    # is the mean's business, not the spread's)
+    own_mean = a.s_lc / a.n_pos if a.n_pos else mi
+    dev = max(a.ss_lc - 2 * own_mean * a.s_lc + a.n_pos * own_mean * own_mean, 0.0)
+    ws = max(w, COST_PSEUDO)  # the spread's prior counts even when the mean's does not
+    si = min((ws * prior_s2 + dev) / (ws + a.n_pos), COST_S2_MAX)
+    return mi, si, si / (w + a.n_pos), w + a.n_pos
 
 
 def _shrink(prior: float, weight: float, total: float, count: float) -> float:

@@ -56,27 +56,34 @@ def moments(tasks: Mapping[tuple[str, ...], int], sums: Sums,
         seen = [k for k in kids if any(x[0] > 0 for x in sums.get(k, {}).values())]
         if len(seen) < 2:
             continue
-        q = den = 0.0
-        compared: set[tuple[str, ...]] = set()  # the sub-groups some arm's comparison used
-        for arm in arms:
-            mine = [(k, sums.get(k, {}).get(arm)) for k in seen]
-            mine = [(k, x) for k, x in mine if x is not None and x[0] > 0]
-            if len(mine) < 2:
-                continue
-            n_all = sum(x[0] for _, x in mine)
-            ybar = sum(x[1] for _, x in mine) / n_all
-            v = ybar * (1 - ybar)
-            if v <= 1e-9:  # every attempt alike: no spread to see at this rate
-                continue
-            q += sum(x[0] * (x[1] / x[0] - ybar) ** 2 for _, x in mine) / v - (len(mine) - 1)
-            den += n_all - sum(x[0] * x[0] for _, x in mine) / n_all
-            compared.update(k for k, _ in mine)
+        q, den, compared = _parent_moments(seen, sums, arms)
         if compared:  # (two at least: each arm compared here had two)
             acc = out.setdefault(len(parent) + 1, [0.0, 0.0, 0.0])
             acc[0] += q
             acc[1] += den
             acc[2] += len(compared) - 1
     return {d: (a, b, c) for d, (a, b, c) in out.items() if b > 0}
+
+
+def _parent_moments(seen: list[tuple[str, ...]], sums: Sums,
+                    arms: Sequence[str]) -> tuple[float, float, set[tuple[str, ...]]]:
+    """One parent's sum over arms of (Q - (k - 1)) and of (N - sum n^2 / N), and the sub-groups compared."""
+    q = den = 0.0
+    compared: set[tuple[str, ...]] = set()  # the sub-groups some arm's comparison used
+    for arm in arms:
+        mine = [(k, sums.get(k, {}).get(arm)) for k in seen]
+        mine = [(k, x) for k, x in mine if x is not None and x[0] > 0]
+        if len(mine) < 2:
+            continue
+        n_all = sum(x[0] for _, x in mine)
+        ybar = sum(x[1] for _, x in mine) / n_all
+        v = ybar * (1 - ybar)
+        if v <= 1e-9:  # every attempt alike: no spread to see at this rate
+            continue
+        q += sum(x[0] * (x[1] / x[0] - ybar) ** 2 for _, x in mine) / v - (len(mine) - 1)
+        den += n_all - sum(x[0] * x[0] for _, x in mine) / n_all
+        compared.update(k for k, _ in mine)
+    return q, den, compared
 
 
 def worth(found: tuple[float, float, float] | None, default: float, prior_dof: float = PRIOR_DOF) -> float:
