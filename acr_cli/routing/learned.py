@@ -425,7 +425,7 @@ class LearnedPolicy(Policy):
     def _patterns(self, stats: GroupStats) -> list[tuple[list[int], set[int], int]]:
         out = []
         for (tried, passed), count in stats.patterns.items():
-            t = [self.index[a] for a in tried if a in self.index]
+            t = sorted(self.index[a] for a in tried if a in self.index)  # a set's order: the hash seed's
             if t:
                 out.append((t, {self.index[a] for a in passed if a in self.index}, count))
         return out
