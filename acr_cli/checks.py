@@ -106,13 +106,7 @@ def named_paths(verify: str, prefix: str = "") -> set[str]:
 
 def _runs(words: list[str]) -> list[str]:
     """The words of one simple command that name a file it runs (see :func:`named_paths`)."""
-    def assignment(word: str) -> bool:
-        return "=" in word and word.split("=", 1)[0].isidentifier()
-
-    while words and (assignment(words[0]) or words[0] in WRAPPERS):  # FOO=1 env timeout 60 python check.py
-        words = words[1:]
-        while words and words[0] not in WRAPPERS and (words[0].startswith("-") or words[0][:1].isdigit()):
-            words = words[1:]  # a wrapper's options and numbers (a time limit, a niceness)
+    words = _unwrapped(words)
     if not words:
         return []
     program, rest = os.path.basename(words[0]), words[1:]
@@ -120,14 +114,35 @@ def _runs(words: list[str]) -> list[str]:
     if program in RUNNERS:
         return found + [w for w in rest if not w.startswith("-")]
     if _interpreter(program):
-        for i, word in enumerate(rest):
-            if word == "-c" or (word in ("-e", "--eval") and _interpreter(program) not in ("python", "sh")):
-                break  # inline code (bash -e is errexit): nothing named
-            if word == "-m" and i + 1 < len(rest):
-                return found + ([w for w in rest[i + 2:] if not w.startswith("-")] if rest[i + 1] in RUNNERS else [])
-            if not word.startswith("-"):
-                return found + [word]
+        return found + _script(_interpreter(program), rest)
     return found
+
+
+def _unwrapped(words: list[str]) -> list[str]:
+    """The command without its variable assignments and wrappers: ``FOO=1 env timeout 60 python check.py``
+    is ``python check.py``."""
+    while words and (_assignment(words[0]) or words[0] in WRAPPERS):
+        words = words[1:]
+        while words and words[0] not in WRAPPERS and (words[0].startswith("-") or words[0][:1].isdigit()):
+            words = words[1:]  # a wrapper's options and numbers (a time limit, a niceness)
+    return words
+
+
+def _assignment(word: str) -> bool:
+    return "=" in word and word.split("=", 1)[0].isidentifier()
+
+
+def _script(interpreter: str, args: list[str]) -> list[str]:
+    """What an interpreter's arguments name that it runs: its script, or with ``-m`` a runner's files;
+    nothing for inline code."""
+    for i, word in enumerate(args):
+        if word == "-c" or (word in ("-e", "--eval") and interpreter not in ("python", "sh")):
+            return []  # inline code (bash -e is errexit): nothing named
+        if word == "-m" and i + 1 < len(args):
+            return [w for w in args[i + 2:] if not w.startswith("-")] if args[i + 1] in RUNNERS else []
+        if not word.startswith("-"):
+            return [word]
+    return []
 
 
 def _interpreter(program: str) -> str | None:

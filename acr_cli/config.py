@@ -20,7 +20,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from acr_cli import profiles, trust
 from acr_cli.atomic import atomic_write
@@ -77,34 +77,64 @@ def check_value(key: str, value: Any) -> str | None:
     """What is wrong with a setting's value (the same limits as the command-line options), or None."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"expected a finite number, got {value!r}"
-    if key in ("timeout", "verify_timeout") and value < 1:
-        return f"expected at least 1 (seconds), got {value!r}"
-    if key == "max_attempts" and value < 1:
-        return f"expected at least 1, got {value!r}"
-    if key == "max_cost" and value < 0:
-        return f"expected 0 or more (USD), got {value!r}"
-    if key == "baseline" and value not in BASELINE_MODES:
-        return f"expected check, accept or off, got {value!r}"
-    if key == "permissions" and value not in PERMISSIONS:
-        return f"expected one of {', '.join(PERMISSIONS)}, got {value!r}"
-    if key == "protect" and any(not item.strip() for item in value):
-        return "expected globs such as \"tests/**\", got an empty one"
-    if key == "time_weight" and value < 0:
-        return f"expected 0 or more (USD a minute), got {value!r}"
-    if key in ("arms", "exclude") and any(not item.strip() for item in value):
-        return "expected agents or arms such as \"codex\" or \"codex:gpt-5.4\", got an empty one"
-    if key == "arms" and not value:
-        return "expected at least one arm (leave the setting out to use every arm of the profile)"
-    if key == "policy":
-        try:
-            registry.parse(value, live=True, option="policy")
-        except AcrError as e:
-            return e.message
-    if key in ("profile", "memory") and not str(value).strip():
-        return "expected a non-empty string"
-    if key == "memory" and "://" in str(value) and not str(value).startswith(("postgresql://", "postgres://")):
+    for check in _CHECKS.get(key, ()):
+        problem = check(value)
+        if problem:
+            return problem
+    return None
+
+
+def _not_below(low: float, expected: str) -> Callable[[Any], str | None]:
+    return lambda value: f"expected {expected}, got {value!r}" if value < low else None
+
+
+def _one_of(choices: Sequence[str], expected: str) -> Callable[[Any], str | None]:
+    return lambda value: None if value in choices else f"expected {expected}, got {value!r}"
+
+
+def _no_empty_item(expected: str) -> Callable[[Any], str | None]:
+    return lambda value: f"expected {expected}, got an empty one" if any(not item.strip() for item in value) else None
+
+
+def _some_arm(value: list[str]) -> str | None:
+    return None if value else "expected at least one arm (leave the setting out to use every arm of the profile)"
+
+
+def _policy(value: str) -> str | None:
+    try:
+        registry.parse(value, live=True, option="policy")
+    except AcrError as e:
+        return e.message
+    return None
+
+
+def _non_empty(value: Any) -> str | None:
+    return None if str(value).strip() else "expected a non-empty string"
+
+
+def _memory_location(value: Any) -> str | None:
+    if "://" in str(value) and not str(value).startswith(("postgresql://", "postgres://")):
         return f"expected a file path or a postgresql:// URL, got {value!r}"
     return None
+
+
+_ARMS = _no_empty_item('agents or arms such as "codex" or "codex:gpt-5.4"')
+# each setting's checks, in order: the first problem found is the one reported
+_CHECKS: dict[str, tuple[Callable[[Any], str | None], ...]] = {
+    "timeout": (_not_below(1, "at least 1 (seconds)"),),
+    "verify_timeout": (_not_below(1, "at least 1 (seconds)"),),
+    "max_attempts": (_not_below(1, "at least 1"),),
+    "max_cost": (_not_below(0, "0 or more (USD)"),),
+    "time_weight": (_not_below(0, "0 or more (USD a minute)"),),
+    "baseline": (_one_of(BASELINE_MODES, "check, accept or off"),),
+    "permissions": (_one_of(PERMISSIONS, f"one of {', '.join(PERMISSIONS)}"),),
+    "protect": (_no_empty_item('globs such as "tests/**"'),),
+    "arms": (_ARMS, _some_arm),
+    "exclude": (_ARMS,),
+    "policy": (_policy,),
+    "profile": (_non_empty,),
+    "memory": (_non_empty, _memory_location),
+}
 
 
 def find_project_file(project: Path) -> Path | None:

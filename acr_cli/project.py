@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from acr_cli import process
 from acr_cli.workspace.git import safe_env
 
 _SCP_LIKE = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@github.com:owner/repo.git
@@ -69,9 +69,5 @@ def _git(cwd: Path, *args: str) -> str | None:
     """A read-only git query, in acr's guarded git environment (acr_cli.workspace.git.safe_env): no hook,
     fsmonitor, replace object or graft of the repository's, nor a ``GIT_DIR`` of acr's own environment,
     decides what it answers."""
-    try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30,
-                           stdin=subprocess.DEVNULL, env=safe_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
+    r = process.short_call(["git", *args], cwd=cwd, env=safe_env(), timeout=30)
+    return r.stdout.strip() if r.ok else None

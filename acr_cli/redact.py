@@ -332,7 +332,23 @@ def _secrets() -> _Secrets:
         if known == names and all(os.environ.get(k) == v for k, v in seen.items()):
             return secrets
     seen = {k: v for k, v in os.environ.items() if len(v) >= MIN_ENV_VALUE and secret_name(k)}
-    whole = set(seen.values())
+    secrets = _secrets_of(set(seen.values()))
+    _cache = (names, seen, secrets)
+    return secrets
+
+
+def _secrets_of(whole: set[str]) -> _Secrets:
+    """The forms of the secret values ``whole`` a text may hold them in (see :func:`_secrets`)."""
+    # longest first: a value inside a longer one is masked after it
+    literals = sorted(_literal_groups(whole).items(), key=lambda g: len(g[1][0]), reverse=True)
+    split = _split_pieces(whole)
+    grams = frozenset(v[i:i + MIN_ENV_VALUE] for v, _ in split for i in range(len(v) - MIN_ENV_VALUE + 1))
+    return _Secrets(literals, tuple(p for p, _ in literals), split, grams)
+
+
+def _literal_groups(whole: set[str]) -> dict[str, tuple[str, ...]]:
+    """probe -> forms: each value and each long line of a multi-line one, as it is and escaped (JSON, repr);
+    each whole value encoded (base64, hex, percent-encoding)."""
     plain = set(whole)
     for v in whole:
         if "\n" in v:
@@ -345,16 +361,17 @@ def _secrets() -> _Secrets:
     for v in whole:  # not each line of a multi-line value: a tool encodes the whole (and a key has ~30 lines)
         for probe, forms in _encoded(v):
             groups.setdefault(probe, forms)
-    literals = sorted(groups.items(), key=lambda g: len(g[1][0]), reverse=True)  # a value inside a longer one: after it
+    return groups
+
+
+def _split_pieces(whole: set[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """(value, pieces) for each one-line value, longest first: a line break in the value leaves a piece whole."""
     split = []
     for v in sorted(whole, key=len, reverse=True):
         if "\n" not in v:  # a multi-line value is masked line by line already
             c = max(4, min(16, len(v) // 2))  # two pieces at least: one line break cuts one of them at most
             split.append((v, tuple(v[i:i + c] for i in range(0, min(len(v), _SPLIT_PIECES) - c + 1, c))))
-    grams = frozenset(v[i:i + MIN_ENV_VALUE] for v, _ in split for i in range(len(v) - MIN_ENV_VALUE + 1))
-    secrets = _Secrets(literals, tuple(p for p, _ in literals), split, grams)
-    _cache = (names, seen, secrets)
-    return secrets
+    return split
 
 
 def _encoded(value: str) -> list[tuple[str, tuple[str, ...]]]:

@@ -111,16 +111,14 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
     starts with one (not with ``cd``, a subshell, ...)."""
     import os
     import shlex
-    import subprocess
 
     try:
         words = shlex.split(command)
     except ValueError as e:
         return f"cannot be parsed as a shell command ({e})"
     env = dict(os.environ, **({"PATH": path_env} if path_env is not None else {}))
-    syntax = subprocess.run(["/bin/sh", "-n", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, errors="replace")
-    if syntax.returncode != 0:
+    syntax = process.short_call(["/bin/sh", "-n", "-c", command], cwd=cwd, env=env)
+    if not syntax.ok:
         detail = (syntax.stderr.strip().splitlines() or ["syntax error"])[-1]
         return f"is not valid shell syntax ({detail})"
     while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
@@ -137,9 +135,8 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
         if not os.access(target, os.X_OK) or target.is_dir():
             return f"`{program}` is not an executable file"
         return None
-    found = subprocess.run(["/bin/sh", "-c", 'command -v -- "$1"', "sh", program], cwd=cwd, env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True)
-    if found.returncode != 0:
+    found = process.short_call(["/bin/sh", "-c", 'command -v -- "$1"', "sh", program], cwd=cwd, env=env)
+    if not found.ok:
         return f"`{program}` is not installed or not on PATH"
     return None
 

@@ -69,8 +69,8 @@ def test_stdin_text_is_delivered_then_closed(tmp_path):
 
 
 def test_a_flood_of_output_is_bounded_in_memory_and_in_the_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(process, "KEEP_HEAD_BYTES", 20_000)
-    monkeypatch.setattr(process, "KEEP_TAIL_BYTES", 50_000)
+    monkeypatch.setattr(process.capture, "KEEP_HEAD_BYTES", 20_000)
+    monkeypatch.setattr(process.capture, "KEEP_TAIL_BYTES", 50_000)
     code = "print('FIRST'); [print('x' * 99) for _ in range(20000)]; print('LAST')"  # 2 MB
     log = tmp_path / "log"
     with open(log, "w") as f:
@@ -264,9 +264,9 @@ def test_a_killed_acr_takes_its_agent_along_and_the_rest_is_found_by_its_marker(
 
 def test_without_proc_and_prctl_the_group_kill_still_holds(tmp_path, monkeypatch):
     """What macOS gets: no subreaper, no parent-death signal, no /proc; the process group is still killed."""
-    monkeypatch.setattr(process, "_LINUX", False)
-    monkeypatch.setattr(process, "_prctl_loaded", True)
-    monkeypatch.setattr(process, "_prctl_fn", None)
+    monkeypatch.setattr(process.procfs, "LINUX", False)
+    monkeypatch.setattr(process.reaper, "_prctl_loaded", True)
+    monkeypatch.setattr(process.reaper, "_prctl_fn", None)
     pidfile = tmp_path / "child"
     code = (f"import subprocess,sys,time; c=subprocess.Popen([sys.executable,'-c','import time;time.sleep(60)']);"
             f"open({str(pidfile)!r},'w').write(str(c.pid)); time.sleep(60)")
@@ -279,7 +279,7 @@ def test_without_proc_and_prctl_the_group_kill_still_holds(tmp_path, monkeypatch
 # --- Bounded memory, and a log that cannot be written -------------------------------------------------------
 
 def test_a_long_line_is_cut_in_the_output_the_callback_and_the_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(process, "LINE_MAX_BYTES", 1000)
+    monkeypatch.setattr(process.capture, "LINE_MAX_BYTES", 1000)
     code = "import sys; w=sys.stdout.write; w('a'*5000+'\\n'); w('b'*10+'\\n'); w('c'*1000+'\\n'); w('d'*2500)"
     seen = []
     log = tmp_path / "log"
@@ -309,9 +309,9 @@ def test_one_huge_line_keeps_memory_bounded(tmp_path):
 
 
 def test_a_tiny_line_flood_is_bounded_by_memory_not_by_characters(monkeypatch):
-    monkeypatch.setattr(process, "KEEP_HEAD_BYTES", 10_000)
-    monkeypatch.setattr(process, "KEEP_TAIL_BYTES", 100_000)
-    cap = process._Capture()
+    monkeypatch.setattr(process.capture, "KEEP_HEAD_BYTES", 10_000)
+    monkeypatch.setattr(process.capture, "KEEP_TAIL_BYTES", 100_000)
+    cap = process.capture.Capture()
     for i in range(200_000):
         cap.append(f"{i % 100:02d}")
     held = sum(sys.getsizeof(s) + 8 for s in [*cap.head, *cap.tail])

@@ -136,6 +136,25 @@ def test_generic_command_agent_is_validated(tmp_path):
         profiles.load(str(write(tmp_path, text)), tmp_path)
 
 
+@pytest.mark.parametrize("spec, field, message", [
+    ("[mycli]", "agents.mycli", "expected a mapping with at least `command`"),
+    ("{command: [mycli, '{prompt}'], shell: true}", "agents.mycli.shell", "unknown field; expected one of command"),
+    ("{command: []}", "agents.mycli.command", "expected a non-empty list of strings (argv, no shell)"),
+    ("{command: [mycli, '{prompt}'], output: xml}", "agents.mycli.output", "expected one of text, json, jsonl"),
+    ("{command: [mycli, '{prompt}'], fields: [cost]}", "agents.mycli.fields", "expected a mapping of field"),
+    ("{command: [mycli, '{prompt}'], fields: {price: cost}}", "agents.mycli.fields.price",
+     "unknown field; expected one of tokens_in"),
+    ("{command: [mycli, '{prompt}'], fields: {cost_usd: [a]}}", "agents.mycli.fields.cost_usd",
+     "expected a dotted path such as usage.input_tokens"),
+    ("{command: [mycli, '{prompt}'], env: {A: [1]}}", "agents.mycli.env", "expected a mapping of NAME: value"),
+    ("{command: [mycli, '{prompt}'], version: []}", "agents.mycli.version", "expected a list of strings (argv)"),
+])
+def test_each_problem_of_a_generic_agent_names_its_field(tmp_path, spec, field, message):
+    with pytest.raises(ProfileError) as e:
+        profiles.load(str(write(tmp_path, GOOD + f"agents:\n  mycli: {spec}\n")), tmp_path)
+    assert e.value.field == field and message in e.value.message, e.value.message
+
+
 def test_parsed_profiles_are_cached_until_the_file_changes(tmp_path):
     path = write(tmp_path, GOOD)
     cache = tmp_path / "cache"

@@ -18,7 +18,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from acr_cli.agents.base import (
     Adapter,
@@ -151,36 +151,14 @@ class CodexAdapter(Adapter):
         return Invocation(argv + list(arm.args) + (["--", prompt] if prompt else []))
 
     def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
-        res = AgentResult()
-        tin = tout = None
-        failure = None  # turn.failed: the run gave up
-        notice = None  # top-level "error" events: also retry notices ("Reconnecting... 1/5") of runs that recover
+        events = _Events()
         for ev in json_lines(stdout):
-            kind = ev.get("type")
-            if kind == "thread.started":
-                res.session_id = ev.get("thread_id") or res.session_id
-            elif kind == "turn.completed":
-                usage = ev.get("usage") or {}
-                if as_int(usage.get("input_tokens")) is not None:
-                    tin = (tin or 0) + as_int(usage.get("input_tokens"))
-                if as_int(usage.get("output_tokens")) is not None:
-                    tout = (tout or 0) + as_int(usage.get("output_tokens"))
-            elif kind == "turn.failed":
-                err = ev.get("error")
-                res.limit_resets_at = _usage_limit(err, res.limit_resets_at)
-                failure = (err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
-                           ) or "turn failed"
-            elif kind == "error":
-                notice = ev.get("message") or notice
-                res.limit_resets_at = _usage_limit(ev.get("error"), res.limit_resets_at)
-            elif kind == "item.completed":
-                item = ev.get("item") or {}
-                if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
-                    res.text = item["text"]
-        res.tokens_in, res.tokens_out = tin, tout
-        if failure or exit_code:
-            res.limit_resets_at = limit_reset(failure or notice, res.limit_resets_at)
-            res.error = short(failure or notice or _stderr_reason(stderr) or f"codex exited with {exit_code}")
+            events.read(ev)
+        res = events.res
+        res.tokens_in, res.tokens_out = events.tokens_in, events.tokens_out
+        if events.failure or exit_code:
+            res.limit_resets_at = limit_reset(events.failure or events.notice, res.limit_resets_at)
+            res.error = short(events.failure or events.notice or _stderr_reason(stderr) or f"codex exited with {exit_code}")
         return res
 
     def describe(self, line: str) -> str | None:
@@ -206,6 +184,57 @@ class CodexAdapter(Adapter):
         if not files:
             return None
         return rollout_usage(max(files, key=lambda p: p.stat().st_mtime).read_text(errors="replace"))
+
+
+class _Events:
+    """What the ``exec --json`` events of one codex run say, read one event at a time."""
+
+    def __init__(self) -> None:
+        self.res = AgentResult()
+        self.tokens_in: int | None = None  # summed over the turns
+        self.tokens_out: int | None = None
+        self.failure: str | None = None  # turn.failed: the run gave up
+        self.notice: str | None = None  # top-level "error" events: also retry notices ("Reconnecting... 1/5")
+        #                                 of runs that recover
+
+    def read(self, ev: dict) -> None:
+        kind = ev.get("type")
+        handler = self._BY_TYPE.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(self, ev)
+
+    def _thread_started(self, ev: dict) -> None:
+        self.res.session_id = ev.get("thread_id") or self.res.session_id
+
+    def _turn_completed(self, ev: dict) -> None:
+        usage = ev.get("usage") or {}
+        self.tokens_in = _plus(self.tokens_in, as_int(usage.get("input_tokens")))
+        self.tokens_out = _plus(self.tokens_out, as_int(usage.get("output_tokens")))
+
+    def _turn_failed(self, ev: dict) -> None:
+        err = ev.get("error")
+        self.res.limit_resets_at = _usage_limit(err, self.res.limit_resets_at)
+        self.failure = (err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+                        ) or "turn failed"
+
+    def _error(self, ev: dict) -> None:
+        self.notice = ev.get("message") or self.notice
+        self.res.limit_resets_at = _usage_limit(ev.get("error"), self.res.limit_resets_at)
+
+    def _item_completed(self, ev: dict) -> None:
+        item = ev.get("item") or {}
+        if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+            self.res.text = item["text"]
+
+    _BY_TYPE: dict[str, Callable[[_Events, dict], None]] = {
+        "thread.started": _thread_started, "turn.completed": _turn_completed, "turn.failed": _turn_failed,
+        "error": _error, "item.completed": _item_completed,
+    }
+
+
+def _plus(total: int | None, more: int | None) -> int | None:
+    """A token count summed over turns: None until a turn reports one."""
+    return total if more is None else (total or 0) + more
 
 
 def rollout_usage(text: str) -> tuple[int, int] | None:

@@ -34,20 +34,40 @@ OUTPUTS = ("text", "json", "jsonl")
 KEYS = {"command", "output", "fields", "env", "version"}
 
 
-def validate_spec(spec: Any) -> tuple[tuple, str] | None:
-    """None if ``spec`` is a valid generic agent, else (sub-key, problem)."""
+Problem = tuple[tuple, str]  # (the sub-key it is about, what is wrong)
+
+
+def validate_spec(spec: Any) -> Problem | None:
+    """None if ``spec`` is a valid generic agent, else (sub-key, problem): the first one found, in the order
+    of the checks below."""
     if not isinstance(spec, dict):
         return (), "expected a mapping with at least `command`"
-    for k in spec:
-        if k not in KEYS:
-            return (k,), f"unknown field; expected one of {', '.join(sorted(KEYS))}"
+    for check in (_keys, _command, _output, _fields, _env, _version):
+        problem = check(spec)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _keys(spec: dict) -> Problem | None:
+    unknown = [k for k in spec if k not in KEYS]
+    return ((unknown[0],), f"unknown field; expected one of {', '.join(sorted(KEYS))}") if unknown else None
+
+
+def _command(spec: dict) -> Problem | None:
     cmd = spec.get("command")
     if not isinstance(cmd, list) or not cmd or not all(isinstance(c, (str, int, float)) for c in cmd):
         return ("command",), "expected a non-empty list of strings (argv, no shell)"
     if not any("{prompt}" in str(c) for c in cmd):
         return ("command",), "no element contains {prompt}: the agent would never see the request"
-    if spec.get("output", "text") not in OUTPUTS:
-        return ("output",), f"expected one of {', '.join(OUTPUTS)}"
+    return None
+
+
+def _output(spec: dict) -> Problem | None:
+    return None if spec.get("output", "text") in OUTPUTS else (("output",), f"expected one of {', '.join(OUTPUTS)}")
+
+
+def _fields(spec: dict) -> Problem | None:
     fields = spec.get("fields", {})
     if not isinstance(fields, dict):
         return ("fields",), "expected a mapping of field -> dotted JSON path"
@@ -56,9 +76,17 @@ def validate_spec(spec: Any) -> tuple[tuple, str] | None:
             return ("fields", k), f"unknown field; expected one of {', '.join(FIELDS)}"
         if not isinstance(v, str):
             return ("fields", k), "expected a dotted path such as usage.input_tokens"
+    return None
+
+
+def _env(spec: dict) -> Problem | None:
     env = spec.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) for v in env.values()):
         return ("env",), "expected a mapping of NAME: value"
+    return None
+
+
+def _version(spec: dict) -> Problem | None:
     ver = spec.get("version")
     if ver is not None and (not isinstance(ver, list) or not ver):
         return ("version",), "expected a list of strings (argv)"

@@ -97,8 +97,9 @@ import time
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 from urllib.parse import parse_qs, urlsplit
 
 DEFAULT_USAGE = (1234, 56)
@@ -607,7 +608,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model") or "mock-model")
         streaming = bool(body.get("stream", api == "responses"))
         usage = (step.usage if step and step.usage else mock.usage)
-
+        events, whole = _builders(api, model, seq)
         if action == "error":
             mock._log(self, body, {"kind": "error", "status": step.status})
             return self._send_json(step.status, error_body(api, step.status))
@@ -617,44 +618,40 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(429, limit_body, extra_headers=headers)
         if action == "stall":
             mock._log(self, body, {"kind": "stall", "status": 200 if step.headers else None})
-            first = None
-            if step.partial:
-                first = next(iter({"anthropic": anthropic_events(model, f"msg_mock_{seq}", answer=""),
-                                   "responses": responses_events(model, f"resp_mock_{seq}", seq, answer=""),
-                                   "chat": chat_events(model, f"chatcmpl-mock-{seq}", answer="")}[api]))
-            return self._stall(first, step.headers)
-
+            return self._stall(next(iter(events(answer=""))) if step.partial else None, step.headers)
         answer, tool = None, None
         if action == "tool":
-            name, args, typ = _shell_call(api, body, step.command)
-            if step.tool_name:  # forced call
-                name, typ = step.tool_name, ("local_shell" if step.tool_name == "local_shell" else "function")
-                if step.tool_args is not None:
-                    args = step.tool_args
-                elif typ == "local_shell":
-                    args = {"command": ["bash", "-lc", step.command]}
-            call_id = {"anthropic": f"toolu_mock_{seq}", "responses": f"call_mock_{seq}",
-                       "chat": f"call_mock_{seq}"}[api]
-            tool = (name, call_id, args, typ) if api == "responses" else (name, call_id, args)
-            mock._log(self, body, {"kind": "tool_call", "status": 200, "tool": name, "arguments": args})
+            tool = self._tool_call(api, body, step, seq)
         else:  # "text", "final", "aux"
             answer = step.text if step else mock.aux_text
             mock._log(self, body, {"kind": action, "status": 200, "text": answer})
-
-        if api == "anthropic":
-            if streaming:
-                return self._stream(anthropic_events(model, f"msg_mock_{seq}", answer=answer, tool=tool, usage=usage))
-            return self._send_json(200, anthropic_message(model, f"msg_mock_{seq}", answer=answer, tool=tool,
-                                                          usage=usage))
-        if api == "responses":
-            if streaming:
-                return self._stream(responses_events(model, f"resp_mock_{seq}", seq, answer=answer, tool=tool,
-                                                     usage=usage))
-            return self._send_json(200, responses_object(model, f"resp_mock_{seq}", seq, answer=answer, tool=tool,
-                                                         usage=usage))
         if streaming:
-            return self._stream(chat_events(model, f"chatcmpl-mock-{seq}", answer=answer, tool=tool, usage=usage))
-        return self._send_json(200, chat_object(model, f"chatcmpl-mock-{seq}", answer=answer, tool=tool, usage=usage))
+            return self._stream(events(answer=answer, tool=tool, usage=usage))
+        return self._send_json(200, whole(answer=answer, tool=tool, usage=usage))
+
+    def _tool_call(self, api: str, body: dict, step: Step, seq: int) -> tuple:
+        """The shell call the step asks for, in ``api``'s shape (logged): (name, call id, arguments[, type])."""
+        name, args, typ = _shell_call(api, body, step.command)
+        if step.tool_name:  # forced call
+            name, typ = step.tool_name, ("local_shell" if step.tool_name == "local_shell" else "function")
+            if step.tool_args is not None:
+                args = step.tool_args
+            elif typ == "local_shell":
+                args = {"command": ["bash", "-lc", step.command]}
+        call_id = {"anthropic": f"toolu_mock_{seq}", "responses": f"call_mock_{seq}", "chat": f"call_mock_{seq}"}[api]
+        self.server.mock._log(self, body, {"kind": "tool_call", "status": 200, "tool": name, "arguments": args})
+        return (name, call_id, args, typ) if api == "responses" else (name, call_id, args)
+
+
+def _builders(api: str, model: str, seq: int) -> tuple[Callable[..., Iterable[bytes]], Callable[..., dict]]:
+    """``api``'s answer for turn ``seq`` as a stream of events and as one object; each takes ``answer``,
+    ``tool`` and ``usage``."""
+    if api == "anthropic":
+        return (partial(anthropic_events, model, f"msg_mock_{seq}"), partial(anthropic_message, model, f"msg_mock_{seq}"))
+    if api == "responses":
+        return (partial(responses_events, model, f"resp_mock_{seq}", seq),
+                partial(responses_object, model, f"resp_mock_{seq}", seq))
+    return partial(chat_events, model, f"chatcmpl-mock-{seq}"), partial(chat_object, model, f"chatcmpl-mock-{seq}")
 
 
 class _HTTPServer(ThreadingHTTPServer):

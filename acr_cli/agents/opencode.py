@@ -28,7 +28,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from acr_cli import process
 from acr_cli.agents.base import (
@@ -143,37 +143,15 @@ class OpencodeAdapter(Adapter):
         return Invocation(argv, self._env(workdir, permissions))
 
     def parse(self, stdout: str, stderr: str, exit_code: int | None) -> AgentResult:
-        res = AgentResult()
-        tin = tout = None
-        cost = None
-        error = None
+        events = _Events()
         for ev in json_lines(stdout):
-            res.session_id = ev.get("sessionID") or res.session_id
-            kind = ev.get("type")
-            part = ev.get("part") or {}
-            if kind == "text" and isinstance(part.get("text"), str):
-                res.text = part["text"]
-            elif kind == "step_finish":
-                tokens = part.get("tokens") or {}
-                step_in = _input_tokens(tokens)
-                if step_in is not None:
-                    tin = (tin or 0) + step_in
-                if as_int(tokens.get("output")) is not None:
-                    tout = (tout or 0) + as_int(tokens.get("output"))
-                if as_float(part.get("cost")) is not None:
-                    cost = (cost or 0.0) + as_float(part.get("cost"))
-            elif kind == "error":
-                err = ev.get("error") or {}
-                data = err.get("data") or {}
-                status = data.get("statusCode")
-                msg = data.get("message") or err.get("name") or "error"
-                res.limit_resets_at = limit_reset(str(msg), res.limit_resets_at)
-                error = f"API error {status}: {short(msg)}" if status and str(status) not in str(msg) else short(msg)
-        res.tokens_in, res.tokens_out = tin, tout
+            events.read(ev)
+        res = events.res
+        res.tokens_in, res.tokens_out = events.tokens_in, events.tokens_out
         # opencode reports cost 0 when the model has no price in its catalogue: treat as unknown.
-        res.cost_usd = cost if cost else None
-        if error or exit_code:
-            res.error = error or short(_stderr_reason(stderr)) or f"opencode exited with {exit_code}"
+        res.cost_usd = events.cost if events.cost else None
+        if events.error or exit_code:
+            res.error = events.error or short(_stderr_reason(stderr)) or f"opencode exited with {exit_code}"
         return res
 
     def watchdog(self, silence_s: float | None) -> Watchdog | None:
@@ -203,6 +181,55 @@ class OpencodeAdapter(Adapter):
         if ev.get("type") == "error":
             return "error: " + short(json.dumps(ev.get("error")), 120)
         return None
+
+
+class _Events:
+    """What the ``run --format json`` events of one opencode run say, read one event at a time."""
+
+    def __init__(self) -> None:
+        self.res = AgentResult()
+        self.tokens_in: int | None = None  # summed over the steps
+        self.tokens_out: int | None = None
+        self.cost: float | None = None
+        self.error: str | None = None
+
+    def read(self, ev: dict) -> None:
+        self.res.session_id = ev.get("sessionID") or self.res.session_id
+        kind = ev.get("type")
+        handler = self._BY_TYPE.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(self, ev)
+
+    def _text(self, ev: dict) -> None:
+        part = ev.get("part") or {}
+        if isinstance(part.get("text"), str):
+            self.res.text = part["text"]
+
+    def _step_finish(self, ev: dict) -> None:
+        part = ev.get("part") or {}
+        tokens = part.get("tokens") or {}
+        self.tokens_in = _plus(self.tokens_in, _input_tokens(tokens))
+        self.tokens_out = _plus(self.tokens_out, as_int(tokens.get("output")))
+        cost = as_float(part.get("cost"))
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    def _error(self, ev: dict) -> None:
+        err = ev.get("error") or {}
+        data = err.get("data") or {}
+        status = data.get("statusCode")
+        msg = data.get("message") or err.get("name") or "error"
+        self.res.limit_resets_at = limit_reset(str(msg), self.res.limit_resets_at)
+        self.error = f"API error {status}: {short(msg)}" if status and str(status) not in str(msg) else short(msg)
+
+    _BY_TYPE: dict[str, Callable[[_Events, dict], None]] = {
+        "text": _text, "step_finish": _step_finish, "error": _error,
+    }
+
+
+def _plus(total: int | None, more: int | None) -> int | None:
+    """A token count summed over steps: None until a step reports one."""
+    return total if more is None else (total or 0) + more
 
 
 class SilenceWatchdog(Watchdog):

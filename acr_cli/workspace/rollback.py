@@ -435,28 +435,41 @@ def remove_new_worktrees(snap: Snapshots, cp: Checkpoint, aside: "Aside") -> lis
         return []
     common = snap.git.common_dir
     found = [common / "worktrees" / n for n in worktree_dirs(common) if n not in before]
-    out = []
-    for admin in found:
-        if not admin.is_dir() or admin.is_symlink() or admin.resolve() == snap.git.git_dir.resolve():
-            continue
-        tree = _worktree_of(admin)
-        where = ""
-        if tree is not None and _may_move(tree, snap.root, common):
-            why = _move_aside(tree, aside.folder / "worktrees" / admin.name)
-            where = f"{tree}, moved to {aside.folder / 'worktrees' / admin.name}" if why is None else f"{tree} ({why})"
-        elif tree is not None:
-            where = f"{tree}, left where it is (it holds the project or its repository)"
-        why = _move_aside(admin, aside.folder / ".git-worktrees" / admin.name)
-        out.append(f"a work tree the attempt added ({where or 'its folder is gone'}); its {admin} "
-                   + (f"moved to {aside.folder / '.git-worktrees' / admin.name}" if why is None else f"stays ({why})"))
-        if tree is not None and tree.is_relative_to(snap.root):
-            _remove_created_dirs(snap, cp, [os.path.relpath(tree, snap.root)])
+    out = [_remove_worktree(snap, cp, aside, admin) for admin in found if _is_other_admin(snap, admin)]
     if found and not [n for n in before if n]:  # the folder git made for the first one, empty again
         try:
             (common / "worktrees").rmdir()
         except OSError:
             pass
     return out
+
+
+def _is_other_admin(snap: Snapshots, admin: Path) -> bool:
+    """A real ``.git/worktrees/<name>`` folder, not the one of the work tree acr runs in."""
+    return admin.is_dir() and not admin.is_symlink() and admin.resolve() != snap.git.git_dir.resolve()
+
+
+def _remove_worktree(snap: Snapshots, cp: Checkpoint, aside: "Aside", admin: Path) -> str:
+    """Move one added work tree (when it may be moved) and its admin folder aside; what was done, for the
+    rollback's report."""
+    tree = _worktree_of(admin)
+    where = _move_worktree(tree, snap.root, snap.git.common_dir, aside.folder / "worktrees" / admin.name)
+    target = aside.folder / ".git-worktrees" / admin.name
+    why = _move_aside(admin, target)
+    if tree is not None and tree.is_relative_to(snap.root):
+        _remove_created_dirs(snap, cp, [os.path.relpath(tree, snap.root)])
+    return (f"a work tree the attempt added ({where}); its {admin} "
+            + (f"moved to {target}" if why is None else f"stays ({why})"))
+
+
+def _move_worktree(tree: Path | None, root: Path, common: Path, target: Path) -> str:
+    """Move the work tree ``tree`` to ``target`` when :func:`_may_move` allows; where it is now, in words."""
+    if tree is None:
+        return "its folder is gone"
+    if not _may_move(tree, root, common):
+        return f"{tree}, left where it is (it holds the project or its repository)"
+    why = _move_aside(tree, target)
+    return f"{tree}, moved to {target}" if why is None else f"{tree} ({why})"
 
 
 def worktree_dirs(common: Path) -> tuple[str, ...]:

@@ -172,42 +172,38 @@ class Snapshots:
         quote). After an attempt, a file git cannot convert (its attributes: a planted
         ``working-tree-encoding``, an encoding git does not know) is hashed as it is on disk, with no
         attribute read; so is every file when git dies naming none."""
-        unreadable: list[str] = []
-        raw: list[str] = []
-        skipped: set[str] = set()  # nested repositories without a commit, paths gone meanwhile
+        adding = _Adding(files, nested)
         if files and self._update(env, files):  # the usual case: plain files, which git takes without a word
-            files = []
+            adding.files = []
         while True:
-            todo = [f for f in files if f not in raw] + [n for n in nested if n not in skipped]
+            todo = adding.todo()
             if not todo:
                 break
             try:
-                self._git_add(env, todo, leave | skipped | set(raw) | set(unreadable))
+                self._git_add(env, todo, leave | adding.left_to_git())
                 break
             except WorkspaceError as e:
-                verdict = _refusals(e.message, todo, nested)
-                if not verdict:
-                    if not lenient or not [f for f in files if f not in raw]:
-                        raise
-                    raw = list(files)
-                    continue
-                if not lenient and any(why in ("unreadable", "convert") for why in verdict.values()):
-                    raise
-                for path, why in verdict.items():
-                    if why in ("unborn", "gone"):
-                        skipped.add(path)
-                    elif why == "convert":
-                        raw.append(path)
-                    else:
-                        unreadable.append(path)
-                        files = [f for f in files if f != path]
-                # tracked ones must not keep the seeded entry: they read as deleted
-                drop = [p for p, why in verdict.items() if why in ("unreadable", "gone") and p not in nested]
-                if drop:
-                    self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(drop))
-        if raw:
-            unreadable += self._add_raw(env, raw)
+                self._refused(env, e, todo, adding, lenient)
+        unreadable = adding.unreadable
+        if adding.raw:
+            unreadable += self._add_raw(env, adding.raw)
         return unreadable
+
+    def _refused(self, env: dict, error: WorkspaceError, todo: list[str], adding: _Adding, lenient: bool) -> None:
+        """Take in what ``git add`` refused, for the next try: a path it named is set aside as its verdict
+        says; when it named none, every file is hashed raw (after an attempt), else its message stops the
+        snapshot."""
+        verdict = _refusals(error.message, todo, adding.nested)
+        if not verdict:
+            if not lenient or not adding.cooked():
+                raise error
+            adding.raw = list(adding.files)
+            return
+        if not lenient and any(why in ("unreadable", "convert") for why in verdict.values()):
+            raise error
+        drop = adding.take(verdict)
+        if drop:  # tracked ones must not keep the seeded entry: they read as deleted
+            self.git("update-index", "-z", "--force-remove", "--stdin", env=env, input=nul_join(drop))
 
     def _update(self, env: dict, files: list[str]) -> bool:
         """Hash ``files`` with ``update-index``, which walks nothing (``git add`` with pathspecs still reads every
@@ -309,33 +305,16 @@ class Snapshots:
         modes = ["-s"] if _may_hold_gitlinks(Path(env["GIT_INDEX_FILE"]), self.git.git_dir) else []
         raw = self.git("ls-files", "-z", "-v", *modes, "-c", "-m", "-o", "--exclude-standard", "--", ".",
                        *(f":(exclude,literal){p}" for p in self.private), env=env)
-        skip_here, skip_gone, assumed, gitlinks, nested, files = [], [], [], [], [], []
-        for e in raw.decode("utf-8", "surrogateescape").split("\0"):
-            tag = e[:2]
-            if tag == "H " and not (modes and e.startswith(GITLINK, 2)):  # (nearly every entry: nothing to do)
-                continue
-            if tag == "? ":  # untracked: "? path" (a nested repository's ends in /)
-                (nested.append(e[2:-1]) if e.endswith("/") else files.append(e[2:]))
-                continue
-            path = e.partition("\t")[2] if modes else e[2:]
-            if not path:
-                continue
-            if tag == "C ":  # its stat changed (or it is gone, or unmerged)
-                files.append(path)
-            elif modes and e.startswith(GITLINK, 2):
-                gitlinks.append(path)
-            elif tag in ("S ", "s "):
-                (skip_here if os.path.lexists(self.root / path) else skip_gone).append(path)
-            elif tag[:1].islower():
-                assumed.append(path)
-        deleted = [] if sparse_absent is None else [p for p in skip_gone if p not in sparse_absent]
+        listing = _Listing.read(raw, bool(modes), self.root)
+        deleted = [] if sparse_absent is None else [p for p in listing.skip_gone if p not in sparse_absent]
         # one flag per call: git applies only the last of several to --stdin paths
-        for paths, flag in ((skip_here, "--no-skip-worktree"), (assumed, "--no-assume-unchanged"),
+        for paths, flag in ((listing.skip_here, "--no-skip-worktree"), (listing.assumed, "--no-assume-unchanged"),
                             (deleted, "--force-remove")):
             if paths:
                 self.git("update-index", "-z", flag, "--stdin", env=env, input=nul_join(paths))
-        files = list(dict.fromkeys(files + skip_here + assumed))
-        return frozenset(skip_gone), files, nested, [g for g in dict.fromkeys(gitlinks) if g not in nested]
+        files = list(dict.fromkeys(listing.files + listing.skip_here + listing.assumed))
+        gitlinks = [g for g in dict.fromkeys(listing.gitlinks) if g not in listing.nested]
+        return frozenset(listing.skip_gone), files, listing.nested, gitlinks
 
     def tree_files(self, tree: str) -> list[str]:
         listed = self.git("ls-tree", "-r", "-z", "--name-only", tree).decode("utf-8", "surrogateescape")
@@ -654,6 +633,77 @@ _UNREADABLE = ("error: {}: can only add regular files", 'error: open("{}"): ', "
                "error: read error while indexing {}\n", "error: invalid path '{}'", "error: unable to add '{}' to index")
 _GONE = "fatal: pathspec ':(literal){}' did not match any files"  # it went between the listing and git add
 _UNBORN = ("error: '{}/' does not have a commit checked out", "error: '{}' does not have a commit checked out")
+
+
+class _Listing:
+    """The entries of ``ls-files -z -v [-s] -c -m -o`` sorted by what a snapshot does with them."""
+
+    def __init__(self) -> None:
+        self.files: list[str] = []  # stat changed, gone, unmerged, or untracked: to hash
+        self.nested: list[str] = []  # untracked folders holding a repository
+        self.gitlinks: list[str] = []  # submodules the index holds
+        self.skip_here: list[str] = []  # skip-worktree, on disk
+        self.skip_gone: list[str] = []  # skip-worktree, off disk (a sparse checkout's, or deleted)
+        self.assumed: list[str] = []  # assume-unchanged
+
+    @classmethod
+    def read(cls, raw: bytes, modes: bool, root: Path) -> _Listing:
+        """``modes``: the listing has each entry's mode (``-s``), which tells a submodule."""
+        listing = cls()
+        for e in raw.decode("utf-8", "surrogateescape").split("\0"):
+            tag = e[:2]
+            if tag == "H " and not (modes and e.startswith(GITLINK, 2)):  # (nearly every entry: nothing to do)
+                continue
+            if tag == "? ":  # untracked: "? path" (a nested repository's ends in /)
+                (listing.nested.append(e[2:-1]) if e.endswith("/") else listing.files.append(e[2:]))
+                continue
+            path = e.partition("\t")[2] if modes else e[2:]
+            if path:
+                listing._tracked(tag, path, modes and e.startswith(GITLINK, 2), root)
+        return listing
+
+    def _tracked(self, tag: str, path: str, gitlink: bool, root: Path) -> None:
+        if tag == "C ":  # its stat changed (or it is gone, or unmerged)
+            self.files.append(path)
+        elif gitlink:
+            self.gitlinks.append(path)
+        elif tag in ("S ", "s "):
+            (self.skip_here if os.path.lexists(root / path) else self.skip_gone).append(path)
+        elif tag[:1].islower():
+            self.assumed.append(path)
+
+
+class _Adding:
+    """What :meth:`Snapshots._add` still has to hash, through the tries of ``git add``."""
+
+    def __init__(self, files: list[str], nested: list[str]) -> None:
+        self.files, self.nested = files, nested
+        self.unreadable: list[str] = []  # left out: git cannot read or refuses them
+        self.raw: list[str] = []  # hashed as their bytes on disk, with no attribute
+        self.skipped: set[str] = set()  # nested repositories without a commit, paths gone meanwhile
+
+    def cooked(self) -> list[str]:
+        """The files still to go through git's attributes."""
+        return [f for f in self.files if f not in self.raw]
+
+    def todo(self) -> list[str]:
+        return self.cooked() + [n for n in self.nested if n not in self.skipped]
+
+    def left_to_git(self) -> set[str]:
+        """Paths ``git add`` is not to take (when it walks the whole tree)."""
+        return self.skipped | set(self.raw) | set(self.unreadable)
+
+    def take(self, verdict: dict[str, str]) -> list[str]:
+        """Set each refused path aside as its verdict says; returns the paths whose index entry must go."""
+        for path, why in verdict.items():
+            if why in ("unborn", "gone"):
+                self.skipped.add(path)
+            elif why == "convert":
+                self.raw.append(path)
+            else:
+                self.unreadable.append(path)
+                self.files = [f for f in self.files if f != path]
+        return [p for p, why in verdict.items() if why in ("unreadable", "gone") and p not in self.nested]
 
 
 def _refusals(message: str, paths: list[str], nested: list[str]) -> dict[str, str]:

@@ -258,7 +258,12 @@ def test_the_users_own_work_trees_stay_when_the_attempts_go(project, tmp_path):
         git(where, "worktree", "add", "-q", str(tmp_path / "agent-wt"))
         report = ws.restore(cp)
         ws.drop(cp)
-        assert not (tmp_path / "agent-wt").exists() and any("agent-wt" in line for line in report.lines())
+        assert not (tmp_path / "agent-wt").exists()
+        said = [line for line in report.lines() if line.startswith("a work tree")]
+        admin = project / ".git" / "worktrees" / "agent-wt"
+        assert said == [f"a work tree the attempt added ({tmp_path / 'agent-wt'}, moved to "
+                        f"{report.put_aside / 'worktrees' / 'agent-wt'}); its {admin} moved to "
+                        f"{report.put_aside / '.git-worktrees' / 'agent-wt'}"], said
         assert (tmp_path / "mine" / "wip.txt").exists() and (tmp_path / "broken" / "calc.py").exists()
         assert sorted(os.listdir(project / ".git" / "worktrees")) == ["broken", "mine"]
         assert (report.put_aside / "worktrees" / "agent-wt" / "calc.py").exists()
