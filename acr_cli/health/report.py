@@ -192,7 +192,7 @@ def _memory_figures(open_memory: MemoryOpener, memory: Optional[str]) -> dict:
 
 def _shared_figures(url: str, p) -> dict:
     """A team's shared memory: the server, its latency and counts, and what the local file still has to upload."""
-    from acr_cli.memory.team import latency_ms, open_team, pending
+    from acr_cli.memory.team import copied_at, latency_ms, open_team, pending, server_version
 
     try:
         team = open_team(url, p.local_copy(url))
@@ -203,13 +203,12 @@ def _shared_figures(url: str, p) -> dict:
     try:
         info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_copy(url)),
                       "pending": pending(team.local, team.label)}
-        cached = team.local.db.execute("SELECT at FROM downloads WHERE target = ?", (team.label,)).fetchone()
-        info["local_copy_at"] = cached[0] if cached else None
+        info["local_copy_at"] = copied_at(team.local, team.label)
         if team.server is None:
             info["problem"] = team.offline
             return info
         server = team.server
-        info["server_version"] = server.db.execute("SHOW server_version").fetchone()[0]
+        info["server_version"] = server_version(server)
         info["latency_ms"] = round(latency_ms(server), 2)
         info.update(server.counts())
         info["size_bytes"] = server.size_bytes()

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from acr_cli.memory import db as dbmod
+from acr_cli.memory.armhealth import ArmHealthRows
 from acr_cli.memory.base import new_id, now_iso
 from acr_cli.memory.reads import ArmStats
 from acr_cli.memory.transfer import Transfer
@@ -21,7 +22,7 @@ from acr_cli.memory.writes import TEXT_MAX, Writes
 __all__ = ["ArmStats", "Memory", "TEXT_MAX", "new_id", "now_iso"]
 
 
-class Memory(Writes, Transfer):
+class Memory(Writes, Transfer, ArmHealthRows):
     @classmethod
     def open(cls, path: Path | str, create: bool = True, read_only: bool = False) -> "Memory":
         """The memory in the SQLite file ``path``, or on the PostgreSQL server a ``postgresql://`` URL names."""

@@ -93,8 +93,8 @@ class Team:
         return self._note
 
     def _offline_note(self) -> str:
-        cached = self.local.db.execute("SELECT at FROM downloads WHERE target = ?", (self.label,)).fetchone()
-        since = f"as of {cached[0]}" if cached else "never copied: only this machine's own runs"
+        at = copied_at(self.local, self.label)
+        since = f"as of {at}" if at else "never copied: only this machine's own runs"
         return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
                 f"({since}); this run is recorded locally and uploaded by the next run or `acr memory sync`")
 
@@ -171,6 +171,17 @@ def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team
 def recorded_for(local: Memory, target: str) -> set[str]:
     """The tasks this machine recorded for ``target``, uploaded or not."""
     return {r[0] for r in local.db.execute("SELECT task_id FROM uploads WHERE target = ?", (target,))}
+
+
+def copied_at(local: Memory, target: str) -> str | None:
+    """When the local copy of ``target``'s newest tasks was last refreshed (None: never)."""
+    row = local.db.execute("SELECT at FROM downloads WHERE target = ?", (target,)).fetchone()
+    return row[0] if row else None
+
+
+def server_version(server: Memory) -> str:
+    """The PostgreSQL server's version (``acr doctor`` shows it)."""
+    return server.db.execute("SHOW server_version").fetchone()[0]
 
 
 def pending(local: Memory, target: str) -> int:
