@@ -38,13 +38,8 @@ def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None
         if k in run:
             value, source = run[k].value, run[k].source
         elif k == "memory":  # the file acr will open: ACR_MEMORY wins, a relative path is the config dir's
-            path, source = p.memory_choice()
-            if isinstance(path, str):  # a team's server: never its password
-                from acr_cli.memory.postgres import masked
-
-                value = masked(path)
-            else:
-                value = str(path.absolute())  # a relative ACR_MEMORY is the current directory's
+            location = p.memory_choice()  # a team's server: never its password; a relative file: the cwd's
+            value, source = location.label if location.is_server else str(location.path.absolute()), location.source
         elif k == "exclude" and "exclude" in s.project and "exclude" in s.user:  # the lists add up
             value = [*s.project["exclude"], *s.user["exclude"]]
             source = f"{s.project_file} and {s.user_file}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acr_cli.memory import db as dbmod
 from acr_cli.memory.armhealth import ArmHealthRows
@@ -19,15 +20,21 @@ from acr_cli.memory.reads import ArmStats
 from acr_cli.memory.transfer import Transfer
 from acr_cli.memory.writes import TEXT_MAX, Writes
 
+if TYPE_CHECKING:
+    from acr_cli.paths import MemoryLocation
+
 __all__ = ["ArmStats", "Memory", "TEXT_MAX", "new_id", "now_iso"]
 
 
 class Memory(Writes, Transfer, ArmHealthRows):
     @classmethod
-    def open(cls, path: Path | str, create: bool = True, read_only: bool = False) -> "Memory":
-        """The memory in the SQLite file ``path``, or on the PostgreSQL server a ``postgresql://`` URL names."""
+    def open(cls, path: "MemoryLocation | Path | str", create: bool = True, read_only: bool = False) -> "Memory":
+        """The memory at ``path``: a :class:`MemoryLocation`, a SQLite file, or a ``postgresql://`` URL (a server)."""
         from acr_cli.memory.postgres import is_url, masked
+        from acr_cli.paths import MemoryLocation
 
+        if isinstance(path, MemoryLocation):
+            path = path.target
         if is_url(path):
             return cls(dbmod.connect_url(path if isinstance(path, str) else str(path)), masked(str(path)))
         return cls(dbmod.connect(path, create=create, read_only=read_only), path)

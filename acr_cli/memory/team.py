@@ -161,11 +161,11 @@ def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team
     from acr_cli.paths import Paths
 
     paths = Paths.from_env()
-    location, _ = paths.memory_choice(memory, project)
-    if not isinstance(location, str):
+    location = paths.memory_choice(memory, project)
+    if not location.is_server:
         return None
     share, _ = settings.resolve("share_prompts", default=True)
-    return open_team(location, paths.local_copy(location), share_prompts=bool(share))
+    return open_team(location.target, paths.local_copy(location), share_prompts=bool(share))
 
 
 def recorded_for(local: Memory, target: str) -> set[str]:
