@@ -29,7 +29,6 @@ from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, first_refusal, run_task, summary
-from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
 from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
@@ -152,7 +151,7 @@ class Prepared:
     memory: Any
     workspace: Any = None  # acr_cli.workspace.Workspace when rolling back
     lock: Any = None
-    team: Any = None  # acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)
+    store: Any = None  # the MemoryStore (acr_cli.memory.interface) ``memory`` records into; None: ``memory`` itself
     routing: Routing | None = None  # the policy to route by (acr_cli.routing_settings; None: --policy's)
     warnings: list[str] = field(default_factory=list)
     _baseline: VerifierResult | None = None
@@ -194,7 +193,7 @@ class Prepared:
                 return live_policy(self.profile, memory, arms=self.arm_ids, policy=routing.policy,
                                    option=routing.policy_option)
 
-            policy = make(self.memory) if self.team is None else _TeamRouting(self.team, make)
+            policy = self._store().policy(make)
             ctx = classify(req.text, req.project, kind=req.kind)
             env = LiveEnvironment(profile=self.profile, project=req.project, logs_dir=Paths.from_env().logs_dir,
                                   workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
@@ -239,8 +238,7 @@ class Prepared:
                 with interrupts.deferred():
                     self.memory.describe_task(data["task_id"], context=context_json(ctx),
                                               baseline=baseline_json(self._baseline, self.verify))
-                    if self.team is not None:  # queued now: a run killed mid-way is uploaded once recovered
-                        self.team.recorded(data["task_id"])
+                    self._store().recorded(data["task_id"])  # a team's: a run killed mid-way is uploaded once recovered
             if on_event is not None:
                 on_event(what, **data)
 
@@ -249,19 +247,20 @@ class Prepared:
                           on_event=events, budget_name=self._budget_name())
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
-        if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
+        if result.task_id:  # (queued as its first attempt began; again: no harm)
             with interrupts.deferred():
-                self.team.recorded(result.task_id)
+                self._store().recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
         if self.lock is not None:  # what acr kept to be safe, once old (acr_cli.workspace.gc): once a day at most
             from acr_cli.workspace.gc import maybe_prune
 
             with interrupts.deferred():
                 report.pruned = maybe_prune(self.lock)
-        if self.team is not None:
-            report.shared = {"server": self.team.label, "routed_from": "server" if self.team.server else "local copy",
-                             **self.team.sync().to_json()}
+        report.shared = self._store().finish()  # a team's: where routing read, what the sync did
         return report
+
+    def _store(self) -> Any:
+        return self.store if self.store is not None else self.memory
 
     def _max_attempts(self) -> int:
         opt = self.options["max_attempts"]
@@ -273,34 +272,10 @@ class Prepared:
     def close(self) -> None:
         interrupts.uninstall()
         try:
-            (self.team or self.memory).close()
+            self._store().close()
         finally:
             if self.lock is not None:
                 self.lock.unlock()
-
-
-class _TeamRouting:
-    """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
-    the local copy takes over (the run is recorded locally as always and uploaded later)."""
-
-    def __init__(self, team: Any, make: Callable[[Any], Any]):
-        self._team, self._make = team, make
-        self._inner = make(team.reads)
-
-    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
-        return getattr(self._inner, name)
-
-    def next(self, ctx: Context, state: Any) -> Any:
-        from acr_cli.memory.postgres import ServerUnreachable
-
-        try:
-            return self._inner.next(ctx, state)
-        except ServerUnreachable as e:
-            if self._team.server is None:
-                raise
-            self._team.lost(e.message)
-            self._inner = self._make(self._team.local)
-            return self._inner.next(ctx, state)
 
 
 def _verifier_named(opt: Option) -> str:
@@ -314,7 +289,7 @@ def _indent(text: str) -> str:
 
 def prepare(req: RunRequest, *,
             load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
-            open_memory: Callable[[Path | None], Any]) -> Prepared:
+            open_memory: Callable[..., Any]) -> Prepared:
     """Check everything a run needs before it starts; lock the work tree. Raises AcrError (exit 2).
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
@@ -343,12 +318,11 @@ def prepare(req: RunRequest, *,
         raise AcrError("no agent this run may use can start: " + "; ".join(r for r in reasons.values() if r),
                        hint="install one (npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai) "
                             "or name arms you have with --arms; `acr doctor` shows what acr finds")
-    team = for_command(req.memory, req.project, settings)
-    memory = team.local if team is not None else open_memory(req.memory)
+    store = open_memory(req.memory, project=req.project, settings=settings)  # a file, or a team's server
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
-    prepared = Prepared(req, profile, options, arm_ids, memory, team=team, routing=routing)
-    if team is not None and team.note:
-        prepared.warnings.append(team.note)
+    prepared = Prepared(req, profile, options, arm_ids, store.records, store=store, routing=routing)
+    if store.note:
+        prepared.warnings.append(store.note)
     try:
         if not req.rollback:  # still one run at a time in a git work tree: another run's rollback would undo ours
             try:

@@ -28,16 +28,20 @@ def paths():
 
 
 def open_memory(memory: str | Path | None, create: bool = True, read_only: bool = False,
-                project: Path | None = None, local_copy: bool = False):
+                project: Path | None = None, local_copy: bool = False, settings: Any = None):
     """The memory in effect for a command (``--memory``, else ACR_MEMORY, .acr.toml, config.toml, the
     default): :func:`acr_cli.memory.opening.open_memory`. ``local_copy`` (views): while the team's server is
-    away, its local copy, with a warning on stderr."""
+    away, its local copy, with a warning on stderr. ``settings`` (runs, `acr route`): a team's server opens as
+    the team's memory, with the local file and ``share_prompts`` these settings give."""
     from acr_cli.memory.opening import open_memory as open_at
 
-    location = paths().memory_choice(memory, project)
-    fallback = paths().local_copy(location) if local_copy and location.is_server else None
-    return open_at(location, create=create, read_only=read_only, fallback=fallback,
-                   warn=lambda message: echo(f"acr: warning: {message}", err=True))
+    p = paths()
+    location = p.memory_choice(memory, project)
+    fallback = p.local_copy(location) if local_copy and location.is_server else None
+    team_copy = p.local_copy(location) if settings is not None and location.is_server else None
+    share = bool(settings.resolve("share_prompts", default=True)[0]) if team_copy is not None else True
+    return open_at(location, create=create, read_only=read_only, team_copy=team_copy, share_prompts=share,
+                   fallback=fallback, warn=lambda message: echo(f"acr: warning: {message}", err=True))
 
 
 def open_local_memory(read_only: bool = False, memory: str | None = None):

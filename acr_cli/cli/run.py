@@ -267,22 +267,19 @@ def route(
     routing = routing_settings.apply(prof, settings, cli_arms=arm_list, cli_policy=policy)
     prof = routing.profile  # the arms this project may use (`arms`, `exclude`), its policy and time weight
     opts = resolve_options(settings, prof)  # max_attempts and max_cost as `acr run` here would have them
-    from acr_cli.memory.team import for_command
-
-    team = for_command(memory, proj, settings)
-    if team is not None and team.note:
-        echo(f"acr: warning: {team.note}", err=True)
-    mem = team.reads if team is not None else open_memory(memory, create=False, read_only=True)
+    store = open_memory(memory, create=False, read_only=True, project=proj, settings=settings)
+    if store.note:
+        echo(f"acr: warning: {store.note}", err=True)
     try:
-        pol = live_policy(prof, mem, arms=arm_list, policy=routing.policy, option=routing.policy_option)
+        pol = live_policy(prof, store.reads, arms=arm_list, policy=routing.policy, option=routing.policy_option)
         ctx = classify(prompt, proj, kind=kind)
         # planned as for a run with a verifier (a run without one takes the arm with the best expected score)
         state = TaskState(max_attempts=int(opts["max_attempts"].value), max_cost=opts["max_cost"].value)
         ranked = pol.rank(ctx, state)
         near, moved = pol.similar_effect(ctx, state) if explain or json_out else ([], {})
-        blocked, held = _cannot_run(prof, team.local if team is not None else mem, [r.arm for r in ranked])
+        blocked, held = _cannot_run(prof, store.records, [r.arm for r in ranked])
     finally:
-        (team or mem).close()
+        store.close()
     planned = [r for r in ranked if r.arm.id not in blocked]
     if json_out:
         print_json({

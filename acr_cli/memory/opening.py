@@ -9,13 +9,20 @@ from typing import TYPE_CHECKING, Callable
 from acr_cli.errors import MemoryFileError
 
 if TYPE_CHECKING:
+    from acr_cli.memory.interface import MemoryStore
     from acr_cli.memory.store import Memory
     from acr_cli.paths import MemoryLocation
 
 
 def open_memory(location: "MemoryLocation", *, create: bool = True, read_only: bool = False,
-                fallback: Path | None = None, warn: Callable[[str], None] | None = None) -> "Memory":
+                team_copy: Path | None = None, share_prompts: bool = True,
+                fallback: Path | None = None, warn: Callable[[str], None] | None = None) -> "MemoryStore":
     """The memory at ``location``.
+
+    ``team_copy`` (runs and `acr route`): a server's location opens the team's memory
+    (:class:`acr_cli.memory.team.TeamMemory`) with this local file, which records first; a server that cannot
+    be reached is then no error (its :attr:`note` says so) unless it refuses the URL. ``share_prompts``: whether
+    the server gets request texts and answers. A file's location ignores both.
 
     ``create=False``: a file that does not exist yet is an empty memory when it is the default one, and an
     error when the user named it (a typo must not silently become a new, empty memory). ``read_only``
@@ -24,6 +31,10 @@ def open_memory(location: "MemoryLocation", *, create: bool = True, read_only: b
     read-only, and ``warn`` is told so; a wrong URL or password is an error all the same."""
     from acr_cli.memory.store import Memory
 
+    if location.is_server and team_copy is not None:
+        from acr_cli.memory.team import open_team
+
+        return open_team(location.target, team_copy, share_prompts=share_prompts)
     if location.is_server:
         return _open_server(location, fallback, warn)
     if not create and not location.path.exists():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from acr_cli.memory import db as dbmod
 from acr_cli.memory.armhealth import ArmHealthRows
@@ -22,6 +22,8 @@ from acr_cli.memory.writes import TEXT_MAX, Writes
 
 if TYPE_CHECKING:
     from acr_cli.paths import MemoryLocation
+
+P = TypeVar("P")
 
 __all__ = ["ArmStats", "Memory", "TEXT_MAX", "new_id", "now_iso"]
 
@@ -41,6 +43,28 @@ class Memory(Writes, Transfer, ArmHealthRows):
 
     def close(self) -> None:
         self.db.close()
+
+    # the MemoryStore interface (acr_cli.memory.interface): one memory records, is read, and shares nothing
+    @property
+    def records(self) -> "Memory":
+        return self
+
+    @property
+    def reads(self) -> "Memory":
+        return self
+
+    @property
+    def note(self) -> str | None:
+        return None
+
+    def policy(self, make: Callable[["Memory"], P]) -> P:
+        return make(self)
+
+    def recorded(self, task_id: str) -> None:
+        """Nothing to queue: the task is where it belongs."""
+
+    def finish(self) -> dict[str, Any] | None:
+        return None
 
     def check(self, pages: int = 5) -> None:
         """Read every page (``PRAGMA quick_check``): damage that opening the file does not notice is found

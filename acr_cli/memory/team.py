@@ -33,7 +33,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import shapes
@@ -42,6 +42,7 @@ from acr_cli.memory.base import now_iso
 from acr_cli.memory.postgres import ServerUnreachable, masked
 from acr_cli.memory.store import Memory
 
+P = TypeVar("P")
 BATCH = 200  # tasks per server transaction when uploading or copying
 # a target's finished tasks not uploaded yet (a task still running is sent once it has finished)
 _PENDING = ("FROM uploads u JOIN tasks t ON t.id = u.task_id"
@@ -63,8 +64,10 @@ class SyncResult:
 
 
 @dataclass
-class Team:
-    """A command's view of a team's shared memory: the local memory, and the server's (None while it is away)."""
+class TeamMemory:
+    """A team's shared memory as a run sees it (a :class:`acr_cli.memory.interface.MemoryStore`): the local
+    memory, which records first and queues uploads (its spool), and the server's (None while it is away),
+    which routing reads; a server that goes away mid-run leaves routing to the local copy."""
 
     url: str
     local: Memory
@@ -79,9 +82,22 @@ class Team:
         return masked(self.url)
 
     @property
+    def records(self) -> Memory:
+        """Where runs record, and arm health (this machine's logins and quota) is kept: the local memory."""
+        return self.local
+
+    @property
     def reads(self) -> Memory:
         """What routing reads: the server's memory, else the local copy."""
         return self.server or self.local
+
+    def policy(self, make: Callable[[Memory], P]) -> P:
+        """The policy ``make`` builds on the server's memory, rebuilt on the local copy if the server goes away."""
+        return _FailoverPolicy(self, make)  # type: ignore[return-value]  # (the policy's own methods, forwarded)
+
+    def finish(self) -> dict[str, Any]:
+        """After a run: where routing read, and what the sync did (uploads, the refreshed local copy)."""
+        return {"server": self.label, "routed_from": "server" if self.server else "local copy", **self.sync().to_json()}
 
     @property
     def note(self) -> str | None:
@@ -136,7 +152,29 @@ class Team:
             self.local.close()
 
 
-def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> Team:
+class _FailoverPolicy:
+    """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
+    the local copy takes over (the run is recorded locally as always and uploaded later)."""
+
+    def __init__(self, team: TeamMemory, make: Callable[[Memory], Any]):
+        self._team, self._make = team, make
+        self._inner = make(team.reads)
+
+    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
+        return getattr(self._inner, name)
+
+    def next(self, ctx: Any, state: Any) -> Any:
+        try:
+            return self._inner.next(ctx, state)
+        except ServerUnreachable as e:
+            if self._team.server is None:
+                raise
+            self._team.lost(e.message)
+            self._inner = self._make(self._team.local)
+            return self._inner.next(ctx, state)
+
+
+def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> TeamMemory:
     """The local memory and the server's. ``required``: a server that cannot be reached is an error
     (``acr memory sync``); otherwise the team works offline (``acr run``, ``acr route``) while the server is
     away, and a server that refuses the URL (no such database or role, a wrong password) is an error."""
@@ -147,25 +185,11 @@ def open_team(url: str, local_path: Path, share_prompts: bool = True, required: 
         if required or not e.away:  # a wrong URL, role or password is for the user to fix, not to work around
             local.close()
             raise
-        return Team(url, local, None, share_prompts, offline=e.message)
+        return TeamMemory(url, local, None, share_prompts, offline=e.message)
     except MemoryFileError:
         local.close()
         raise
-    return Team(url, local, server, share_prompts)
-
-
-def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team | None:
-    """The team's memories when the memory in effect (``--memory``, ACR_MEMORY, .acr.toml, config.toml) is a
-    server's URL, else None. A server that cannot be reached is no error here: the command routes from the
-    local copy (:attr:`Team.note` says so)."""
-    from acr_cli.paths import Paths
-
-    paths = Paths.from_env()
-    location = paths.memory_choice(memory, project)
-    if not location.is_server:
-        return None
-    share, _ = settings.resolve("share_prompts", default=True)
-    return open_team(location.target, paths.local_copy(location), share_prompts=bool(share))
+    return TeamMemory(url, local, server, share_prompts)
 
 
 def recorded_for(local: Memory, target: str) -> set[str]:
