@@ -154,14 +154,29 @@ class TeamMemory:
 
 class _FailoverPolicy:
     """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
-    the local copy takes over (the run is recorded locally as always and uploaded later)."""
+    the local copy takes over (the run is recorded locally as always and uploaded later). It answers as the
+    policy it wraps (acr_cli.routing.base.Policy); only choosing the next arm reads memory mid-run."""
 
     def __init__(self, team: TeamMemory, make: Callable[[Memory], Any]):
         self._team, self._make = team, make
         self._inner = make(team.reads)
 
-    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
-        return getattr(self._inner, name)
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def exhausted(self) -> str:
+        return self._inner.exhausted
+
+    def rank(self, ctx: Any, state: Any = None) -> Any:
+        return self._inner.rank(ctx, state)
+
+    def similar_effect(self, ctx: Any, state: Any = None) -> Any:
+        return self._inner.similar_effect(ctx, state)
+
+    def task_done(self, ctx: Any, state: Any) -> None:
+        self._inner.task_done(ctx, state)
 
     def next(self, ctx: Any, state: Any) -> Any:
         try:
