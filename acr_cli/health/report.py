@@ -191,7 +191,7 @@ def _memory_figures(location: MemoryLocation) -> dict:
 
 def _shared_figures(location: MemoryLocation, p) -> dict:
     """A team's shared memory: the server, its latency and counts, and what the local file still has to upload."""
-    from acr_cli.memory.team import copied_at, latency_ms, open_team, pending, server_version
+    from acr_cli.memory.team import latency_ms, open_team, server_version
 
     try:
         team = open_team(location.target, p.local_copy(location))
@@ -199,8 +199,8 @@ def _shared_figures(location: MemoryLocation, p) -> dict:
         return {"path": location.label, "exists": True, "shared": True, "problem": e.message}
     try:
         info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_copy(location)),
-                      "pending": pending(team.local, team.label)}
-        info["local_copy_at"] = copied_at(team.local, team.label)
+                      "pending": team.pending()}
+        info["local_copy_at"] = team.copied_at()
         if team.server is None:
             info["problem"] = team.offline
             return info

@@ -108,8 +108,16 @@ class TeamMemory:
             self._note = self._offline_note()
         return self._note
 
+    def pending(self) -> int:
+        """Finished tasks recorded here for this server and not uploaded yet (the spool)."""
+        return pending(self.local, self.label)
+
+    def copied_at(self) -> str | None:
+        """When the local copy of the server's newest tasks was last refreshed (None: never)."""
+        return copied_at(self.local, self.label)
+
     def _offline_note(self) -> str:
-        at = copied_at(self.local, self.label)
+        at = self.copied_at()
         since = f"as of {at}" if at else "never copied: only this machine's own runs"
         return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
                 f"({since}); this run is recorded locally and uploaded by the next run or `acr memory sync`")
@@ -140,7 +148,7 @@ class TeamMemory:
                 result.error = e.message
         elif self.offline:
             result.error = self.offline
-        result.pending = pending(self.local, self.label)
+        result.pending = self.pending()
         self.synced = result
         return result
 
