@@ -15,7 +15,7 @@ A URL names a team's shared memory on PostgreSQL (acr_cli.memory.team); acr then
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 APP = "acr"
@@ -83,49 +83,103 @@ class Paths:
         return self.data_dir / "memory.sqlite"
 
     def memory_choice(self, override: str | os.PathLike | None = None,
-                      project: Path | None = None) -> tuple[Path | str, str]:
-        """The memory (a file's Path, or a URL string) and what chose it: ``--memory``, ``ACR_MEMORY``,
-        the project's ``.acr.toml`` (a URL only), config.toml, or ``default``. ``project``: where the
-        command works (default: the current directory)."""
+                      project: Path | None = None) -> "MemoryLocation":
+        """The memory in effect, and what named it: ``--memory``, ``ACR_MEMORY``, the project's ``.acr.toml``
+        (a URL only), config.toml, or ``default``. ``project``: where the command works (default: the
+        current directory)."""
         if override:
-            return _location(str(override)), "--memory"
+            return MemoryLocation.named(override, "--memory")
         env = os.environ.get("ACR_MEMORY")
         if env:
-            return _location(env), "ACR_MEMORY"
-        from acr_cli.config import find_project_file, read_toml
+            return MemoryLocation.named(env, "ACR_MEMORY")
+        from_project = self._project_memory(project or Path.cwd())
+        if from_project is not None:
+            return from_project
+        from acr_cli.config import read_toml
 
-        project_file = find_project_file(project or Path.cwd())
-        if project_file is not None:
-            named = read_toml(project_file).get("memory")
-            if is_url(named):
-                from acr_cli import trust
-
-                if trust.is_trusted(project_file, self.data_dir):
-                    return ProjectURL(named), str(project_file)
-                from acr_cli.memory.postgres import masked
-
-                trust.tell(project_file, {"memory": f"memory = {masked(named)!r} ({trust.NEVER['memory']})"})
         configured = read_toml(self.config_file).get("memory")
         if configured:
-            if is_url(configured):
-                return configured, str(self.config_file)
-            path = Path(configured).expanduser()
-            return (path if path.is_absolute() else self.config_dir / path), str(self.config_file)
-        return self.local_memory, "default"
+            return MemoryLocation.named(configured, str(self.config_file), relative_to=self.config_dir)
+        return MemoryLocation(self.local_memory, source="default")
 
-    def local_copy(self, location: Path | str) -> Path:
+    def _project_memory(self, project: Path) -> "MemoryLocation | None":
+        """The server a trusted project file names as ``memory`` (an untrusted one is told about, not used)."""
+        from acr_cli.config import find_project_file, read_toml
+
+        project_file = find_project_file(project)
+        if project_file is None:
+            return None
+        named = read_toml(project_file).get("memory")
+        if not is_url(named):
+            return None
+        from acr_cli import trust
+
+        if trust.is_trusted(project_file, self.data_dir):
+            return MemoryLocation(None, named, str(project_file), from_project=True)
+        from acr_cli.memory.postgres import masked
+
+        trust.tell(project_file, {"memory": f"memory = {masked(named)!r} ({trust.NEVER['memory']})"})
+        return None
+
+    def local_copy(self, location: "MemoryLocation") -> Path:
         """The local file a team's memory at ``location`` records into first and copies the server into: the
         personal memory for a server the user named, a file of the server's own for one a project named."""
-        if isinstance(location, ProjectURL):
+        if location.from_project:
             import hashlib
 
-            from acr_cli.memory.postgres import masked
-
-            return self.data_dir / "teams" / f"{hashlib.sha256(masked(location).encode()).hexdigest()[:16]}.sqlite"
+            return self.data_dir / "teams" / f"{hashlib.sha256(location.label.encode()).hexdigest()[:16]}.sqlite"
         return self.local_memory
 
-    def memory_path(self, override: str | os.PathLike | None = None, project: Path | None = None) -> Path | str:
-        return self.memory_choice(override, project)[0]
+    def memory_path(self, override: str | os.PathLike | None = None, project: Path | None = None) -> "MemoryLocation":
+        return self.memory_choice(override, project)
+
+
+@dataclass(frozen=True)
+class MemoryLocation:
+    """Where the memory is, and what named it (``source``): a SQLite file (``path``) or a team's PostgreSQL
+    server (``url``). A URL may hold a password: ``label``, ``str()`` and ``repr()`` show it masked."""
+
+    path: Path | None
+    url: str | None = field(default=None, repr=False)
+    source: str = "default"
+    from_project: bool = False  # a (trusted) project file named the server, not the user
+
+    @classmethod
+    def named(cls, value: str | os.PathLike, source: str, relative_to: Path | None = None) -> "MemoryLocation":
+        """``value`` as a user gave it: a ``postgresql://`` URL is a server, anything else a file (``~``
+        expanded; relative to ``relative_to`` when given, else to the current directory)."""
+        text = str(value)
+        if is_url(text):
+            return cls(None, text, source)
+        path = Path(text).expanduser()
+        return cls(path if relative_to is None or path.is_absolute() else relative_to / path, None, source)
+
+    @property
+    def is_server(self) -> bool:
+        return self.url is not None
+
+    @property
+    def label(self) -> str:
+        """How acr names it to people: the file, or the URL with its password masked."""
+        if self.url is None:
+            return str(self.path)
+        from acr_cli.memory.postgres import masked
+
+        return masked(self.url)
+
+    @property
+    def target(self) -> Path | str:
+        """What to open: the file, or the URL (a :class:`ProjectURL` when a project file named it)."""
+        if self.url is None:
+            return self.path
+        return ProjectURL(self.url) if self.from_project else self.url
+
+    def exists(self) -> bool:
+        """Whether there is a memory here yet (a server's is there once its URL is given)."""
+        return self.is_server or self.path.exists()
+
+    def __str__(self) -> str:
+        return self.label
 
 
 class ProjectURL(str):
@@ -139,10 +193,6 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
 
 
-def memory_exists(location: Path | str) -> bool:
+def memory_exists(location: MemoryLocation) -> bool:
     """Whether there is a memory at ``location`` yet (a server's is there once its URL is given)."""
-    return is_url(location) or Path(location).exists()
-
-
-def _location(value: str) -> Path | str:
-    return value if is_url(value) else Path(value).expanduser()
+    return location.exists()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from acr_cli import agents
 from acr_cli.config import Option, Settings
@@ -101,9 +101,10 @@ class Planned:
 class Plan:
     """What ``acr route`` shows and ``acr run`` starts from, decided before any agent runs.
 
-    ``memory`` is the local memory (arm health is read there); ``team`` a team's shared memory when the
-    project uses one (routing then reads its server). The policy and the reading of the request are made
-    on first use: ``acr run`` checks the verifier and takes the work tree's lock first."""
+    ``store`` is the memory (acr_cli.memory.interface.MemoryStore: a file, or a team's server, which routing
+    then reads); ``memory`` is where runs record and arm health is read (a team's local copy).
+    The policy and the reading of the request are made on first use: ``acr run`` checks the verifier and takes
+    the work tree's lock first."""
 
     text: str
     project: Path
@@ -114,7 +115,7 @@ class Plan:
     options: dict[str, Option]
     arm_ids: list[str] | None
     memory: Any = None
-    team: Any = None
+    store: Any = None  # the MemoryStore (acr_cli.memory.interface): a file, or a team's server
     health: HealthBook | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -131,7 +132,7 @@ class Plan:
             return live_policy(self.profile, memory, arms=self.arm_ids, policy=self.routing.policy,
                                option=self.routing.policy_option)
 
-        return make(self.memory) if self.team is None else TeamRouting(self.team, make)
+        return make(self.memory) if self.store is None else self.store.policy(make)
 
     @cached_property
     def ctx(self) -> Context:
@@ -173,7 +174,7 @@ class Plan:
 
     def close(self) -> None:
         """Close the memory (the team's, which closes its local copy too)."""
-        target = self.team if self.team is not None else self.memory
+        target = self.store if self.store is not None else self.memory
         if target is not None:
             target.close()
 
@@ -188,27 +189,3 @@ class Plan:
 
         return first_refusal(self.ctx, self.policy, env, max_attempts=self.max_attempts, max_cost=self.max_cost,
                              verified=verified, budget_name=self.budget_name)
-
-
-class TeamRouting:
-    """A policy reading a team's server; if the server goes away mid-run, the same policy reading
-    the local copy takes over (the run is recorded locally as always and uploaded later)."""
-
-    def __init__(self, team: Any, make: Callable[[Any], Any]):
-        self._team, self._make = team, make
-        self._inner = make(team.reads)
-
-    def __getattr__(self, name: str) -> Any:  # name, exhausted, rank, task_done ...: the policy's own
-        return getattr(self._inner, name)
-
-    def next(self, ctx: Context, state: Any) -> Any:
-        from acr_cli.memory.postgres import ServerUnreachable
-
-        try:
-            return self._inner.next(ctx, state)
-        except ServerUnreachable as e:
-            if self._team.server is None:
-                raise
-            self._team.lost(e.message)
-            self._inner = self._make(self._team.local)
-            return self._inner.next(ctx, state)

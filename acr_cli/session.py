@@ -29,7 +29,6 @@ from acr_cli.errors import AcrError
 from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, run_task, summary
-from acr_cli.memory.team import for_command
 from acr_cli.paths import Paths
 from acr_cli.plan import Plan
 from acr_cli.profiles import Profile, parse_arms
@@ -159,11 +158,6 @@ class Prepared:
         return self.plan.memory
 
     @property
-    def team(self) -> Any:
-        """acr_cli.memory.team.Team: the memory is a team's server (``memory`` is then the local one)."""
-        return self.plan.team
-
-    @property
     def verify(self) -> str | None:
         return self.options["verify"].value
 
@@ -222,18 +216,16 @@ class Prepared:
                           budget_name=plan.budget_name)
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
-        if self.team is not None and result.task_id:  # (queued as its first attempt began; again: no harm)
+        if result.task_id:  # a team's memory queued it as its first attempt began; again: no harm
             with interrupts.deferred():
-                self.team.recorded(result.task_id)
+                self.plan.store.recorded(result.task_id)
         report = RunReport(result, ctx, self.verify, self.workspace is not None, self._baseline, policy.name)
         if self.lock is not None:  # what acr kept to be safe, once old (acr_cli.workspace.gc): once a day at most
             from acr_cli.workspace.gc import maybe_prune
 
             with interrupts.deferred():
                 report.pruned = maybe_prune(self.lock)
-        if self.team is not None:
-            report.shared = {"server": self.team.label, "routed_from": "server" if self.team.server else "local copy",
-                             **self.team.sync().to_json()}
+        report.shared = self.plan.store.finish()  # a team's: where routing read, what the sync did
         return report
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
@@ -247,8 +239,8 @@ class Prepared:
                 with interrupts.deferred():
                     self.memory.describe_task(data["task_id"], context=context_json(ctx),
                                               baseline=baseline_json(self._baseline, self.verify))
-                    if self.team is not None:  # queued now: a run killed mid-way is uploaded once recovered
-                        self.team.recorded(data["task_id"])
+                    # a team's memory queues it now: a run killed mid-way is uploaded once recovered
+                    self.plan.store.recorded(data["task_id"])
             if on_event is not None:
                 on_event(what, **data)
 
@@ -285,19 +277,18 @@ def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Pro
     return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
 
 
-def open_plan_memory(plan: Plan, req: RunRequest, open_memory: Callable[[Path | None], Any]) -> None:
+def open_plan_memory(plan: Plan, req: RunRequest, open_memory: Callable[..., Any]) -> None:
     """Give the plan its memory: the team's (routing reads its server, the rest the local copy) when the project
     uses one, else the one ``open_memory`` opens (--memory, ACR_MEMORY or config.toml)."""
-    team = for_command(req.memory, req.project, plan.settings)
-    plan.team = team
-    plan.memory = team.local if team is not None else open_memory(req.memory)
+    store = open_memory(req.memory, project=req.project, settings=plan.settings)  # a file, or a team's server
+    plan.store, plan.memory = store, store.records
     plan.health = HealthBook(plan.memory)
-    if team is not None and team.note:
-        plan.notes.append(team.note)
+    if store.note:
+        plan.notes.append(store.note)
 
 
 def plan(req: RunRequest, *, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
-         open_memory: Callable[[Path | None], Any]) -> Plan:
+         open_memory: Callable[..., Any]) -> Plan:
     """The plan ``acr route`` shows and ``acr run`` starts from; close it with :meth:`Plan.close`."""
     made = settle(req, load_profile)
     open_plan_memory(made, req, open_memory)
@@ -306,7 +297,7 @@ def plan(req: RunRequest, *, load_profile: Callable[[str | None, Path], tuple[Pr
 
 def prepare(req: RunRequest, *,
             load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
-            open_memory: Callable[[Path | None], Any]) -> Prepared:
+            open_memory: Callable[..., Any]) -> Prepared:
     """Check everything a run needs before it starts; lock the work tree. Raises AcrError (exit 2).
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""

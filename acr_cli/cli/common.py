@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from acr_cli.cli.terminal import echo, json_safe
-from acr_cli.errors import EXIT_INTERNAL, AcrError, MemoryFileError
+from acr_cli.errors import EXIT_INTERNAL, AcrError
 
 MEMORY_HELP = ("Memory file, or a team's postgresql:// URL (default: ACR_MEMORY, else a URL in .acr.toml, "
                "else `memory` in config.toml, else memory.sqlite in acr's data dir).")
@@ -28,39 +28,26 @@ def paths():
 
 
 def open_memory(memory: str | Path | None, create: bool = True, read_only: bool = False,
-                project: Path | None = None, local_copy: bool = False):
-    """The memory. ``create=False``: a memory file that does not exist yet is an empty memory when it is
-    the default one, and an error when the user named it (a typo must not silently become a new, empty
-    memory). ``read_only`` (commands that only read): a memory acr cannot write to is still read. A
-    URL opens the team's shared memory on its server; ``local_copy`` (views: `memory show`, `memory
-    log`): while the server cannot be reached, the local copy of the team's newest tasks, said so."""
-    from acr_cli.memory import Memory
+                project: Path | None = None, local_copy: bool = False, settings: Any = None):
+    """The memory in effect for a command (``--memory``, else ACR_MEMORY, .acr.toml, config.toml, the
+    default): :func:`acr_cli.memory.opening.open_memory`. ``local_copy`` (views): while the team's server is
+    away, its local copy, with a warning on stderr. ``settings`` (runs, `acr route`): a team's server opens as
+    the team's memory, with the local file and ``share_prompts`` these settings give."""
+    from acr_cli.memory.opening import open_memory as open_at
 
-    path, source = paths().memory_choice(memory, project)
-    if isinstance(path, str):
-        from acr_cli.memory.postgres import ServerUnreachable
-
-        try:
-            return Memory.open(path)
-        except ServerUnreachable as e:
-            local = paths().local_copy(path)
-            if not (local_copy and e.away):  # a wrong URL or password is for the user to fix, not to show past
-                raise
-            echo(f"acr: warning: {e.message}; showing the local copy of the team's newest tasks and this "
-                 "machine's own runs", err=True)
-            return Memory.open(local, read_only=True) if local.exists() else Memory.open(":memory:")
-    if not create and not path.exists():
-        if source == "default":
-            return Memory.open(":memory:")
-        raise MemoryFileError(f"no memory at {path} (named by {source})",
-                              hint="check the path; a new memory is created by the first `acr run` that uses it")
-    return Memory.open(path, read_only=read_only)
+    p = paths()
+    location = p.memory_choice(memory, project)
+    fallback = p.local_copy(location) if local_copy and location.is_server else None
+    team_copy = p.local_copy(location) if settings is not None and location.is_server else None
+    share = bool(settings.resolve("share_prompts", default=True)[0]) if team_copy is not None else True
+    return open_at(location, create=create, read_only=read_only, team_copy=team_copy, share_prompts=share,
+                   fallback=fallback, warn=lambda message: echo(f"acr: warning: {message}", err=True))
 
 
 def open_local_memory(read_only: bool = False, memory: str | None = None):
     """With a team's shared memory (``--memory``, else the one in effect): the local file, which holds this
     machine's own runs and arm health (None while there is none yet)."""
-    path = paths().local_copy(paths().memory_choice(memory)[0])
+    path = paths().local_copy(paths().memory_choice(memory))
     return open_memory(str(path), create=False, read_only=read_only) if path.exists() else None
 
 

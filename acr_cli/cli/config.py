@@ -81,12 +81,8 @@ def _setting(k: str, p: Paths, s: Settings, prof: Profile | None, run: dict) -> 
 def _memory_setting(p: Paths) -> tuple[str, str]:
     """The memory acr will open: ACR_MEMORY wins, a relative path is the config dir's; a team's server is
     shown without its password."""
-    path, source = p.memory_choice()
-    if isinstance(path, str):
-        from acr_cli.memory.postgres import masked
-
-        return masked(path), source
-    return str(path.absolute()), source  # a relative ACR_MEMORY is the current directory's
+    location = p.memory_choice()  # a relative ACR_MEMORY is the current directory's
+    return (location.label if location.is_server else str(location.path.absolute())), location.source
 
 
 def _print_settings(p: Paths, s: Settings, rows: dict[str, dict], problem: str | None) -> None:

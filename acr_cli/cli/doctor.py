@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, console, load_profile, open_memory, paths, print_json
+from acr_cli.cli.common import JSON_HELP, MEMORY_HELP, PROFILE_HELP, console, load_profile, paths, print_json
 from acr_cli.cli.terminal import echo
 from acr_cli.errors import EXIT_PROBLEMS, AcrError, Reported
 from acr_cli.health.report import DoctorReport, any_runnable, diagnose, readiness_summary
@@ -53,7 +53,7 @@ def doctor(
         raise AcrError("--agent chooses which agents --check runs", hint="acr doctor --check --agent codex")
     p = paths()
     prof, settings = load_profile(profile, Path.cwd())
-    report = diagnose(prof, settings, p, memory, open_memory, refresh=refresh, reset=reset, check=check,
+    report = diagnose(prof, settings, p, memory, refresh=refresh, reset=reset, check=check,
                       only=agent, timeout=timeout,
                       on_check=None if json_out else lambda name: echo(f"checking {name}...", err=True))
     if json_out:

@@ -167,9 +167,9 @@ def export_(
     from acr_cli.memory.db import sqlite_files
 
     to_stdout = output is None or str(output) in ("-", "/dev/stdout")
-    location = paths().memory_choice(memory)[0]
-    if not to_stdout and not isinstance(location, str):
-        own = {p.resolve() for p in sqlite_files(location)}
+    location = paths().memory_choice(memory)
+    if not to_stdout and not location.is_server:
+        own = {p.resolve() for p in sqlite_files(location.path)}
         if output.resolve() in own or any(output.exists() and p.exists() and output.samefile(p) for p in own):
             raise AcrError(f"{output} is the memory itself (or its SQLite journal): an export there would destroy it",
                            hint="write the export to another file, e.g. acr memory export backup.jsonl")
@@ -215,10 +215,10 @@ def import_(
                 added, skipped = mem.import_(f)
     except BaseException as e:
         mem.close()
-        if new_file and not isinstance(target, str):  # nothing was imported (one transaction): no empty memory left
+        if new_file and not target.is_server:  # nothing was imported (one transaction): no empty memory left
             from acr_cli.memory.db import sqlite_files
 
-            for leftover in sqlite_files(target):
+            for leftover in sqlite_files(target.path):
                 leftover.unlink(missing_ok=True)
         if isinstance(e, UnicodeDecodeError):
             raise AcrError(f"{source} is not a text file written by `acr memory export`") from None
@@ -241,21 +241,19 @@ def sync(
 
     Example: acr memory sync
     """
-    from acr_cli.memory.postgres import masked
     from acr_cli.memory.team import open_team
 
     p = paths()
-    location, source = p.memory_choice(memory)
-    if not isinstance(location, str):
-        raise AcrError(f"the memory in effect is the file {location} (from {source}): there is no shared memory "
+    location = p.memory_choice(memory)
+    if not location.is_server:
+        raise AcrError(f"the memory in effect is the file {location} (from {location.source}): there is no shared memory "
                        "to sync with", hint='name the team\'s server: memory = "postgresql://USER@HOST/DB" in '
                                             "config.toml or .acr.toml, ACR_MEMORY or --memory")
     try:
-        team = open_team(location, p.local_copy(location), required=True)
+        team = open_team(location.target, p.local_copy(location), required=True)
     except AcrError as e:  # the server cannot be reached: --json still says so, and what waits
         if json_out:
-            label = masked(location)
-            print_json({"server": label, **_unsynced(label, e.message, memory).to_json()})
+            print_json({"server": location.label, **_unsynced(location.label, e.message, memory).to_json()})
         raise
     try:
         result = team.sync()
@@ -330,9 +328,9 @@ def _confirm_forget_all(memory: Optional[str]) -> None:
     """Ask before forgetting everything (a usage error when nobody is at a terminal to answer)."""
     if not sys.stdin.isatty():
         raise AcrError("--all needs confirmation; pass --yes when not at a terminal")
-    where = paths().memory_choice(memory)[0]
+    shared = paths().memory_choice(memory).is_server
     typer.confirm("Forget every task, attempt and replay in "
-                  + ("the team's shared memory" if isinstance(where, str) else "memory") + "?", abort=True)
+                  + ("the team's shared memory" if shared else "memory") + "?", abort=True)
 
 
 

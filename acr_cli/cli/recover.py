@@ -86,8 +86,8 @@ def _close_tasks(task_ids: list[str]) -> int:
 
     p = paths()
     # with a team's memory (a URL) runs record into the local file first: that is where they are
-    location = p.memory_choice(None)[0]
-    named = None if not isinstance(location, str) else str(p.local_copy(location))
+    location = p.memory_choice(None)
+    named = str(p.local_copy(location)) if location.is_server else None
     try:
         mem = open_memory(named, create=False)
     except AcrError:

@@ -295,7 +295,7 @@ def route(
     kind, policy = check_kind(kind), _policy(policy)
     req = RunRequest(text, proj, arms=arms, profile=profile, policy=policy, kind=kind, memory=memory)
     made = plan(req, load_profile=load_profile,
-                open_memory=lambda where: open_memory(where, create=False, read_only=True))
+                open_memory=lambda where, **kw: open_memory(where, create=False, read_only=True, **kw))
     for note in made.notes:
         echo(f"acr: warning: {note}", err=True)
     try:

@@ -39,8 +39,7 @@ def show(
     """
     found = None
     # a team's memory: this machine's own record first (it keeps the texts share_prompts kept back)
-    local = open_local_memory(read_only=True, memory=memory) if isinstance(paths().memory_choice(memory)[0], str) \
-        else None
+    local = open_local_memory(read_only=True, memory=memory) if paths().memory_choice(memory).is_server else None
     if local is not None:
         try:
             found = find_task(local, task, Path.cwd())

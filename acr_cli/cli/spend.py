@@ -33,7 +33,7 @@ def spend(
     start = parse_since(since)
     mem = open_memory(memory, create=False, read_only=True, local_copy=True)
     try:
-        lines, total = calc.totals(calc.rows(mem.db, start), by)
+        lines, total = calc.totals(calc.rows(mem, start), by)
     finally:
         mem.close()
     if json_out:

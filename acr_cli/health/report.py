@@ -1,19 +1,17 @@
 """What ``acr doctor`` finds: installed agent CLIs, each arm's readiness and health, where things live, the
 memory's figures and, on request, a check of each CLI against a local mock model API.
 
-:func:`diagnose` gathers it all into a :class:`DoctorReport`; the command only renders it. Memory is opened
-through the ``open_memory`` the caller passes (the command's, which knows the default and named locations),
-so this module does not depend on the command line."""
+:func:`diagnose` gathers it all into a :class:`DoctorReport`; the command only renders it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 from acr_cli.errors import AcrError, MemoryFileError
-
-MemoryOpener = Callable[..., Any]
+from acr_cli.memory.opening import open_memory
+from acr_cli.paths import MemoryLocation
 
 
 @dataclass
@@ -40,7 +38,7 @@ class DoctorReport:
         return out
 
 
-def diagnose(prof, settings, p, memory: Optional[str], open_memory: MemoryOpener, *, refresh: bool = False,
+def diagnose(prof, settings, p, memory: Optional[str], *, refresh: bool = False,
              reset: bool = False, check: bool = False, only: Optional[List[str]] = None, timeout: float = 120.0,
              on_check: Callable[[str], None] | None = None) -> DoctorReport:
     """The report for profile ``prof`` (with its ``settings``) and paths ``p``: ``memory`` is the --memory
@@ -52,11 +50,12 @@ def diagnose(prof, settings, p, memory: Optional[str], open_memory: MemoryOpener
 
     found = agent_versions(list(BUILTIN) + sorted(prof.agents), prof.agents, cache_dir=p.cache_dir, refresh=refresh)
     arms = arm_readiness(prof, p.cache_dir, refresh=refresh)
-    mem_path = p.memory_path(memory)
-    shared = isinstance(mem_path, str)
-    health_memory = str(p.local_copy(mem_path)) if shared else memory  # arm health is this machine's: the local file's
-    forgotten = _arm_health(open_memory, health_memory, prof, arms, reset)
-    mem_info = _shared_figures(mem_path, p) if shared else _local_figures(open_memory, memory, mem_path)
+    location = p.memory_choice(memory)
+    # arm health is this machine's: with a team's server, the local file's (named: it must exist to be read)
+    health_at = MemoryLocation(p.local_copy(location), source="the team's local copy") if location.is_server \
+        else location
+    forgotten = _arm_health(health_at, prof, arms, reset)
+    mem_info = _shared_figures(location, p) if location.is_server else _local_figures(location)
     checks = _run_checks(only, found, timeout, on_check) if check else None
     return DoctorReport(
         acr={"version": __version__, "memory_schema": SCHEMA_VERSION},
@@ -68,13 +67,13 @@ def diagnose(prof, settings, p, memory: Optional[str], open_memory: MemoryOpener
         memory=mem_info, checks=checks, health_reset=forgotten, problems=problems(checks, mem_info, arms))
 
 
-def _local_figures(open_memory: MemoryOpener, memory: Optional[str], mem_path: Path) -> dict:
+def _local_figures(location: MemoryLocation) -> dict:
     """A memory file: where it is, whether it exists, its figures, or what is wrong with it (a broken memory
     is one more finding, not the end of the diagnosis)."""
-    info: dict = {"path": str(mem_path), "exists": mem_path.exists()}
+    info: dict = {"path": str(location.path), "exists": location.path.exists()}
     if info["exists"]:
         try:
-            info.update(_memory_figures(open_memory, memory))
+            info.update(_memory_figures(location))
         except MemoryFileError as e:
             info["problem"] = e.message + (f" ({e.hint})" if e.hint else "")
     return info
@@ -148,13 +147,13 @@ def readiness_summary(name: str, counts: dict[str, int]) -> str:
     return f"profile {name}: {counts['ready']} of {counts['total']} arms ready" + "".join(", " + e for e in extra)
 
 
-def _arm_health(open_memory: MemoryOpener, memory: Optional[str], prof, arms: list[dict], reset: bool) -> int | None:
+def _arm_health(location: MemoryLocation, prof, arms: list[dict], reset: bool) -> int | None:
     """Add to each arm what memory knows of its health (set aside, cooling down); with ``reset``, forget
     all of it first and return how many entries went (None without ``reset``)."""
     from acr_cli.health.state import HealthBook
 
     try:
-        mem = open_memory(memory, create=reset, read_only=not reset)
+        mem = open_memory(location, create=reset, read_only=not reset)
     except AcrError:
         if reset:
             raise
@@ -179,10 +178,10 @@ def any_runnable(arms: list[dict]) -> bool:
     return counts["ready"] + counts["unknown"] > 0
 
 
-def _memory_figures(open_memory: MemoryOpener, memory: Optional[str]) -> dict:
+def _memory_figures(location: MemoryLocation) -> dict:
     """Counts and size of the memory, after a check that reads every page, so damage that opening the
     file does not reach shows here too (raised as MemoryFileError)."""
-    mem = open_memory(memory, create=False, read_only=True)
+    mem = open_memory(location, create=False, read_only=True)
     try:
         mem.check()
         return {**mem.counts(), "size_bytes": mem.size_bytes()}
@@ -190,26 +189,23 @@ def _memory_figures(open_memory: MemoryOpener, memory: Optional[str]) -> dict:
         mem.close()
 
 
-def _shared_figures(url: str, p) -> dict:
+def _shared_figures(location: MemoryLocation, p) -> dict:
     """A team's shared memory: the server, its latency and counts, and what the local file still has to upload."""
-    from acr_cli.memory.team import latency_ms, open_team, pending
+    from acr_cli.memory.team import latency_ms, open_team, server_version
 
     try:
-        team = open_team(url, p.local_copy(url))
+        team = open_team(location.target, p.local_copy(location))
     except MemoryFileError as e:
-        from acr_cli.memory.postgres import masked
-
-        return {"path": masked(url), "exists": True, "shared": True, "problem": e.message}
+        return {"path": location.label, "exists": True, "shared": True, "problem": e.message}
     try:
-        info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_copy(url)),
-                      "pending": pending(team.local, team.label)}
-        cached = team.local.db.execute("SELECT at FROM downloads WHERE target = ?", (team.label,)).fetchone()
-        info["local_copy_at"] = cached[0] if cached else None
+        info: dict = {"path": team.label, "exists": True, "shared": True, "local": str(p.local_copy(location)),
+                      "pending": team.pending()}
+        info["local_copy_at"] = team.copied_at()
         if team.server is None:
             info["problem"] = team.offline
             return info
         server = team.server
-        info["server_version"] = server.db.execute("SHOW server_version").fetchone()[0]
+        info["server_version"] = server_version(server)
         info["latency_ms"] = round(latency_ms(server), 2)
         info.update(server.counts())
         info["size_bytes"] = server.size_bytes()

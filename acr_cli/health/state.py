@@ -18,7 +18,6 @@ errors in a row, by when the problem is not transient and a person should look.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -94,12 +93,6 @@ def cooldown_s(errors: int) -> float:
     return min(COOL_BASE_S * 2 ** max(errors - 1, 0), COOL_MAX_S)
 
 
-# an arm's row replaced whole (the SQL of an upsert both SQLite and PostgreSQL speak)
-_REPLACE = (" ON CONFLICT (key) DO UPDATE SET " + ", ".join(
-    f"{c} = excluded.{c}" for c in ("state", "agent", "model", "reason", "fix", "fingerprint", "errors", "until",
-                                     "updated_at")))
-
-
 class HealthBook:
     """Read and write arm health in a memory. ``scope_of(agent, model)`` names an arm's credential
     scope, ``fingerprint_of(agent, model)`` what its readiness depends on now (both cheap)."""
@@ -117,11 +110,8 @@ class HealthBook:
             return self.scope_of(arm.agent, arm.model)
         return readiness.scope(arm.agent, arm.model, arm.args)
 
-    def _rows(self) -> list[sqlite3.Row]:
-        try:
-            return list(self.m.db.execute("SELECT * FROM arm_health"))
-        except sqlite3.OperationalError:  # a read-only memory from before arm health: nothing known
-            return []
+    def _rows(self) -> list:
+        return self.m.arm_health_rows()  # (a read-only memory from before arm health: none)
 
     def record(self, arm: Arm, problem: "Problem", detail: str | None = None, now: datetime | None = None) -> Health:
         """Remember what an error attempt showed; returns the arm's health now."""
@@ -130,31 +120,27 @@ class HealthBook:
         if problem.kind == LIMIT:
             reason += "" if problem.until_known else f"; no reset time ahead given, tried again in {FALLBACK_HOLD_S / 60:g} min"
             key = f"scope:{self._scope(arm)}"
-            self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
-                          " errors, until, updated_at) VALUES (?,?,?,?,?,NULL,?,1,?,?)" + _REPLACE,
-                          (key, HELD, arm.agent, arm.model, reason, self.fingerprint_of(arm.agent, arm.model),
-                           problem.until, _iso(now)))
+            self.m.put_arm_health(key, state=HELD, agent=arm.agent, model=arm.model, reason=reason,
+                                  fingerprint=self.fingerprint_of(arm.agent, arm.model), until=problem.until,
+                                  updated_at=_iso(now))
             return Health(HELD, reason, until=problem.until, since=_iso(now))
         if problem.kind == SETUP:
             key = f"model:{arm.id}" if problem.model_only else f"scope:{self._scope(arm)}"
-            self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint,"
-                          " errors, until, updated_at) VALUES (?,?,?,?,?,?,?,1,NULL,?)" + _REPLACE,
-                          (key, SET_ASIDE, arm.agent, arm.model, reason, problem.fix,
-                           self.fingerprint_of(arm.agent, arm.model), _iso(now)))
+            self.m.put_arm_health(key, state=SET_ASIDE, agent=arm.agent, model=arm.model, reason=reason,
+                                  fix=problem.fix, fingerprint=self.fingerprint_of(arm.agent, arm.model),
+                                  updated_at=_iso(now))
             return Health(SET_ASIDE, reason, problem.fix, since=_iso(now))
         key = f"arm:{arm.id}"
-        row = self.m.db.execute("SELECT errors FROM arm_health WHERE key = ?", (key,)).fetchone()
-        errors = (row["errors"] if row else 0) + 1
+        errors = self.m.arm_health_errors(key) + 1
         until = _iso(now + timedelta(seconds=cooldown_s(errors)))
-        self.m._write("INSERT INTO arm_health (key, state, agent, model, reason, fix, fingerprint, errors,"
-                      " until, updated_at) VALUES (?,?,?,?,?,NULL,NULL,?,?,?)" + _REPLACE,
-                      (key, COOLING, arm.agent, arm.model, reason, errors, until, _iso(now)))
+        self.m.put_arm_health(key, state=COOLING, agent=arm.agent, model=arm.model, reason=reason, errors=errors,
+                              until=until, updated_at=_iso(now))
         return Health(COOLING, reason, until=until, errors=errors, since=_iso(now))
 
     def ran(self, arm: Arm) -> None:
         """An attempt of ``arm`` ran (any verdict but error): its transient errors are behind it."""
         try:
-            self.m._write("DELETE FROM arm_health WHERE key = ?", (f"arm:{arm.id}",))
+            self.m.forget_arm_health(f"arm:{arm.id}")
         except Exception:  # a read-only memory: nothing to forget
             pass
 
@@ -190,14 +176,14 @@ class HealthBook:
                 out[arm.id] = Health(COOLING, c["reason"], until=c["until"], errors=c["errors"], since=c["updated_at"])
         for key in lifted:
             try:
-                self.m._write("DELETE FROM arm_health WHERE key = ?", (key,))
+                self.m.forget_arm_health(key)
             except Exception:
                 pass
         return out
 
     def reset(self) -> int:
         """Forget all arm health (`acr doctor --reset`)."""
-        return self.m._write("DELETE FROM arm_health").rowcount
+        return self.m.forget_arm_health()
 
 
 def _short(text: str, n: int = 160) -> str:

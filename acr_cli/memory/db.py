@@ -509,50 +509,58 @@ MIGRATION_LOCK = 0x616372  # "acr"
 def migrate(db: Any, dialect: Any = SQLITE, tables: set[str] | None = None) -> list[str]:
     """Apply the missing migrations, each in its own transaction; returns their names. ``tables``: the
     tables the database has, when the caller knows (a server up to date then costs one query)."""
-    import time
-
-    postgres = dialect.name == "postgresql"
     steps = migrations(dialect)
     if tables is not None and "migrations" in tables:
         if {r[0] for r in db.execute("SELECT name FROM migrations")} >= {name for name, _ in steps}:
             return []
     if tables is None or "migrations" not in tables:  # (a member who may not create tables never needs to)
-        if postgres:  # two acr opening a new server database at once: CREATE TABLE IF NOT EXISTS races there
-            db.execute("BEGIN")
+        _create_migrations_table(db, dialect)
+    done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+    return [name for name, fn in steps
+            if name not in done and (name not in NEEDED or NEEDED[name](db)) and _apply(db, dialect, name, fn)]
+
+
+def _create_migrations_table(db: Any, dialect: Any) -> None:
+    """The table of applied migrations. On PostgreSQL under the migration lock, as the owner: two acr opening a
+    new server database at once would race on CREATE TABLE IF NOT EXISTS."""
+    postgres = dialect.name == "postgresql"
+    if postgres:
+        db.execute("BEGIN")
+        db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+        _as_owner(db)
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    except BaseException as e:
+        if postgres:
+            db.execute("ROLLBACK")
+            raise _not_owner(db, e, "001_initial") from None
+        raise
+    if postgres:
+        db.execute("COMMIT")
+
+
+def _apply(db: Any, dialect: Any, name: str, fn: Any) -> bool:
+    """Apply one migration in its own transaction; False when another process applied it first."""
+    import time
+
+    postgres = dialect.name == "postgresql"
+    db.execute(dialect.begin)
+    try:
+        if postgres:
             db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             _as_owner(db)
-        try:
-            db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        except BaseException as e:
-            if postgres:
-                db.execute("ROLLBACK")
-                raise _not_owner(db, e, "001_initial") from None
-            raise
+        applied = name not in {r[0] for r in db.execute("SELECT name FROM migrations")}  # another process raced us
+        if applied:
+            fn(db, dialect)
+            db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+        db.execute("COMMIT")
+    except BaseException as e:
+        db.execute("ROLLBACK")
         if postgres:
-            db.execute("COMMIT")
-    done = {r[0] for r in db.execute("SELECT name FROM migrations")}
-    applied = []
-    for name, fn in steps:
-        if name in done or (name in NEEDED and not NEEDED[name](db)):
-            continue
-        db.execute(dialect.begin)
-        try:
-            if postgres:
-                db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-                _as_owner(db)
-            if name not in {r[0] for r in db.execute("SELECT name FROM migrations")}:  # another process raced us
-                fn(db, dialect)
-                db.execute("INSERT INTO migrations VALUES (?, ?)",
-                           (name, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
-                applied.append(name)
-            db.execute("COMMIT")
-        except BaseException as e:
-            db.execute("ROLLBACK")
-            if postgres:
-                raise _not_owner(db, e, name) from None
-            if isinstance(e, sqlite3.DatabaseError):
-                e.acr_step = name  # type: ignore[attr-defined]  # (_explain names it)
-            raise
+            raise _not_owner(db, e, name) from None
+        if isinstance(e, sqlite3.DatabaseError):
+            e.acr_step = name  # type: ignore[attr-defined]  # (_explain names it)
+        raise
     return applied
 
 

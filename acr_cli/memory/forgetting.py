@@ -76,9 +76,9 @@ def held_by_own_memory(p: Paths, task_ids: list[str], forgotten_from) -> set[str
     theirs. A server is not asked (its tasks' logs are on the machines that ran them)."""
     if not task_ids:
         return set()
-    default = p.memory_choice(None)[0]
+    default = p.memory_choice(None)
     team_copy = p.local_copy(default)  # the personal memory, unless a project's server has a file of its own
-    own = {p.local_memory, team_copy if isinstance(default, str) else default}
+    own = {p.local_memory, team_copy if default.is_server else default.path}
     chosen = None if forgotten_from.shared else Path(str(forgotten_from.path))
     held: set[str] = set()
     for path in own:

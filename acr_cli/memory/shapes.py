@@ -90,36 +90,47 @@ def _why(value: Any, shape: Any, where: str, required: tuple[str, ...] = (), nul
     if value is None and (nullable or isinstance(shape, (type, dict, list, Row))):
         return None if nullable else f"{where} is null"
     if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return f"{where} should be an object"
-        for key in required:
-            if value.get(key) is None:
-                return f"{where} has no {key}"
-        for key, sub in shape.items():
-            if isinstance(sub, Given):
-                if key in value and value[key] is None:
-                    return f"{where}.{key} is null"
-                sub = sub.shape
-            why = _why(value.get(key), sub, f"{where}.{key}", REQUIRED.get(f"{where}.{key}", ()))
-            if why:
-                return why
-        return None
+        return _why_object(value, shape, where, required)
     if isinstance(shape, list):
         if not isinstance(value, list):
             return f"{where} should be a list"
-        for i, item in enumerate(value):
-            why = _why(item, shape[0], f"{where}[{i}]", nullable=False)
-            if why:
-                return why
-        return None
+        return _first_why((item, shape[0], f"{where}[{i}]") for i, item in enumerate(value))
     if isinstance(shape, Row):
         if not isinstance(value, list) or len(value) != len(shape):
             return f"{where} should be a list of {len(shape)}"
-        for i, (item, sub) in enumerate(zip(value, shape)):
-            why = _why(item, sub, f"{where}[{i}]", nullable=False)
-            if why:
-                return why
-        return None
+        return _first_why((item, sub, f"{where}[{i}]") for i, (item, sub) in enumerate(zip(value, shape)))
+    return _why_scalar(value, shape, where)
+
+
+def _why_object(value: Any, shape: dict, where: str, required: tuple[str, ...]) -> str | None:
+    """Why ``value`` is not the object ``shape`` describes: not an object, a required key missing, or a key's value."""
+    if not isinstance(value, dict):
+        return f"{where} should be an object"
+    for key in required:
+        if value.get(key) is None:
+            return f"{where} has no {key}"
+    for key, sub in shape.items():
+        if isinstance(sub, Given):
+            if key in value and value[key] is None:
+                return f"{where}.{key} is null"
+            sub = sub.shape
+        why = _why(value.get(key), sub, f"{where}.{key}", REQUIRED.get(f"{where}.{key}", ()))
+        if why:
+            return why
+    return None
+
+
+def _first_why(items: Any) -> str | None:
+    """The first of (item, shape, where) whose item does not have its shape (items of a list are never null)."""
+    for item, sub, where in items:
+        why = _why(item, sub, where, nullable=False)
+        if why:
+            return why
+    return None
+
+
+def _why_scalar(value: Any, shape: Any, where: str) -> str | None:
+    """Why ``value`` is not of ``shape``: a type (a bool is no number) or a check (Is, COUNT, ...)."""
     if isinstance(shape, type):
         ok = isinstance(value, shape) and not (isinstance(value, bool) and shape is not bool)
     else:

@@ -95,34 +95,49 @@ def find(memory: Any, scope: str, text: str, *, project: str | None = None, upto
     df = _df(db, scope, query)
     qvec = _vector(query, df, docs)
     qnorm = math.sqrt(sum(v * v for v in qvec.values()))
-    telling = []  # the rarest words first, while the index has at most POSTINGS entries to read for them
+    where = "t.source = ? AND t.finished_at IS NOT NULL" + (" AND t.rowid <= ?" if upto is not None else "")
+    bounds = [scope, *([upto] if upto is not None else [])]
+    if qnorm <= 0 and docs > 0:  # every word of it is in every request counted: only its copies tell
+        return _copies(db, where, bounds, text, project, k)
+    telling = _telling(df)
+    if not telling:  # no request has any of its words
+        return []
+    rows = _candidates(db, dialect, where, [dialect.text_query(telling), *bounds], project)
+    texts = {r[0]: words(r[1]) for r in rows}
+    df.update(_df(db, scope, {t for w in texts.values() for t in w if t not in query}))
+    out = _scored(rows, texts, qvec, qnorm, df, docs, project)
+    out.sort(key=lambda s: (not s.same_project, -s.similarity))
+    return [s for s in out[:k] if s.similarity > 0]
+
+
+def _telling(df: dict[str, int]) -> list[str]:
+    """The query's rarest words first, while the index has at most POSTINGS entries to read for them: the
+    words that tell requests apart, at a bounded cost."""
+    telling: list[str] = []
     postings = 0
     for t in sorted(df, key=df.__getitem__)[:QUERY_WORDS]:
         postings += df[t]
         if telling and postings > POSTINGS:
             break
         telling.append(t)
-    where = "t.source = ? AND t.finished_at IS NOT NULL"
-    if upto is not None:
-        where += " AND t.rowid <= ?"
-    if qnorm <= 0 and docs > 0:  # every word of it is in every request counted: only its copies tell
-        return _copies(db, where, [scope, *([upto] if upto is not None else [])], text, project, k)
-    if not telling:  # no request has any of its words
-        return []
-    params: list = [dialect.text_query(telling), scope]
-    if upto is not None:
-        params.append(upto)
+    return telling
+
+
+def _candidates(db: Any, dialect: Any, where: str, params: list, project: str | None) -> list:
+    """Rows (id, prompt, project, created_at) the text index offers: the project's own first, then any."""
+    select = "SELECT t.id, t.prompt, t.project, t.created_at "
     rows = []
     if project is not None:
-        rows = db.execute("SELECT t.id, t.prompt, t.project, t.created_at "
-                          + dialect.text_candidates(where + " AND t.project = ?", CANDIDATES),
+        rows = db.execute(select + dialect.text_candidates(where + " AND t.project = ?", CANDIDATES),
                           [*params, project]).fetchall()
     seen = {r[0] for r in rows}
-    rows += [r for r in db.execute("SELECT t.id, t.prompt, t.project, t.created_at "
-                                   + dialect.text_candidates(where, CANDIDATES), params).fetchall()
-             if r[0] not in seen]
-    texts = {r[0]: words(r[1]) for r in rows}
-    df.update(_df(db, scope, {t for w in texts.values() for t in w if t not in query}))
+    return rows + [r for r in db.execute(select + dialect.text_candidates(where, CANDIDATES), params).fetchall()
+                   if r[0] not in seen]
+
+
+def _scored(rows: list, texts: dict[str, Counter], qvec: dict[str, float], qnorm: float, df: dict[str, int],
+            docs: int, project: str | None) -> list[Similar]:
+    """Each candidate with its cosine similarity to the query (candidates with no weighted word left out)."""
     out = []
     for task_id, prompt, proj, created in rows:
         vec = _vector(texts[task_id], df, docs)
@@ -132,8 +147,7 @@ def find(memory: Any, scope: str, text: str, *, project: str | None = None, upto
         sim = sum(qvec[t] * vec[t] for t in qvec.keys() & vec.keys()) / (qnorm * norm)
         same = project is not None and proj == project
         out.append(Similar(task_id, min(sim, 1.0), proj, _first_line(prompt), created, same))
-    out.sort(key=lambda s: (not s.same_project, -s.similarity))
-    return [s for s in out[:k] if s.similarity > 0]
+    return out
 
 
 def _copies(db: Any, where: str, params: list, text: str, project: str | None, k: int) -> list[Similar]:

@@ -59,13 +59,13 @@ def _key(by: str, row: Any) -> str:
     return str(row[by] or "-")
 
 
-def rows(db: Any, since: str | None) -> list[Any]:
+def rows(memory: Any, since: str | None) -> list[Any]:
     """Every attempt of a live task started at or after ``since`` (an ISO time, UTC), with its task's fields."""
     where, params = "t.source = 'live'", []
     if since:
         where += " AND t.created_at >= ?"
         params.append(since)
-    return db.execute(
+    return memory.db.execute(
         "SELECT t.id AS task_id, t.created_at, t.project, t.kind, t.passed AS task_passed, a.agent, a.model, "
         "a.verdict, a.cost_usd, a.cost_source, a.tokens_in, a.tokens_out FROM attempts a JOIN tasks t ON t.id = a.task_id "
         f"WHERE {where} ORDER BY t.created_at, a.seq", params).fetchall()

@@ -33,7 +33,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from acr_cli.errors import MemoryFileError
 from acr_cli.memory import shapes
@@ -42,6 +42,7 @@ from acr_cli.memory.base import now_iso
 from acr_cli.memory.postgres import ServerUnreachable, masked
 from acr_cli.memory.store import Memory
 
+P = TypeVar("P")
 BATCH = 200  # tasks per server transaction when uploading or copying
 # a target's finished tasks not uploaded yet (a task still running is sent once it has finished)
 _PENDING = ("FROM uploads u JOIN tasks t ON t.id = u.task_id"
@@ -63,8 +64,10 @@ class SyncResult:
 
 
 @dataclass
-class Team:
-    """A command's view of a team's shared memory: the local memory, and the server's (None while it is away)."""
+class TeamMemory:
+    """A team's shared memory as a run sees it (a :class:`acr_cli.memory.interface.MemoryStore`): the local
+    memory, which records first and queues uploads (its spool), and the server's (None while it is away),
+    which routing reads; a server that goes away mid-run leaves routing to the local copy."""
 
     url: str
     local: Memory
@@ -79,9 +82,22 @@ class Team:
         return masked(self.url)
 
     @property
+    def records(self) -> Memory:
+        """Where runs record, and arm health (this machine's logins and quota) is kept: the local memory."""
+        return self.local
+
+    @property
     def reads(self) -> Memory:
         """What routing reads: the server's memory, else the local copy."""
         return self.server or self.local
+
+    def policy(self, make: Callable[[Memory], P]) -> P:
+        """The policy ``make`` builds on the server's memory, rebuilt on the local copy if the server goes away."""
+        return _FailoverPolicy(self, make)  # type: ignore[return-value]  # (the policy's own methods, forwarded)
+
+    def finish(self) -> dict[str, Any]:
+        """After a run: where routing read, and what the sync did (uploads, the refreshed local copy)."""
+        return {"server": self.label, "routed_from": "server" if self.server else "local copy", **self.sync().to_json()}
 
     @property
     def note(self) -> str | None:
@@ -92,9 +108,17 @@ class Team:
             self._note = self._offline_note()
         return self._note
 
+    def pending(self) -> int:
+        """Finished tasks recorded here for this server and not uploaded yet (the spool)."""
+        return pending(self.local, self.label)
+
+    def copied_at(self) -> str | None:
+        """When the local copy of the server's newest tasks was last refreshed (None: never)."""
+        return copied_at(self.local, self.label)
+
     def _offline_note(self) -> str:
-        cached = self.local.db.execute("SELECT at FROM downloads WHERE target = ?", (self.label,)).fetchone()
-        since = f"as of {cached[0]}" if cached else "never copied: only this machine's own runs"
+        at = self.copied_at()
+        since = f"as of {at}" if at else "never copied: only this machine's own runs"
         return (f"shared memory {self.label} is unreachable ({_short(self.offline)}): routing from the local copy "
                 f"({since}); this run is recorded locally and uploaded by the next run or `acr memory sync`")
 
@@ -124,7 +148,7 @@ class Team:
                 result.error = e.message
         elif self.offline:
             result.error = self.offline
-        result.pending = pending(self.local, self.label)
+        result.pending = self.pending()
         self.synced = result
         return result
 
@@ -136,7 +160,44 @@ class Team:
             self.local.close()
 
 
-def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> Team:
+class _FailoverPolicy:
+    """A run's policy reading a team's server; if the server goes away mid-run, the same policy reading
+    the local copy takes over (the run is recorded locally as always and uploaded later). It answers as the
+    policy it wraps (acr_cli.routing.base.Policy); only choosing the next arm reads memory mid-run."""
+
+    def __init__(self, team: TeamMemory, make: Callable[[Memory], Any]):
+        self._team, self._make = team, make
+        self._inner = make(team.reads)
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def exhausted(self) -> str:
+        return self._inner.exhausted
+
+    def rank(self, ctx: Any, state: Any = None) -> Any:
+        return self._inner.rank(ctx, state)
+
+    def similar_effect(self, ctx: Any, state: Any = None) -> Any:
+        return self._inner.similar_effect(ctx, state)
+
+    def task_done(self, ctx: Any, state: Any) -> None:
+        self._inner.task_done(ctx, state)
+
+    def next(self, ctx: Any, state: Any) -> Any:
+        try:
+            return self._inner.next(ctx, state)
+        except ServerUnreachable as e:
+            if self._team.server is None:
+                raise
+            self._team.lost(e.message)
+            self._inner = self._make(self._team.local)
+            return self._inner.next(ctx, state)
+
+
+def open_team(url: str, local_path: Path, share_prompts: bool = True, required: bool = False) -> TeamMemory:
     """The local memory and the server's. ``required``: a server that cannot be reached is an error
     (``acr memory sync``); otherwise the team works offline (``acr run``, ``acr route``) while the server is
     away, and a server that refuses the URL (no such database or role, a wrong password) is an error."""
@@ -147,30 +208,27 @@ def open_team(url: str, local_path: Path, share_prompts: bool = True, required: 
         if required or not e.away:  # a wrong URL, role or password is for the user to fix, not to work around
             local.close()
             raise
-        return Team(url, local, None, share_prompts, offline=e.message)
+        return TeamMemory(url, local, None, share_prompts, offline=e.message)
     except MemoryFileError:
         local.close()
         raise
-    return Team(url, local, server, share_prompts)
-
-
-def for_command(memory: str | Path | None, project: Path, settings: Any) -> Team | None:
-    """The team's memories when the memory in effect (``--memory``, ACR_MEMORY, .acr.toml, config.toml) is a
-    server's URL, else None. A server that cannot be reached is no error here: the command routes from the
-    local copy (:attr:`Team.note` says so)."""
-    from acr_cli.paths import Paths
-
-    paths = Paths.from_env()
-    location, _ = paths.memory_choice(memory, project)
-    if not isinstance(location, str):
-        return None
-    share, _ = settings.resolve("share_prompts", default=True)
-    return open_team(location, paths.local_copy(location), share_prompts=bool(share))
+    return TeamMemory(url, local, server, share_prompts)
 
 
 def recorded_for(local: Memory, target: str) -> set[str]:
     """The tasks this machine recorded for ``target``, uploaded or not."""
     return {r[0] for r in local.db.execute("SELECT task_id FROM uploads WHERE target = ?", (target,))}
+
+
+def copied_at(local: Memory, target: str) -> str | None:
+    """When the local copy of ``target``'s newest tasks was last refreshed (None: never)."""
+    row = local.db.execute("SELECT at FROM downloads WHERE target = ?", (target,)).fetchone()
+    return row[0] if row else None
+
+
+def server_version(server: Memory) -> str:
+    """The PostgreSQL server's version (``acr doctor`` shows it)."""
+    return server.db.execute("SHOW server_version").fetchone()[0]
 
 
 def pending(local: Memory, target: str) -> int:
