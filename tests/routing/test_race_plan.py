@@ -1,0 +1,80 @@
+"""The race plan's choice, on explicit numbers: when a race beats escalation, and what it is expected to cost."""
+
+import pytest
+
+from acr_cli.domain import Arm
+from acr_cli.routing import race
+from acr_cli.routing.base import Ranked
+from acr_cli.routing.latent import Latent, Phi_inv
+
+
+def ranked(*arms):
+    """(model, pass chance, USD, seconds) each, in the policy's order."""
+    return [Ranked(Arm("a", m), mean=p, cost=c, duration=s) for m, p, c, s in arms]
+
+
+THREE = ranked(("x", 0.6, 0.5, 600), ("y", 0.55, 0.5, 600), ("z", 0.5, 0.5, 600))
+
+
+def test_no_race_when_time_is_not_weighed():
+    plan = race.plan_race(THREE, 3, cost_weight=0.1, time_weight=0.0)
+    assert plan.arms == ()
+    assert plan.options[1].reward > plan.options[2].reward > plan.options[3].reward
+
+
+def test_the_race_grows_with_time_weight():
+    sizes = [race.plan_race(THREE, 3, cost_weight=0.1, time_weight=tw).size for tw in (0.0, 0.1, 0.5)]
+    assert sizes == [0, 2, 3]
+
+
+def test_figures_of_a_race_of_two_independent_arms():
+    plan = race.plan_race(THREE, 2, cost_weight=0.1, time_weight=0.2)
+    assert plan.arms == ("a:x", "a:y")
+    assert plan.p_any == pytest.approx(1 - 0.4 * 0.45)
+    assert plan.usd == pytest.approx(1.0)  # a replay pays both arms, pass or fail
+    assert plan.minutes == pytest.approx(10.0)
+    assert not plan.joint
+    # escalation: x, then y if x failed, then z if both failed
+    seq = plan.options[1]
+    assert seq.p_pass == pytest.approx(1 - 0.4 * 0.45 * 0.5)
+    assert seq.usd == pytest.approx(0.5 * (1 + 0.4 + 0.4 * 0.45))
+    assert seq.reward == pytest.approx(seq.p_pass - 0.1 * (seq.usd + 0.2 * 10 * (1 + 0.4 + 0.18)))
+
+
+def test_a_live_race_pays_losers_half_when_one_passes():
+    plan = race.plan_race(THREE, 2, cost_weight=0.1, time_weight=0.2, loser_share=race.LIVE_FIRST)
+    p_any = 1 - 0.4 * 0.45
+    assert plan.usd == pytest.approx((1 - p_any) * 1.0 + p_any * (0.5 + 0.5 * 0.5))
+
+
+def test_never_a_race_when_the_first_arm_is_near_certain():
+    sure = ranked(("x", 0.99, 0.5, 600), ("y", 0.6, 0.5, 600), ("z", 0.6, 0.5, 600))
+    for tw in (0.0, 0.2, 5.0):
+        assert race.plan_race(sure, 3, cost_weight=0.1, time_weight=tw).arms == ()
+
+
+def test_a_race_counts_the_cost_of_every_raced_arm():
+    cheap_second = ranked(("x", 0.5, 0.1, 600), ("y", 0.5, 0.1, 600))
+    dear_second = ranked(("x", 0.5, 0.1, 600), ("y", 0.5, 3.0, 600))
+    assert race.plan_race(cheap_second, 2, cost_weight=0.1, time_weight=0.05).arms == ("a:x", "a:y")
+    dear = race.plan_race(dear_second, 2, cost_weight=0.1, time_weight=0.05)
+    assert dear.arms == ()
+    assert dear.options[2].usd == pytest.approx(3.1)
+
+
+def test_the_latent_ease_races_less_than_independence():
+    latent = Latent(0.5)
+    rows = ranked(("x", 0.5, 0.5, 600), ("y", 0.5, 0.5, 600))
+    for r in rows:
+        r.probit = (Phi_inv(0.5), 0.01)
+    joint = race.forced(rows, 2, latent=latent)
+    independent = race.forced(rows, 2)
+    assert joint.joint and not independent.joint
+    assert independent.p_any == pytest.approx(0.75)
+    assert 0.5 < joint.p_any < 0.75  # a task hard for one arm is likely hard for the other
+
+
+def test_one_arm_or_n_below_two_is_no_race():
+    assert race.plan_race(THREE[:1], 3, cost_weight=0.1, time_weight=1.0).arms == ()
+    assert race.plan_race(THREE, 1, cost_weight=0.1, time_weight=1.0).arms == ()
+    assert race.forced(THREE, 1).arms == ()
