@@ -24,6 +24,7 @@ from typing import Any, Callable
 from acr_cli import interrupts
 from acr_cli.bench import metrics
 from acr_cli.bench.matrix import Matrix
+from acr_cli.bench.race import Racing, elapsed, race_task
 from acr_cli.context import Context
 from acr_cli.domain import COST_REPORTED, FAILED, PASSED, Arm, Feedback, TaskState
 from acr_cli.errors import AcrError
@@ -103,6 +104,25 @@ def max_attempts_for(matrix: Matrix, protocol: str, dimension: str) -> int:
 
 
 @dataclass
+class _Waits:
+    """A racing replay's tally: tasks that raced, and the seconds its tasks kept the user waiting."""
+
+    races: int = 0
+    seconds: float = 0.0
+    timed: bool = False
+
+    def add(self, result, raced: int) -> None:
+        self.races += raced > 0
+        took = elapsed(result, raced)
+        if took is not None:
+            self.seconds += took
+            self.timed = True
+
+    def figures(self) -> dict[str, Any]:
+        return {"races": self.races, "wait_hours": self.seconds / 3600 if self.timed else None}
+
+
+@dataclass
 class RunResult:
     run_id: str
     policy: str
@@ -114,8 +134,11 @@ class RunResult:
 
 def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory: Memory, *, label: str,
            protocol: str, cost_weight: float, order_seed: int | None = None, params: dict | None = None,
-           group: str | None = None, progress: Callable[[int], None] | None = None) -> RunResult:
-    """Replay every task of ``matrix`` through ``run_task``; returns the run's metrics."""
+           group: str | None = None, progress: Callable[[int], None] | None = None,
+           racing: Racing | None = None) -> RunResult:
+    """Replay every task of ``matrix`` through ``run_task``; returns the run's metrics. ``racing``: each task's
+    first step a race (acr_cli.bench.race); the figures then say how many tasks raced and, where the matrix
+    records durations, the hours its tasks kept the user waiting (``wait_hours``: a race counts as its slowest arm)."""
     run_id = new_id(matrix.name)
     source = f"bench:{matrix.name}:{run_id}"
     order = list(range(len(matrix.tasks)))
@@ -128,6 +151,7 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     policy = make_policy(memory, source)
     env = MatrixEnvironment(matrix)
     unscorable = 0
+    waits = _Waits()
     started = now_iso()
     with memory.transaction():
         for done, i in enumerate(order, 1):
@@ -140,10 +164,15 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             if matrix.unavailable_when_missing:  # an arm with no result here could not be chosen for this task
                 row = matrix.cells[task.ref]
                 absent = {f"{BENCH_AGENT}:{m}" for m in matrix.models if m not in row}
+            limit = max_attempts_for(matrix, protocol, task.dimension)
+            oracle = matrix.oracle(task.ref, cost_weight)
             try:
-                run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}",
-                         max_attempts=max_attempts_for(matrix, protocol, task.dimension),
-                         oracle=matrix.oracle(task.ref, cost_weight), timestamp=started, unavailable=absent)
+                if racing is None:
+                    run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}", max_attempts=limit,
+                             oracle=oracle, timestamp=started, unavailable=absent)
+                else:
+                    waits.add(*race_task(racing, ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}",
+                                         max_attempts=limit, oracle=oracle, timestamp=started, unavailable=absent))
             except MissingCell:
                 memory.forget([f"{run_id}/{i}"])
                 unscorable += 1
@@ -156,6 +185,8 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
     missing = getattr(policy, "missing", None)
     if missing:
         extra["missing_decisions"] = len(missing)
+    if racing is not None:
+        extra.update(waits.figures())
     report = {"policy": label, "order": order_label, "protocol": protocol, **figures, "unscorable": unscorable, **extra}
     memory.finish_run(run_id, figures.get("n", 0), report)
     return RunResult(run_id, label, order_label, figures, unscorable, extra)

@@ -34,6 +34,10 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for extra in ("unscorable", "missing_decisions"):
         if any(r.get(extra) for r in runs):
             row[extra] = max(r.get(extra, 0) for r in runs)
+    for raced in ("races", "wait_hours"):  # a racing replay's (acr_cli.bench.race)
+        vals = [r[raced] for r in runs if r.get(raced) is not None]
+        if vals:
+            row[raced] = statistics.fmean(vals)
     row["run_ids"] = [r["run_id"] for r in runs]
     return row
 
@@ -147,8 +151,18 @@ def notes(doc: dict[str, Any]) -> list[str]:
             out.append(f"{r['policy']}: {r['unscorable']} task(s) could not be scored (a needed cell was never observed)")
         if r.get("missing_decisions"):
             out.append(f"{r['policy']}: {r['missing_decisions']} task(s) had no decision (scored 0, $0)")
+        if r.get("races") is not None:
+            out.append(_race_note(r))
     out += doc.get("warnings", [])
     return out
+
+
+def _race_note(row: dict[str, Any]) -> str:
+    """What a racing row is: how many tasks raced, and how long its tasks kept the user waiting."""
+    wait = (f"; waiting {row['wait_hours']:.2f} h (a race as long as its slowest arm; Hours counts every "
+            "attempt's time; a row without a race waits its Hours)" if row.get("wait_hours") is not None else "")
+    return (f"{row['policy']}: {row['races']:.0f} of {row['n']} task(s) started with a race, every raced arm "
+            f"paid{wait}")
 
 
 def _hindsight_notes(doc: dict[str, Any]) -> list[str]:

@@ -11,9 +11,11 @@ from typing import Any, Callable
 from acr_cli import interrupts, profiles
 from acr_cli.bench import contexts, data, from_memory, metrics, policies, results
 from acr_cli.bench import matrix as matrix_mod
+from acr_cli.bench import race as race_mod
 from acr_cli.bench import replay as replay_mod
 from acr_cli.bench import spec as spec_mod
 from acr_cli.bench.matrix import Matrix
+from acr_cli.bench.race import Racing
 from acr_cli.bench.report import METRICS, aggregate
 from acr_cli.config import Settings
 from acr_cli.domain import Arm
@@ -61,6 +63,7 @@ class ReplayRequest:
     context: str | None = None
     every_arm: bool = False  # --baselines all: every arm alone too (a results folder)
     time_weight: float = 0.0  # USD a minute of waiting is worth to the learned policy's plan
+    race: int = 0  # >= 2: each --policy (else learned) also replayed with a race first (acr_cli.bench.race)
 
 
 Progress = Callable[[str, int, int], None]  # (policy label, task-runs done, task-runs in all)
@@ -92,6 +95,9 @@ def run_replays(req: ReplayRequest, on_progress: Progress | None = None,
     The library prints nothing: progress and notices reach the caller through the callbacks;
     warnings about the result are part of it (``doc["warnings"]``, shown beside the table)."""
     source = resolve(req, on_notice or (lambda message: None))
+    if req.race and source.protocol != "cascade":
+        raise AcrError(f"--race replays the cascade protocol only (this replay's is {source.protocol}): a race "
+                       "needs a verdict to pick its winner and to escalate after", hint="add --protocol cascade")
     built = build_policies(req, source)
     store_path = req.memory if req.memory and req.benchmark != "memory" else None
     # a team's shared memory: replayed in a throw-away memory, then copied in (Transfer.copy_into), so that
@@ -127,6 +133,8 @@ def resolve(req: ReplayRequest, on_notice: Notice) -> Source:
     """The benchmark (or your memory) as a matrix, the profile's arms on it, the protocol and the policies."""
     if req.context is not None and req.context not in contexts.CONTEXTS:
         raise AcrError(f"--context {req.context!r}: expected one of {', '.join(contexts.CONTEXTS)}")
+    if req.race == 1 or req.race < 0:
+        raise AcrError(f"--race {req.race}: a race starts at least 2 arms at once (0: no race)")
     if req.benchmark == "memory":
         if req.context == "labels":
             raise AcrError("--context labels: your memory's tasks carry no benchmark labels; they replay with the "
@@ -233,6 +241,7 @@ class Built:
     label: str
     make: Factory
     reseed: Callable[[int], Factory] | None  # a policy whose choices depend on the seed: one per order's seed
+    races: bool = False  # --race: also replayed with a race first (a --policy row, else learned's)
 
 
 def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
@@ -250,8 +259,17 @@ def build_policies(req: ReplayRequest, source: Source) -> list[Built]:
             continue
         asked_as[label] = n
         reseed = (lambda seed, n=n: registry.build(n, replace(setup, seed=seed))[1]) if entry.seeded else None
-        built.append(Built(label, make, reseed))
+        races = req.race >= 2 and (n in req.policies if req.policies else label == "learned")
+        built.append(Built(label, make, reseed, races))
     return built
+
+
+def racings(req: ReplayRequest, b: Built) -> list[Racing | None]:
+    """How policy ``b`` is replayed: as it is (None), then with --race: the race plan's choice, and a race of
+    N on every task."""
+    if not b.races:
+        return [None]
+    return [None] + [Racing(req.race, mode, req.cost_weight, req.time_weight) for mode in race_mod.MODES[::-1]]
 
 
 def replay_all(req: ReplayRequest, source: Source, built: list[Built], mem: Memory,
@@ -263,26 +281,30 @@ def replay_all(req: ReplayRequest, source: Source, built: list[Built], mem: Memo
     if req.orders > 1:
         rng = random.Random(req.seed)
         order_seeds = [rng.randrange(2**31) for _ in range(req.orders)]
-    total = len(built) * len(order_seeds) * len(matrix.tasks)
+    rows = [(b, racing) for b in built for racing in racings(req, b)]
+    total = len(rows) * len(order_seeds) * len(matrix.tasks)
     results, curves = [], {}
     done = 0
-    for b in built:
+    for b, racing in rows:
+        label = b.label if racing is None else f"{b.label} {racing.label}"
         runs = []
         for order_seed in order_seeds:
             make = b.reseed(order_seed) if order_seed is not None and b.reseed else b.make
 
-            def tick(n: int, base: int = done, label: str = b.label) -> None:
+            def tick(n: int, base: int = done, label: str = label) -> None:
                 if on_progress:
                     on_progress(label, base + n, total)
 
-            res = replay_mod.replay(matrix, make, mem, label=b.label, protocol=source.protocol,
-                                    cost_weight=req.cost_weight, order_seed=order_seed,
-                                    params={"k": req.k, "seed": req.seed, "profile": source.profile.name},
-                                    group=group, progress=tick)
+            params = {"k": req.k, "seed": req.seed, "profile": source.profile.name}
+            if racing is not None:
+                params.update(race=racing.n, race_mode=racing.mode, time_weight=racing.time_weight)
+            res = replay_mod.replay(matrix, make, mem, label=label, protocol=source.protocol,
+                                    cost_weight=req.cost_weight, order_seed=order_seed, params=params,
+                                    group=group, progress=tick, racing=racing)
             done += len(matrix.tasks)
-            runs.append({"run_id": res.run_id, "policy": b.label, **res.metrics, "unscorable": res.unscorable,
+            runs.append({"run_id": res.run_id, "policy": label, **res.metrics, "unscorable": res.unscorable,
                          **res.extra})
-        curves[b.label] = _mean_curve([r.get("curve") or [] for r in runs])
+        curves[label] = _mean_curve([r.get("curve") or [] for r in runs])
         results.append(aggregate(runs))
     return group, order_seeds, results, curves
 

@@ -55,6 +55,11 @@ def replay(
     time_weight: float = typer.Option(0.0, "--time-weight", min=0, callback=finite,
                                       help="USD a minute of waiting is worth to learned's plan (results with "
                                            "duration_s; 0: time is not weighed)."),
+    race: int = typer.Option(0, "--race", min=0, metavar="N",
+                             help="Replay with up to N arms started at once as a task's first step (cascade "
+                                  "protocol; every raced arm paid; if all fail, escalation follows): each --policy "
+                                  "(else learned) gains two rows, the race plan's choice (race<=N) and a race of N "
+                                  "on every task (race=N)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_HELP),
     protocol: Optional[str] = typer.Option(None, "--protocol",
                                            help="cascade (OOD176, its only one), single (ID2919's default: one "
@@ -95,7 +100,7 @@ def replay(
     req = ReplayRequest(benchmark=benchmark, policies=list(policy or []), baselines=baselines, data_dir=data_dir,
                         protocol=protocol, cost_weight=cost_weight, orders=orders, seed=seed, k=k,
                         profile=profile, memory=memory, context=context, every_arm=all_arms,
-                        time_weight=time_weight)
+                        time_weight=time_weight, race=race)
     check_formats(json_out, csv_out, md_out)  # before a replay that may take minutes
     if plot:
         from acr_cli.bench.report import check_plot
