@@ -356,6 +356,26 @@ def print_route(plan, order: list, explain: bool, similar: tuple[list, dict] = (
         _print_similar(*similar)
 
 
+def print_race(plan, n: int, explain: bool) -> None:
+    """The race plan of ``acr route --race N``: the arms a race would start and what it is expected to give
+    (``explain``: also each race size's expected reward beside escalation's)."""
+    echo("")
+    if plan.arms:
+        minutes = "" if plan.minutes is None else f", ~{plan.minutes:.1f} min"
+        echo(f"race: start {', '.join(plan.arms)} at once: P(at least one passes) {plan.p_any:.2f}, "
+             f"expected {fmt_money(plan.usd, 3)} for all of them{minutes}")
+    elif not plan.options:
+        echo(f"race: none (up to {n} asked): the policy gives no pass chance to weigh a race with")
+    else:
+        echo(f"race: none (up to {n} asked): escalating one arm at a time is expected to do better")
+    if explain and plan.options:
+        how = "the latent task ease (arms correlated)" if plan.joint else "arms taken as independent"
+        echo(f"  expected reward, then escalation over the rest ({how}; losers stopped at the first pass):")
+        for k, o in plan.options.items():
+            what = "escalation" if k == 1 else f"race of {k}"
+            echo(f"    {what:<12} {o.reward:+.3f}  P(pass) {o.p_pass:.2f}  {fmt_money(o.usd, 3)}  {o.minutes:.1f} min")
+
+
 def _print_reading(ctx) -> None:
     """How the request was read: the classifier's reasons and the groups it falls in."""
     for r in ctx.reasons:

@@ -31,6 +31,7 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
 _PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
                 "request is given).")
 _PROMPT_FILE_HELP = "Read the request from a file (UTF-8, at most 4 MiB)."
+RACE_HELP = "Start up to N arms at once, each in its own git worktree; the verifier picks the winner."
 _POLICY_HELP = (f"Routing policy (default: the profile's, learned): {registry.help_text(live=True)}. "
                 "linucb, lints, knn, random and always make one attempt per task.")
 PROMPT_MAX_BYTES = 4 << 20  # 4 MiB: past the context window of any model a profile names (~1M tokens)
@@ -280,16 +281,22 @@ def route(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
     memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    race: int = typer.Option(0, "--race", min=0, metavar="N", help=RACE_HELP),
 ) -> None:
     """Decide only: classify the request and show the order acr would try arms in. Runs nothing.
 
     Example: acr route "add type hints to utils.py" --explain
 
+    With --race N it also shows whether a race would start several arms at once: which, the chance that at least
+    one passes, and what they are expected to cost and take.
+
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
-    from acr_cli.cli.render import print_route
+    from acr_cli.cli.render import print_race, print_route
     from acr_cli.session import RunRequest, plan
 
+    if race == 1:
+        raise AcrError("--race 1: a race starts at least 2 arms at once (0: no race)")
     text = _prompt(prompt, prompt_file, command="route")
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
@@ -301,14 +308,37 @@ def route(
     try:
         order = made.order()
         similar = made.similar() if explain or json_out else ([], {})
+        raced = race_plan(made, order, race) if race else None
     finally:
         made.close()
     if json_out:
-        print_json(route_json(made, order, similar))
+        print_json({**route_json(made, order, similar), **({"race": race_json(raced)} if raced else {})})
     else:
         print_route(made, order, explain, similar=similar)
+        if raced:
+            print_race(raced, race, explain)
     if order and all(p.blocked for p in order):
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
+
+
+def race_plan(made, order, n: int):
+    """The race plan for ``acr route --race N``: over the arms that can run now, as a live race that stops
+    the losers at the first pass (acr_cli.routing.race), at most max_attempts of them."""
+    from acr_cli.routing import race
+
+    ranked = [p.ranked for p in order if not p.blocked]
+    settings = made.profile.settings
+    return race.plan_race(ranked, min(n, made.max_attempts), cost_weight=settings.cost_weight,
+                          time_weight=settings.time_weight, loser_share=race.LIVE_FIRST,
+                          latent=getattr(made.policy, "latent", None))
+
+
+def race_json(plan) -> dict:
+    """The race plan in ``acr route --race N --json``: the raced arms (empty: escalate one at a time), its
+    figures, and the expected reward of each race size (1: escalation)."""
+    return {"arms": list(plan.arms), "p_any": plan.p_any, "expected_cost": plan.usd,
+            "expected_minutes": plan.minutes, "joint": plan.joint,
+            "expected_reward": {str(k): o.reward for k, o in plan.options.items()}}
 
 
 def route_json(made, order, similar) -> dict:

@@ -31,7 +31,8 @@ Where the numbers come from:
   can end it sooner, so this is the cautious figure). Unknown durations count as 0: with none known,
   time is not weighed and only pass chance and money decide, which never favours a race over trying
   the same arms in turn (a race pays for arms escalation only tries when the first fails).
-* An arm whose cost the policy does not know counts 0 USD (it is shown as unknown).
+* An arm whose cost the policy does not know counts 0 USD (it is shown as unknown). A policy that gives
+  no pass chance (a fixed order) plans no race: there is nothing to weigh.
 """
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ def plan_race(ranked: Sequence[Ranked], n: int, *, cost_weight: float, time_weig
     escalating one arm at a time; see the module's docstring for the rule."""
     field_, weights, joint = entrants(ranked, latent)
     options: dict[int, Outlook] = {}
+    if any(r.mean is None for r in ranked[:n]):  # a policy that gives no pass chance (a fixed order): no race
+        return RacePlan((), 0.0, 0.0, None, joint, options)
     for k in range(1, min(n, len(field_)) + 1):
         options[k] = best_tail(field_[:k], field_[k:], weights, cost_weight, time_weight, loser_share)
     if not options:

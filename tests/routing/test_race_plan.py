@@ -78,3 +78,40 @@ def test_one_arm_or_n_below_two_is_no_race():
     assert race.plan_race(THREE[:1], 3, cost_weight=0.1, time_weight=1.0).arms == ()
     assert race.plan_race(THREE, 1, cost_weight=0.1, time_weight=1.0).arms == ()
     assert race.forced(THREE, 1).arms == ()
+
+
+def route_race(project, *args):
+    from conftest import acr
+
+    r = acr("route", "fix the add function in calc.py", "--race", "2", *args, cwd=project)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
+    """`acr route --race N`: no race while memory knows no durations (time cannot be saved); once attempts are
+    timed and a minute is worth much, the two arms are raced, with P(at least one passes) and their cost."""
+    import json
+    import os
+    from pathlib import Path
+
+    from conftest import VERIFY, acr
+
+    plain = json.loads(route_race(project, "--json"))["race"]
+    assert plain["arms"] == [] and plain["expected_minutes"] is None
+    assert plain["expected_reward"]["1"] > plain["expected_reward"]["2"]
+    assert "race: none (up to 2 asked)" in route_race(project, "--explain")
+    scenario({"sleep": 0.3})  # both arms change nothing: the run fails after trying both
+    failed = acr("run", "fix the add function in calc.py", "--max-attempts", "2", "--verify", VERIFY, cwd=project)
+    assert failed.returncode != 0
+    config = Path(os.environ["ACR_HOME"]) / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("time_weight = 600\n")  # USD a minute: a second is worth $10
+    routed = json.loads(route_race(project, "--json"))
+    timed = routed["race"]
+    first_two = [f"{o['agent']}:{o['model']}" for o in routed["order"][:2]]
+    assert timed["arms"] == first_two
+    assert timed["expected_minutes"] > 0 and timed["expected_reward"]["2"] > timed["expected_reward"]["1"]
+    assert 0 < timed["p_any"] < 1 and timed["joint"]
+    shown = route_race(project, "--explain")
+    assert f"race: start {', '.join(first_two)} at once: P(at least one passes)" in shown
