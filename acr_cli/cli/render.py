@@ -369,8 +369,9 @@ def print_race(plan, n: int, explain: bool) -> None:
     else:
         echo(f"race: none (up to {n} asked): escalating one arm at a time is expected to do better")
     if explain and plan.options:
-        how = "the latent task ease (arms correlated)" if plan.joint else "arms taken as independent"
-        echo(f"  expected reward, then escalation over the rest ({how}; losers stopped at the first pass):")
+        how = "arms correlated through the task's ease" if plan.joint else "arms taken as independent"
+        echo(f"  expected reward of each plan, escalating over the rest after a failed race ({how}; losers "
+             "stopped at the first pass):")
         for k, o in plan.options.items():
             what = "escalation" if k == 1 else f"race of {k}"
             echo(f"    {what:<12} {o.reward:+.3f}  P(pass) {o.p_pass:.2f}  {fmt_money(o.usd, 3)}  {o.minutes:.1f} min")
