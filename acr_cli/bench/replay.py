@@ -112,6 +112,7 @@ class _Waits:
     timed: bool = False
 
     def add(self, result, raced: int) -> None:
+        """One task's result and how many of its first attempts raced."""
         self.races += raced > 0
         took = elapsed(result, raced)
         if took is not None:
@@ -119,6 +120,7 @@ class _Waits:
             self.timed = True
 
     def figures(self) -> dict[str, Any]:
+        """The run's figures: tasks raced, hours waited (None: no attempt recorded a duration)."""
         return {"races": self.races, "wait_hours": self.seconds / 3600 if self.timed else None}
 
 
@@ -164,9 +166,9 @@ def replay(matrix: Matrix, make_policy: Callable[[Memory, str], Policy], memory:
             if matrix.unavailable_when_missing:  # an arm with no result here could not be chosen for this task
                 row = matrix.cells[task.ref]
                 absent = {f"{BENCH_AGENT}:{m}" for m in matrix.models if m not in row}
-            limit = max_attempts_for(matrix, protocol, task.dimension)
-            oracle = matrix.oracle(task.ref, cost_weight)
             try:
+                limit = max_attempts_for(matrix, protocol, task.dimension)
+                oracle = matrix.oracle(task.ref, cost_weight)
                 if racing is None:
                     run_task(ctx, policy, env, memory, source=source, task_id=f"{run_id}/{i}", max_attempts=limit,
                              oracle=oracle, timestamp=started, unavailable=absent)
