@@ -56,12 +56,36 @@ def doctor(
     report = diagnose(prof, settings, p, memory, refresh=refresh, reset=reset, check=check,
                       only=agent, timeout=timeout,
                       on_check=None if json_out else lambda name: echo(f"checking {name}...", err=True))
+    box = _sandbox_state(prof, settings, report)
     if json_out:
-        print_json(report.as_json())
+        print_json({**report.as_json(), "sandbox": box})
     else:
         _render(report)
+        _print_sandbox(console(), box)
     if report.problems:
         raise Reported(EXIT_PROBLEMS)
+
+
+def _sandbox_state(prof, settings, report: DoctorReport) -> dict:
+    """The sandbox: its setting (and where it comes from), whether bubblewrap can start one here. A sandbox that
+    is on and cannot start is a problem: ``acr run`` refuses to start then."""
+    from acr_cli import sandbox
+
+    mode, source = settings.resolve("sandbox", None, prof.settings.sandbox, "none")
+    source = f"profile {prof.name}" if source == "profile" else source
+    state = {"setting": mode, "source": source, **sandbox.state()}
+    if mode == "bwrap" and state["problem"]:
+        report.problems = [*(report.problems or []), f"sandbox = \"bwrap\" (from {source}): {state['problem']}"]
+    return state
+
+
+def _print_sandbox(con, box: dict) -> None:
+    """One line: the sandbox's setting and whether it can start here."""
+    from rich.markup import escape
+
+    mark = "[green]✓[/]" if box["available"] else ("[red]✗[/]" if box["setting"] == "bwrap" else "[dim]-[/]")
+    said = f"bubblewrap ready ({box['bwrap']})" if box["available"] else escape(box["problem"] or "")
+    con.print(f"[bold]sandbox[/] {box['setting']} [dim](from {escape(box['source'])})[/]\n  {mark} {said}")
 
 
 def _render(report: DoctorReport) -> None:
