@@ -60,8 +60,7 @@ def doctor(
     if json_out:
         print_json({**report.as_json(), "sandbox": box})
     else:
-        _render(report)
-        _print_sandbox(console(), box)
+        _render(report, box)
     if report.problems:
         raise Reported(EXIT_PROBLEMS)
 
@@ -88,8 +87,8 @@ def _print_sandbox(con, box: dict) -> None:
     con.print(f"[bold]sandbox[/] {box['setting']} [dim](from {escape(box['source'])})[/]\n  {mark} {said}")
 
 
-def _render(report: DoctorReport) -> None:
-    """The report for a person: agents, the profile's arms, paths, memory and the --check results."""
+def _render(report: DoctorReport, box: dict) -> None:
+    """The report for a person: agents, the profile's arms, paths, memory, the sandbox and the --check results."""
     from rich.markup import escape
 
     con = console()
@@ -107,6 +106,7 @@ def _render(report: DoctorReport) -> None:
         if v:
             con.print(f"  {k:15} {v}")
     _print_memory(con, report.memory)
+    _print_sandbox(con, box)
     if not any(a["usable"] for a in arms):
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")
