@@ -220,3 +220,16 @@ def test_bwrap_argv_binds_each_writable_path_once_and_runs_no_shell(tmp_path):
     assert argv[:5] == ["bwrap", "--ro-bind", "/", "/", "--dev"]
     assert sandbox.writable_in(argv) == [str(work), str(tmp_path / "agent"), str(tmp_path / "tmp")]
     assert argv[-4:] == ["--", sys.executable, "-c", "print('$(x)')"]
+
+
+def test_a_profile_may_turn_the_sandbox_on(world, broken_bwrap):
+    """``settings: sandbox: bwrap`` in a profile applies to its runs (here: refused, the sandbox cannot start)."""
+    profile = world["tmp"] / "boxed.yaml"
+    profile.write_text("extends: balanced\nsettings:\n  sandbox: bwrap\n")
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4", "--profile", str(profile),
+            cwd=world["root"])
+    assert r.returncode == 2 and "(from profile boxed)" in r.stderr and "cannot start a sandbox here" in r.stderr, \
+        r.stderr
+    profile.write_text("extends: balanced\nsettings:\n  sandbox: yes\n")
+    r = acr("run", "fix add", "--profile", str(profile), cwd=world["root"])
+    assert r.returncode == 2 and "expected one of bwrap, none" in r.stderr and "Traceback" not in r.stderr
