@@ -28,6 +28,7 @@ from acr_cli.domain import PERMISSIONS
 from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.paths import Paths
 from acr_cli.routing import registry
+from acr_cli.sandbox import MODES as SANDBOX_MODES
 from acr_cli.setting_keys import TABLE, TYPE_NAMES
 
 if sys.version_info >= (3, 11):
@@ -134,6 +135,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], str | None], ...]] = {
     "policy": (_policy,),
     "profile": (_non_empty,),
     "memory": (_non_empty, _memory_location),
+    "sandbox": (_one_of(SANDBOX_MODES, "bwrap or none"),),
 }
 
 
@@ -183,7 +185,7 @@ class Settings:
 
     def _drop_untrusted(self) -> None:
         for key, value in list(self.project.items()):
-            if trust.CAREFUL.get(key, ()) == (value,) and key not in self.user:
+            if trust.CAREFUL.get(key, ()) == (value,) and (key not in self.user or key in trust.CAREFUL_OVER_USER):
                 continue  # only more careful than anything else could make it
             if key == "exclude":
                 continue  # it only takes arms away (and adds to the user's own list)
@@ -237,7 +239,9 @@ class Settings:
 
 
 # the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
-RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect")
+RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect",
+            "sandbox")
+DEFAULTS = {"baseline": "check", "sandbox": "none"}
 
 
 @dataclass(frozen=True)
@@ -254,7 +258,7 @@ def resolve_options(settings: Settings, profile: Any, flags: dict[str, Any] | No
     out: dict[str, Option] = {}
     flags = flags or {}
     for key in RUN_KEYS:
-        default = "check" if key == "baseline" else None
+        default = DEFAULTS.get(key)
         from_profile = getattr(profile.settings, key, None) if profile is not None else None
         value, source = settings.resolve(key, flags.get(key), from_profile, default)
         if key == "verify" and isinstance(value, str) and not value.strip():
@@ -264,6 +268,8 @@ def resolve_options(settings: Settings, profile: Any, flags: dict[str, Any] | No
         out[key] = Option(value, source)
     if out["permissions"].value not in PERMISSIONS:
         raise ConfigError(f"permissions {out['permissions'].value!r}: expected one of {', '.join(PERMISSIONS)}")
+    if out["sandbox"].value not in SANDBOX_MODES:
+        raise ConfigError(f"sandbox {out['sandbox'].value!r} (from {out['sandbox'].source}): expected bwrap or none")
     if out["baseline"].value not in BASELINE_MODES:
         raise ConfigError(f"baseline {out['baseline'].value!r} (from {out['baseline'].source}): expected one of "
                           f"{', '.join(BASELINE_MODES)}")

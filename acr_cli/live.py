@@ -46,6 +46,7 @@ from acr_cli.health.state import HealthBook
 from acr_cli.pricing import catalog_price
 from acr_cli.profiles import Profile
 from acr_cli.redact import redact
+from acr_cli.sandbox import Sandbox, writable_in
 from acr_cli.verify import VerifierResult, run_verifier
 from acr_cli.workspace import Guard, Workspace
 from acr_cli.workspace.kept import command as kept_command
@@ -268,7 +269,7 @@ class LiveEnvironment:
                  verify: str | None, timeout: float, verify_timeout: float, permissions: str,
                  interactive: bool = False, on_output: OutputCallback | None = None, health: HealthBook | None = None,
                  baseline: VerifierResult | None = None, tell_verifier: bool = True,
-                 protect: tuple[str, ...] = ()):
+                 protect: tuple[str, ...] = (), sandbox: Sandbox | None = None):
         self.profile = profile
         self.project = project
         self.logs_dir = logs_dir
@@ -283,6 +284,7 @@ class LiveEnvironment:
         self.baseline = baseline  # the verifier on the untouched tree: a failure to compare with
         self.tell_verifier = tell_verifier
         self.protect = tuple(protect)  # globs: an attempt that changes a matching path fails (acr_cli.checks)
+        self.sandbox = sandbox  # the agent and its verifier run in it (acr_cli.sandbox); None: no sandbox
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
@@ -442,9 +444,22 @@ class LiveEnvironment:
             inv = adapter.invocation(prompt, arm, self.project, self.permissions)
         env = process.child_env(self.project, inv.env)
         log.write(f"--- agent: {arm.id}\n--- argv: {redact(' '.join(repr(a) for a in inv.argv))}\n")
-        if self.interactive:
-            return self._run_interactive(adapter, arm, inv, env, log, marker)
-        return self._run_headless(adapter, arm, inv, env, log, marker)
+        with self._sandboxed(inv.argv, env, adapter, log) as (argv, env):
+            inv = replace(inv, argv=argv)
+            if self.interactive:
+                return self._run_interactive(adapter, arm, inv, env, log, marker)
+            return self._run_headless(adapter, arm, inv, env, log, marker)
+
+    @contextmanager
+    def _sandboxed(self, argv: list[str], env: dict[str, str], adapter: Adapter,
+                   log) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """The agent's argv and environment, inside the run's sandbox when it has one (acr_cli.sandbox)."""
+        if self.sandbox is None:
+            yield argv, env
+            return
+        with self.sandbox.wrap(argv, env, self.project, adapter) as (wrapped, wrapped_env):
+            log.write(f"--- sandbox: bwrap; writable: {', '.join(writable_in(wrapped))}\n")
+            yield wrapped, wrapped_env
 
     def _run_interactive(self, adapter: Adapter, arm: Arm, inv, env, log, marker: str) -> AgentRun:
         """The agent's own screen: its usage read from its session files, an error from its exit."""
@@ -512,7 +527,7 @@ class LiveEnvironment:
         """The verifier's verdict: a failure compared with the untouched tree's, a pass checked for changes
         to what the check reads (:mod:`acr_cli.checks`)."""
         try:
-            v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker)
+            v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker, sandbox=self.sandbox)
         except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
             raise KeyboardInterrupt from None
         verdict = Verdict(PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED), v.summary(), score=v.score,

@@ -10,6 +10,7 @@ A profile is a YAML file::
       max_attempts: 3         # attempts per task
       max_cost: 5.0           # USD per task; null = no limit
       permissions: workspace-write   # read-only | workspace-write | full
+      sandbox: none           # bwrap: the agent and its verifier write only the work tree (acr_cli.sandbox)
       policy: learned         # learned | fixed | cascade:A,B | always:ARM | linucb | ... (acr_cli/routing/registry.py)
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
@@ -75,6 +76,7 @@ class Settings:
     tell_verifier: bool = True
     time_weight: float = 0.05  # USD a minute of waiting is worth (see docs/routing.md)
     model_silence: float | None = 150.0  # acr_cli.agents.opencode.SilenceWatchdog
+    sandbox: str = "none"  # bwrap: the agent and its verifier in bubblewrap (acr_cli.sandbox)
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,8 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
             out[name] = int(v.number(val, k, minimum=1, integer=True))
         elif name == "permissions":
             out[name] = v.choice(val, k, PERMISSIONS)
+        elif name == "sandbox":
+            out[name] = v.choice(val, k, ("bwrap", "none"))
         elif name == "policy":
             out[name] = _policy(v, val, k)
         elif name == "verify":

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import interrupts, process, routing_settings
+from acr_cli import interrupts, process, routing_settings, sandbox
 from acr_cli.config import Option, Settings, resolve_options
 from acr_cli.context import Context, context_json
 from acr_cli.domain import parse_arm_id
@@ -33,6 +33,7 @@ from acr_cli.paths import Paths
 from acr_cli.plan import Plan
 from acr_cli.profiles import Profile, parse_arms
 from acr_cli.redact import redact
+from acr_cli.sandbox import Sandbox
 from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
 from acr_cli.workspace import Workspace
 from acr_cli.workspace.core import UnwritableGitDir
@@ -58,6 +59,7 @@ class RunRequest:
     rollback: bool = True
     interactive: bool = False
     memory: Path | None = None
+    sandbox: str | None = None  # bwrap | none (acr_cli.sandbox)
 
 
 @dataclass
@@ -161,6 +163,13 @@ class Prepared:
     def verify(self) -> str | None:
         return self.options["verify"].value
 
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The run's sandbox (writable: the work tree acr guards, else the project's), None when it is off."""
+        if self.options["sandbox"].value != "bwrap":
+            return None
+        return sandbox.for_project(self.request.project, self.workspace)
+
     def baseline(self) -> VerifierResult | None:
         """Run the verifier once on the untouched tree (unless ``baseline`` is off or there is none).
 
@@ -170,7 +179,8 @@ class Prepared:
         if self.verify is None or self.options["baseline"].value == "off":
             return None
         try:
-            result = run_verifier(self.verify, self.request.project, float(self.options["verify_timeout"].value))
+            result = run_verifier(self.verify, self.request.project, float(self.options["verify_timeout"].value),
+                                  sandbox=self.sandbox)
         except process.Cancelled:  # Ctrl-C during the baseline: nothing to undo
             raise KeyboardInterrupt from None
         why = cannot_run(self.verify, result)
@@ -192,7 +202,7 @@ class Prepared:
                 workspace=self.workspace, verify=self.verify, timeout=float(opts["timeout"].value),
                 verify_timeout=float(opts["verify_timeout"].value), permissions=opts["permissions"].value,
                 interactive=req.interactive, health=self.plan.health, tell_verifier=self.profile.settings.tell_verifier,
-                protect=tuple(opts["protect"].value or ()))
+                protect=tuple(opts["protect"].value or ()), sandbox=self.sandbox)
         return self._env
 
     def refuse_early(self) -> None:
@@ -273,7 +283,7 @@ def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Pro
     options = resolve_options(settings, routing.profile, {
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline})
+        "baseline": req.baseline, "sandbox": req.sandbox})
     return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
 
 
@@ -305,6 +315,7 @@ def prepare(req: RunRequest, *,
     _check_budget(made.options["max_cost"])
     _check_verifier(made.options["verify"], req.project)
     _check_agents(made)
+    _check_sandbox(made.options["sandbox"])
     open_plan_memory(made, req, open_memory)
     interrupts.install()  # SIGTERM and SIGHUP cancel like Ctrl-C: kill the agent, roll back, record
     prepared = Prepared(req, made, warnings=list(made.notes))
@@ -316,6 +327,15 @@ def prepare(req: RunRequest, *,
         prepared.close()
         raise
     return prepared
+
+
+def _check_sandbox(option: Option) -> None:
+    """A sandbox that was asked for and cannot start here stops the run before any agent runs: never run
+    unconfined what the user wanted confined."""
+    why = sandbox.refusal(option.value, option.source)
+    if why:
+        raise AcrError(why, hint=f"{sandbox.INSTALL_HINT}; `acr doctor` shows the sandbox's state; or run without it "
+                                 "(--sandbox none)")
 
 
 def _check_budget(budget: Option) -> None:

@@ -27,6 +27,8 @@ TABLE: dict[str, tuple[type, str]] = {
     "baseline": (str, "the verifier on the untouched tree first: check, accept or off"),
     # an attempt that changes a matching path fails (acr_cli.checks.protected)
     "protect": (list, "globs of paths an attempt must not change"),
+    # the agent and its verifier in bubblewrap (acr_cli.sandbox); an untrusted file may only turn it on
+    "sandbox": (str, "bwrap: the agent and its verifier write only the work tree (Linux); none: no sandbox"),
     # the routing settings: acr_cli.routing_settings
     "arms": (list, "the only arms (AGENT:MODEL of the profile) routing may use"),
     "exclude": (list, "agents or arms (AGENT:MODEL) never to use"),

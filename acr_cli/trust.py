@@ -9,8 +9,9 @@ and ``max_cost`` only below what would apply without it. It can never:
 
 * name a memory server (``memory``): a URL could send your database password elsewhere, and read-only
   commands (``route``, ``show``, ``memory``, ``doctor``, ``config``) would connect to it;
-* set ``permissions`` (what the agent may do) or ``share_prompts`` (what leaves your machine), except to
-  make acr more careful (``permissions = "read-only"``, ``share_prompts = false``);
+* set ``permissions`` (what the agent may do), ``share_prompts`` (what leaves your machine) or ``sandbox``,
+  except to make acr more careful (``permissions = "read-only"``, ``share_prompts = false``, ``sandbox =
+  "bwrap"``, which applies even over your ``config.toml``'s ``sandbox = "none"``);
 * name a profile *file*: a profile defines agents (commands acr runs, ``version:`` ones inside
   ``acr doctor`` too) and the arguments each arm passes to its CLI;
 * choose the arms (``arms``, ``policy``) or what waiting is worth (``time_weight``): each steers your money;
@@ -36,9 +37,12 @@ NEVER = {
     "memory": "it chooses your memory; a server it names would receive your credentials",
     "permissions": "it decides what the agent may do",
     "share_prompts": "it decides what leaves your machine",
+    "sandbox": "it decides whether the agent is confined",
 }
 # ... except the one value of each that only makes acr more careful than any other would
-CAREFUL = {"permissions": ("read-only",), "share_prompts": (False,)}
+CAREFUL = {"permissions": ("read-only",), "share_prompts": (False,), "sandbox": ("bwrap",)}
+# careful values that apply even where your config.toml says otherwise: turning the sandbox on costs nothing
+CAREFUL_OVER_USER = ("sandbox",)
 # routing settings only a trusted file may set: each can steer your money to the arms it prefers
 TRUSTED_ONLY = {
     "arms": "it chooses which arms run, and so what you pay",

@@ -28,6 +28,7 @@ from typing import IO
 from acr_cli import process
 from acr_cli.agents.base import tail
 from acr_cli.redact import redact
+from acr_cli.sandbox import Sandbox, sandboxed
 
 TAIL_LINES = 30
 
@@ -142,9 +143,10 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
 
 
 def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None,
-                 marker: str | None = None) -> VerifierResult:
+                 marker: str | None = None, sandbox: Sandbox | None = None) -> VerifierResult:
     """Run the verifier through /bin/sh. ``marker``: the attempt's (process.run): what the verifier starts
-    is then the attempt's too, so `acr recover` finds it if acr is killed while the verifier runs."""
+    is then the attempt's too, so `acr recover` finds it if acr is killed while the verifier runs. ``sandbox``:
+    the run's (acr_cli.sandbox): the verifier writes only the work tree and a private temp, as the agent did."""
     import shutil
     import tempfile
 
@@ -153,7 +155,9 @@ def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = 
     prefix = tempfile.mkdtemp(prefix="acr-pycache-")  # a fresh one each run: nothing cached answers
     try:
         env = process.child_env(cwd, {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": prefix})
-        res = process.run(["/bin/sh", "-c", command], cwd=cwd, env=env, timeout=timeout, log=log, marker=marker)
+        argv = ["/bin/sh", "-c", command]
+        with sandboxed(sandbox, argv, env, cwd) as (argv, env):
+            res = process.run(argv, cwd=cwd, env=env, timeout=timeout, log=log, marker=marker)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
     if log is not None:

@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from acr_cli.domain import Arm
 
@@ -94,6 +94,15 @@ class Adapter:
 
     def credential_files(self, model: str) -> list[Path]:
         """The credential and config files the CLI reads (whether or not they exist)."""
+        return []
+
+    def writable_dirs(self, env: Mapping[str, str]) -> list[Path]:
+        """The directories the CLI writes its own state to (config, login, sessions, caches), for a child
+        environment ``env``: writable inside acr's sandbox (acr_cli.sandbox), made there when missing."""
+        return []
+
+    def writable_files(self, env: Mapping[str, str]) -> list[Path]:
+        """Single files the CLI rewrites outside its directories (writable inside the sandbox when present)."""
         return []
 
     def scope(self, model: str, args: Sequence[str] = ()) -> str:
@@ -228,6 +237,16 @@ def limit_reset(text: str | None, before: float | None = None) -> float | None:
         return before
     at = limits.reset_time(text)
     return at.timestamp() if at is not None else 0.0
+
+
+def home_of(env: Mapping[str, str]) -> Path:
+    """The home directory a child with environment ``env`` sees (its ``HOME``, else the user's)."""
+    return Path(env["HOME"]).expanduser() if env.get("HOME") else Path.home()
+
+
+def xdg_dir(env: Mapping[str, str], var: str, default: str) -> Path:
+    """An XDG base directory (``XDG_CACHE_HOME``...) as a child with ``env`` finds it, else ``~/<default>``."""
+    return Path(env[var]).expanduser() if env.get(var) else home_of(env) / default
 
 
 def tail(text: str, n: int = 20) -> str:

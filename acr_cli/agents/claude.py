@@ -22,12 +22,14 @@ from acr_cli.agents.base import (
     Invocation,
     as_float,
     as_int,
+    home_of,
     json_event,
     json_lines,
     limit_reset,
     prompt_fits_argv,
     short,
     tool_call,
+    xdg_dir,
 )
 from acr_cli.domain import Arm
 
@@ -55,6 +57,18 @@ class ClaudeAdapter(Adapter):
 
     def env_names(self, model: str) -> list[str]:
         return list(ENV)
+
+    def writable_dirs(self, env) -> list[Path]:
+        """Its config (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``: login, sessions, todos), cache, data and state."""
+        conf = env.get("CLAUDE_CONFIG_DIR")
+        return [Path(conf).expanduser() if conf else home_of(env) / ".claude",
+                xdg_dir(env, "XDG_CACHE_HOME", ".cache") / "claude",
+                xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "claude",
+                xdg_dir(env, "XDG_STATE_HOME", ".local/state") / "claude"]
+
+    def writable_files(self, env) -> list[Path]:
+        """``~/.claude.json``: its settings and per-project state, beside the config directory."""
+        return [home_of(env) / ".claude.json"]
 
     def credential_files(self, model: str) -> list[Path]:
         conf = os.environ.get("CLAUDE_CONFIG_DIR")

@@ -25,6 +25,7 @@ from acr_cli.agents.base import (
     AgentResult,
     Invocation,
     as_int,
+    home_of,
     json_event,
     json_lines,
     limit_reset,
@@ -56,6 +57,11 @@ class CodexAdapter(Adapter):
 
     def env_names(self, model: str) -> list[str]:
         return list(ENV)
+
+    def writable_dirs(self, env) -> list[Path]:
+        """``$CODEX_HOME`` (``~/.codex``): its login, config, sessions and logs."""
+        home = env.get("CODEX_HOME")
+        return [Path(home).expanduser() if home else home_of(env) / ".codex"]
 
     def credential_files(self, model: str) -> list[Path]:
         return [codex_home() / "auth.json", codex_home() / "config.toml"]

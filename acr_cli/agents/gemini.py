@@ -42,6 +42,7 @@ from acr_cli.agents.base import (
     AgentResult,
     Invocation,
     as_int,
+    home_of,
     json_event,
     json_lines,
     last_json_object,
@@ -118,6 +119,10 @@ class GeminiAdapter(Adapter):
 
     def env_names(self, model: str) -> list[str]:
         return list(ENV)
+
+    def writable_dirs(self, env) -> list[Path]:
+        """``~/.gemini``: its login, settings and chats."""
+        return [home_of(env) / ".gemini"]
 
     def credential_files(self, model: str) -> list[Path]:
         return [gemini_home() / "oauth_creds.json", gemini_home() / ".env", gemini_home() / "settings.json"]

@@ -43,6 +43,7 @@ from acr_cli.agents.base import (
     limit_reset,
     short,
     tool_call,
+    xdg_dir,
 )
 from acr_cli.domain import Arm
 from acr_cli.health import limits
@@ -75,6 +76,12 @@ class OpencodeAdapter(Adapter):
         # a provider acr does not know reads a variable acr cannot name: any *_API_KEY may be it
         names |= {k for k in os.environ if k.upper().endswith(("_API_KEY", "_APIKEY"))}
         return sorted(names)
+
+    def writable_dirs(self, env) -> list[Path]:
+        """Its XDG data (login, sessions), config, cache and state directories."""
+        return [xdg_dir(env, var, default) / "opencode" for var, default in
+                (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"),
+                 ("XDG_STATE_HOME", ".local/state"))]
 
     def credential_files(self, model: str) -> list[Path]:
         return [opencode_data() / "auth.json", *opencode_config_files()]

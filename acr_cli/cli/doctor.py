@@ -56,16 +56,39 @@ def doctor(
     report = diagnose(prof, settings, p, memory, refresh=refresh, reset=reset, check=check,
                       only=agent, timeout=timeout,
                       on_check=None if json_out else lambda name: echo(f"checking {name}...", err=True))
+    box = _sandbox_state(prof, settings, report)
     if json_out:
-        print_json(report.as_json())
+        print_json({**report.as_json(), "sandbox": box})
     else:
-        _render(report)
+        _render(report, box)
     if report.problems:
         raise Reported(EXIT_PROBLEMS)
 
 
-def _render(report: DoctorReport) -> None:
-    """The report for a person: agents, the profile's arms, paths, memory and the --check results."""
+def _sandbox_state(prof, settings, report: DoctorReport) -> dict:
+    """The sandbox: its setting (and where it comes from), whether bubblewrap can start one here. A sandbox that
+    is on and cannot start is a problem: ``acr run`` refuses to start then."""
+    from acr_cli import sandbox
+
+    mode, source = settings.resolve("sandbox", None, prof.settings.sandbox, "none")
+    source = f"profile {prof.name}" if source == "profile" else source
+    state = {"setting": mode, "source": source, **sandbox.state()}
+    if mode == "bwrap" and state["problem"]:
+        report.problems = [*(report.problems or []), f"sandbox = \"bwrap\" (from {source}): {state['problem']}"]
+    return state
+
+
+def _print_sandbox(con, box: dict) -> None:
+    """One line: the sandbox's setting and whether it can start here."""
+    from rich.markup import escape
+
+    mark = "[green]✓[/]" if box["available"] else ("[red]✗[/]" if box["setting"] == "bwrap" else "[dim]-[/]")
+    said = f"bubblewrap ready ({box['bwrap']})" if box["available"] else escape(box["problem"] or "")
+    con.print(f"[bold]sandbox[/] {box['setting']} [dim](from {escape(box['source'])})[/]\n  {mark} {said}")
+
+
+def _render(report: DoctorReport, box: dict) -> None:
+    """The report for a person: agents, the profile's arms, paths, memory, the sandbox and the --check results."""
     from rich.markup import escape
 
     con = console()
@@ -83,6 +106,7 @@ def _render(report: DoctorReport) -> None:
         if v:
             con.print(f"  {k:15} {v}")
     _print_memory(con, report.memory)
+    _print_sandbox(con, box)
     if not any(a["usable"] for a in arms):
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")

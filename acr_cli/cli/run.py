@@ -154,6 +154,10 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live output; only the answer and the summary."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", metavar="bwrap|none",
+                                          help="bwrap: run the agent and its verifier in bubblewrap, writing only "
+                                               "the work tree, the agent's own directories and a private temp "
+                                               "(Linux; default: the sandbox setting, else none)."),
 ) -> None:
     """Route a coding request to an agent, verify, roll back and escalate on failure, remember.
 
@@ -177,10 +181,19 @@ def run(
     req = RunRequest(text, proj, verify=verify, arms=arms, profile=profile, policy=policy, kind=kind,
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
-                     rollback=not no_rollback, interactive=interactive, memory=memory)
+                     rollback=not no_rollback, interactive=interactive, memory=memory, sandbox=_sandbox(sandbox))
     report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
     _show_report(report, json_out)
     _exit(report)
+
+
+def _sandbox(mode: Optional[str]) -> Optional[str]:
+    """--sandbox as given, checked: bwrap or none."""
+    from acr_cli.sandbox import MODES
+
+    if mode is not None and mode not in MODES:
+        raise AcrError(f"--sandbox {mode!r}: expected bwrap or none", hint="acr run --sandbox bwrap \"...\"")
+    return mode
 
 
 def _check_interactive(text: str) -> None:
