@@ -1,10 +1,10 @@
-"""One JSON shape for an attempt, in ``acr run --json`` and in ``acr show --json``.
+"""One JSON shape for an attempt, in ``acr run --json``, ``acr show --json`` and ``acr memory log --json``.
 
 :func:`attempt_json` makes it from the attempt's outcome (:class:`acr_cli.domain.Feedback`); a stored attempt
 (a row of memory's ``attempts`` table) becomes an outcome first (:func:`stored_attempt_json`), so both commands
 print the same keys with the same meaning. What memory does not keep (``side_effects``, ``problem``,
 ``health``, ``held_until``, ``kept_before``, ``check_changed``, ``tests_added``, ``api_cost_usd``,
-``counted``) is null in ``acr show --json``; ``started_at`` is null in ``acr run --json`` (memory sets it
+``counted``) is null for a stored attempt; ``started_at`` is null in ``acr run --json`` (memory sets it
 when it records the attempt). The keys are listed in docs/command-guide.md.
 """
 

@@ -121,10 +121,13 @@ def log(
     finally:
         mem.close()
     if json_out:
+        from acr_cli.attempt_json import stored_attempt_json
+
         keep = ("id", "created_at", "kind", "language", "project", "prompt", "passed", "cost_usd")
         print_json({"tasks": [{**{k: t[k] for k in keep},
                                "passed": None if t["passed"] is None else bool(t["passed"]),
-                               "state": task_state(t), "attempts": t["attempts"]} for t in tasks]})
+                               "state": task_state(t),
+                               "attempts": [stored_attempt_json(a) for a in t["attempts"]]} for t in tasks]})
         return
     con = console()
     if not tasks:
