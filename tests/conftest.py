@@ -42,6 +42,8 @@ def acr_home(tmp_path, monkeypatch):
 
     PYTEST_DISABLE_PLUGIN_AUTOLOAD: a check command that runs pytest (VERIFY) then loads no third-party
     plugin (xdist, anyio, timeout: none is needed by the test projects), which halves its start-up time.
+    FAKE_AGENT_PYTHON: the fake agents run on this interpreter, not on whatever ``python3`` the PATH finds
+    first (a version manager's shim starts dozens of processes per call).
     """
     home = tmp_path / "acr-home"
     monkeypatch.setenv("ACR_HOME", str(home))
@@ -49,6 +51,7 @@ def acr_home(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("FAKE_AGENT_PYTHON", sys.executable)
     return home
 
 
