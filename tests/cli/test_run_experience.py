@@ -251,13 +251,29 @@ def test_escape_sequences_in_a_request_or_an_answer_never_reach_the_terminal(pro
     assert "fake line" in shown[0] and "\\x0d" not in shown[0]  # a carriage return is a new line, not \x0d
 
 
-@pytest.mark.parametrize("report", [{"cost": -0.5}, {"cost": float("inf")}, {"tokens": [10**20, 100]},
-                                    {"tokens": [-1000, 100]}, {"tokens": [2**31, 100]}])
-def test_an_absurd_cost_or_token_count_from_an_agent_is_recorded_as_unknown(project, fakes_on_path, scenario,
-                                                                            tmp_path, report):
+ABSURD = [{"cost": -0.5}, {"cost": float("inf")}, {"tokens": [10**20, 100]}, {"tokens": [-1000, 100]},
+          {"tokens": [2**31, 100]}]
+
+
+@pytest.mark.parametrize("report", ABSURD)
+def test_an_absurd_cost_or_token_count_from_an_agent_is_read_as_unknown(tmp_path, fakes_on_path, scenario, report):
+    """What the fake claude prints for each absurd figure: the adapter reads it as not reported (None)."""
+    from acr_cli import agents
+
+    scenario({"match": {"agent": "claude"}, **report})
+    out = subprocess.run(["claude", "-p", "--output-format", "stream-json", "--verbose", "--", "fix add"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    res = agents.get("claude").parse(out.stdout, out.stderr, out.returncode)
+    assert not res.error, res.error
+    figures = {"cost": [res.cost_usd], "tokens": [res.tokens_in]}[next(iter(report))]
+    assert figures == [None]
+
+
+def test_an_absurd_cost_and_token_count_from_an_agent_are_recorded_as_unknown(project, fakes_on_path, scenario,
+                                                                               tmp_path):
     """A CLI's bug must not crash the run (an int SQL cannot store), poison routing (inf: NaN rewards) or make
-    the memory's export impossible to import again."""
-    scenario({"match": {"agent": "claude"}, "write": {"calc.py": GOOD}, **report})
+    the memory's export impossible to import again. (Each absurd figure alone: the test above.)"""
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": GOOD}, "cost": float("inf"), "tokens": [10**20, 100]})
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", "claude:claude-opus-4-6", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     attempt = json.loads(r.stdout)["attempts"][0]

@@ -59,6 +59,8 @@ answer like the real ones (claude 2.1.197, codex-cli 0.169.0, opencode 1.18.33),
 * ``FAKE_AGENT_STATUS_UNSUPPORTED=claude``: the status command is refused like a CLI version without
   it would (usage error on stderr).
 * ``FAKE_AGENT_STATUS_LOG=/path``: each status call appends a JSON line ``{"agent", "argv"}``.
+
+The executables beside this file run it with ``$FAKE_AGENT_PYTHON`` (the tests' interpreter), else ``python3``.
 """
 
 from __future__ import annotations
