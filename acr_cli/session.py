@@ -58,6 +58,9 @@ class RunRequest:
     rollback: bool = True
     interactive: bool = False
     memory: Path | None = None
+    race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
+    race_pick: str = "first"  # first | cheapest | smallest
+    race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
 
 
 @dataclass
@@ -213,7 +216,7 @@ class Prepared:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         result = run_task(ctx, policy, env, self.memory, max_attempts=plan.max_attempts, max_cost=plan.max_cost,
                           verifier=self.verify, verified=bool(self.verify), on_event=self._events(ctx, on_event),
-                          budget_name=plan.budget_name)
+                          budget_name=plan.budget_name, race=self._racer(env))
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if result.task_id:  # a team's memory queued it as its first attempt began; again: no harm
@@ -227,6 +230,15 @@ class Prepared:
                 report.pruned = maybe_prune(self.lock)
         report.shared = self.plan.store.finish()  # a team's: where routing read, what the sync did
         return report
+
+    def _racer(self, env: LiveEnvironment) -> Any:
+        """The race of ``--race N`` (None: no race, N below 2)."""
+        req = self.request
+        if not req.race or req.race < 2:
+            return None
+        from acr_cli.race import Racer
+
+        return Racer(env, req.race, req.race_pick, req.race_copy)
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
         """The loop's event callback: keeps how the request was read and the baseline as the first attempt
@@ -302,6 +314,7 @@ def prepare(req: RunRequest, *,
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
     made = settle(req, load_profile)
+    _check_race(req)
     _check_budget(made.options["max_cost"])
     _check_verifier(made.options["verify"], req.project)
     _check_agents(made)
@@ -316,6 +329,22 @@ def prepare(req: RunRequest, *,
         prepared.close()
         raise
     return prepared
+
+
+def _check_race(req: RunRequest) -> None:
+    """A race needs worktrees (git, rollback on) and runs its agents headless."""
+    if not req.race or req.race < 2:
+        return
+    if not req.rollback:
+        raise AcrError("--race runs each arm in a git worktree made from your work tree: it cannot run with "
+                       "--no-rollback", hint="leave out --no-rollback, or --race")
+    if req.interactive:
+        raise AcrError("--race runs its agents side by side, headless: not with --interactive",
+                       hint="leave out one of them")
+    from acr_cli.race import PICKS
+
+    if req.race_pick not in PICKS:
+        raise AcrError(f"--race-pick {req.race_pick!r} is not one of: {', '.join(PICKS)}")
 
 
 def _check_budget(budget: Option) -> None:

@@ -88,6 +88,9 @@ class LiveView:
             from rich.markup import escape  # an agent's error text: `401 Unauthorized [/v1/responses]`
 
             self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
+        elif what == "race":
+            self.con.print(f"[bold cyan]⇉ race[/]: attempts {', '.join(str(s) for s in data['seqs'])} at once, each in "
+                           f"its own worktree (pick: {data['pick']})")
         elif what == "attempt":
             from rich.markup import escape
 
