@@ -87,6 +87,7 @@ class Racer:
         with ws.attempt(f"{task_id}-race{first_seq}", secrets.token_hex(8)) as guard:
             try:
                 with interrupts.deferred():
+                    trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
                     made = [trees.create(ws, guard.cp, lane.seq, self.copy) for lane in lanes]
                 for lane, tree in zip(lanes, made):
                     lane.env = self._lane_env(ws, tree)

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acr_cli.errors import WorkspaceError
+from acr_cli.workspace import refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.core import Workspace
 from acr_cli.workspace.git import Git
 from acr_cli.workspace.snapshot import nul_join
+from acr_cli.workspace.store import Store
 
 PREFIX = "acr-race-"  # every race worktree's folder name starts with it (and its admin folder's)
 
@@ -177,6 +179,36 @@ def remove(ws: Workspace, tree: RaceTree) -> None:
     ws.git("worktree", "prune", check=False)
 
 
+def lane_stores(ws: Workspace) -> list[Store]:
+    """The checkpoint stores of this repository's race worktrees (each arm's attempt checkpoints its worktree
+    in a store of its own), found by the worktree each names."""
+    parent = str(races_dir(ws)) + os.sep
+    found = []
+    for folder in ws.store.dir.parent.iterdir() if ws.store.dir.parent.is_dir() else ():
+        try:
+            root, git_dir = (folder / "worktree").read_text().splitlines()[:2]
+        except (OSError, ValueError):
+            continue
+        if root.startswith(parent):
+            found.append(Store(ws.store.dir.parent, Path(root), Path(git_dir)))
+    return found
+
+
+def survivors(ws: Workspace) -> list[tuple[int, str]]:
+    """Processes of a killed race's arms still alive (found by their attempts' markers): (pid, command)."""
+    from acr_cli import process
+
+    out = []
+    for store in lane_stores(ws):
+        for name in store.names():
+            try:
+                marker = store.load(name)[0].get("marker")
+            except WorkspaceError:
+                continue
+            out += process.find_marked(marker) if marker else []
+    return out
+
+
 def leftovers(ws: Workspace) -> list[Path]:
     """Race worktrees of this repository still on disk (a race that was killed)."""
     parent = races_dir(ws)
@@ -184,7 +216,13 @@ def leftovers(ws: Workspace) -> list[Path]:
 
 
 def remove_leftovers(ws: Workspace) -> int:
-    """Remove the race worktrees a killed race left (``acr recover``, or the next race); how many went."""
+    """Remove what a killed race left (``acr recover``, and the next race): its worktrees and git's registration
+    of them, and its arms' checkpoints with their keep-alive refs (what those arms' rollbacks kept stays in
+    acr's store). How many worktrees went."""
+    for store in lane_stores(ws):
+        for name in store.names():
+            refs.drop_keep_alive(ws.git, name)
+            store.delete(name)
     found = leftovers(ws)
     for root in found:
         try:
@@ -193,6 +231,5 @@ def remove_leftovers(ws: Workspace) -> int:
             shutil.rmtree(root, ignore_errors=True)
             continue
         remove(ws, tree)
-    if found:
-        ws.git("worktree", "prune", check=False)
+    ws.git("worktree", "prune", check=False)
     return len(found)
