@@ -233,12 +233,13 @@ class Prepared:
 
     def _racer(self, env: LiveEnvironment) -> Any:
         """The race of ``--race N`` (None: no race, N below 2)."""
-        req = self.request
-        if not req.race or req.race < 2:
+        req, size = self.request, int(self.options["race"].value or 1)
+        if size < 2 or not req.rollback or req.interactive:
             return None
         from acr_cli.race import Racer
 
-        return Racer(env, req.race, req.race_pick, req.race_copy)
+        copy = tuple(req.race_copy) + tuple(self.options["race_copy"].value or ())
+        return Racer(env, size, req.race_pick, copy)
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
         """The loop's event callback: keeps how the request was read and the baseline as the first attempt
@@ -285,7 +286,7 @@ def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Pro
     options = resolve_options(settings, routing.profile, {
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline})
+        "baseline": req.baseline, "race": req.race})
     return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
 
 
@@ -314,7 +315,7 @@ def prepare(req: RunRequest, *,
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
     made = settle(req, load_profile)
-    _check_race(req)
+    _check_race(req, made.options["race"])
     _check_budget(made.options["max_cost"])
     _check_verifier(made.options["verify"], req.project)
     _check_agents(made)
@@ -331,10 +332,12 @@ def prepare(req: RunRequest, *,
     return prepared
 
 
-def _check_race(req: RunRequest) -> None:
+def _check_race(req: RunRequest, race: Option) -> None:
     """A race needs worktrees (git, rollback on) and runs its agents headless."""
-    if not req.race or req.race < 2:
+    if not race.value or int(race.value) < 2:
         return
+    if race.source != "command line" and (not req.rollback or req.interactive):
+        return  # a settings file's race gives way to a flag that cannot race: the run goes one arm at a time
     if not req.rollback:
         raise AcrError("--race runs each arm in a git worktree made from your work tree: it cannot run with "
                        "--no-rollback", hint="leave out --no-rollback, or --race")

@@ -87,16 +87,30 @@ def test_race_of_three_keeps_the_fast_arms_change_on_the_users_work_and_cancels_
 
 
 def test_race_worktrees_get_the_users_state_and_race_copy_files(project, fakes_on_path, scenario, acr_home):
-    """Each arm sees HEAD plus the user's staged, unstaged and untracked work; ignored files only as copied."""
+    """Each arm sees HEAD plus the user's staged, unstaged and untracked work; ignored files only as copied
+    (``race_copy``); ``race`` in config.toml races without the flag."""
     probe = ("import os,sys; open('seen.txt','w').write(repr(sorted(os.listdir('.'))) + "
              "open('test_calc.py').read()[-20:])")
     scenario({"match": {"agent": "codex"}, "commands": [[sys.executable, "-c", probe]], "write": {"calc.py": GOOD}},
              {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
     user_edits(project)
+    (project / "local.cfg").write_text("ignored, not copied\n")
+    with open(project / ".git" / "info" / "exclude", "a") as f:
+        f.write("local.cfg\n")
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=project)
     assert r.returncode == 0, r.stderr
     seen = (project / "seen.txt").read_text()
     assert "'notes.txt'" in seen and "'staged.txt'" in seen and "the user's note" in seen and "'.env'" not in seen
+    git(project, "checkout", "-q", "calc.py")
+    (project / "seen.txt").unlink()
+    config = acr_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('race = 2\nrace_copy = [".env"]\n')
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["race"]["attempts"] == [1, 2]
+    seen = (project / "seen.txt").read_text()
+    assert "'.env'" in seen and "'local.cfg'" not in seen
 
 
 def test_an_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario, acr_home):
