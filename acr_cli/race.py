@@ -88,7 +88,7 @@ class Racer:
             try:
                 with interrupts.deferred():
                     trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
-                    made = [trees.create(ws, guard.cp, lane.seq, self.copy) for lane in lanes]
+                    made = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy)
                 for lane, tree in zip(lanes, made):
                     lane.env = self._lane_env(ws, tree)
                 emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
@@ -101,8 +101,7 @@ class Racer:
                         out.winner = winner.seq
             finally:
                 with interrupts.deferred():
-                    for tree in made:
-                        trees.remove(ws, tree)
+                    trees.remove_all(ws, made)
         if out.winner is not None and guard.kept_before:
             winner = next(lane for lane in lanes if lane.seq == out.winner)
             winner.fb = replace(winner.fb, kept_before=guard.kept_before)

@@ -383,11 +383,10 @@ def _race_overhead(ws, i: int, size: int = 3) -> float:
 
     cp = ws.checkpoint(f"race-{i}")
     t0 = time.perf_counter()
-    trees = [race.create(ws, cp, slot) for slot in range(size)]
+    trees = race.create_all(ws, cp, list(range(size)))
     (trees[0].root / "src" / "m0" / "f0.py").write_text(f"winner {i}\n")
     race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir))
-    for tree in trees:
-        race.remove(ws, tree)
+    race.remove_all(ws, trees)
     took = time.perf_counter() - t0
     ws.restore(cp)
     ws.drop(cp)

@@ -22,6 +22,7 @@ import os
 import secrets
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,19 +58,33 @@ def races_dir(ws: Workspace) -> Path:
 def create(ws: Workspace, cp: Checkpoint, slot: int, copy: tuple[str, ...] = ()) -> RaceTree:
     """A worktree for race slot ``slot`` holding exactly the checkpoint's tree (see the module docstring); the
     ignored files of the user's work tree matching a ``copy`` glob are copied in. Needs a commit (HEAD)."""
+    return create_all(ws, cp, [slot], copy)[0]
+
+
+def create_all(ws: Workspace, cp: Checkpoint, slots: list[int], copy: tuple[str, ...] = ()) -> list[RaceTree]:
+    """One worktree per slot (:func:`create`): registered one after the other, their files written side by
+    side (writing a large tree is most of the cost)."""
     if cp.head is None:
         raise WorkspaceError("a race needs a commit to start its worktrees from", hint="commit once, then race")
     ws.publish()  # the checkpoint's tree into the repository's objects, where the worktree reads it
     parent = races_dir(ws)
     parent.mkdir(parents=True, exist_ok=True)
-    root = parent / f"{PREFIX}{secrets.token_hex(4)}-{slot}"
-    ws.git("worktree", "add", "--detach", "--no-checkout", str(root), cp.head)
-    tree = RaceTree(root, _admin_dir(ws, root), cp.tree)
+    made = []
+    for slot in slots:
+        root = parent / f"{PREFIX}{secrets.token_hex(4)}-{slot}"
+        ws.git("worktree", "add", "--detach", "--no-checkout", str(root), cp.head)
+        made.append(RaceTree(root, _admin_dir(ws, root), cp.tree))
+    with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
+        list(pool.map(lambda tree: _fill(ws, tree, copy), made))
+    return made
+
+
+def _fill(ws: Workspace, tree: RaceTree, copy: tuple[str, ...]) -> None:
+    """Write the worktree's files and index: the base tree, then the ignored files ``copy`` names."""
     g = tree.git(ws.common_dir)
-    g("read-tree", cp.tree)
+    g("read-tree", tree.base)
     g("checkout-index", "-a", "-f", "-u")
-    _copy_ignored(ws.root, root, copy)
-    return tree
+    _copy_ignored(ws.root, tree.root, copy)
 
 
 def _admin_dir(ws: Workspace, root: Path) -> Path:
@@ -174,8 +189,17 @@ def _remove(root: Path, target: Path) -> None:
 
 def remove(ws: Workspace, tree: RaceTree) -> None:
     """Remove the worktree whole: its files, its admin folder, and git's registration of it."""
-    shutil.rmtree(tree.root, ignore_errors=True)
-    shutil.rmtree(tree.git_dir, ignore_errors=True)
+    remove_all(ws, [tree])
+
+
+def remove_all(ws: Workspace, made: list[RaceTree]) -> None:
+    """Remove these worktrees (:func:`remove`), their files side by side."""
+    def gone(tree: RaceTree) -> None:
+        shutil.rmtree(tree.root, ignore_errors=True)
+        shutil.rmtree(tree.git_dir, ignore_errors=True)
+
+    with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
+        list(pool.map(gone, made))
     ws.git("worktree", "prune", check=False)
 
 
