@@ -185,3 +185,24 @@ def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, sce
     assert (project / "calc.py").read_text() != "half done\n"
     assert race_processes() == [] and race_dirs(acr_home) == []
     assert git_state(project) == state
+
+
+def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(project, fakes_on_path, scenario,
+                                                                                acr_home):
+    scenario({"match": {"agent": "codex"}, "sleep": 60, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "sleep": 60, "write": {"calc.py": GOOD}})
+    before = user_edits(project)
+    state = git_state(project)
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
+                             f"{FAST},{SLOW}", "--race", "2", "--json"], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(race_processes()) < 2:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert {a["agent"]: a["verdict"] for a in json.loads(out)["attempts"]} == {"codex": "cancelled",
+                                                                               "claude": "cancelled"}
+    assert {p: (project / p).read_bytes() for p in before} == before and "return a * b" in (project / "calc.py").read_text()
+    assert race_processes() == [] and race_dirs(acr_home) == [] and git_state(project) == state
