@@ -303,10 +303,10 @@ class _Task:
         except BaseException:
             self.finish()
             raise
-        for seq, decision, fb in run.entries:
-            self._record(seq, decision, fb)
         self.result.race = {"attempts": [seq for seq, _, _ in sorted(run.entries, key=lambda e: e[0])],
                             "winner": run.winner, "pick": racer.pick, "note": run.note or None}
+        for seq, decision, fb in run.entries:
+            self._record(seq, decision, fb)
         if run.note:
             self.emit("note", message=run.note)
         if run.abort is not None:
@@ -349,7 +349,8 @@ class _Task:
         self._count(seq, fb)
         self.result.steps.append((decision, fb))
         self.result.seqs.append(seq)
-        self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free)
+        self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free,
+                  raced=self.result.race is not None and seq in self.result.race["attempts"])
 
     def _count(self, seq: int, fb: Feedback) -> None:
         """An attempt that never reached a model is free (up to FREE_ATTEMPTS) and its arm is not tried again;

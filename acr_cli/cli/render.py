@@ -107,6 +107,8 @@ class LiveView:
             from rich.markup import escape
 
             verdict, reason = verdict_and_reason(fb.verdict, redact(fb.reason) or "")
+            if data.get("raced"):  # raced attempts end in any order: say which one this is
+                verdict = f"attempt {data['seq']} ({escape(fb.arm.id)}) {verdict}"
             self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {verdict}[/]{escape(reason)}"
                            f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
             if not fb.accepted:
