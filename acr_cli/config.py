@@ -130,6 +130,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], str | None], ...]] = {
     "baseline": (_one_of(BASELINE_MODES, "check, accept or off"),),
     "permissions": (_one_of(PERMISSIONS, f"one of {', '.join(PERMISSIONS)}"),),
     "protect": (_no_empty_item('globs such as "tests/**"'),),
+    "race": (_not_below(1, "at least 1 (1: no race)"),),
+    "race_copy": (_no_empty_item('globs such as ".env"'),),
     "arms": (_ARMS, _some_arm),
     "exclude": (_ARMS,),
     "policy": (_policy,),
@@ -240,7 +242,7 @@ class Settings:
 
 # the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
 RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect",
-            "sandbox")
+            "sandbox", "race", "race_copy")
 DEFAULTS = {"baseline": "check", "sandbox": "none"}
 
 

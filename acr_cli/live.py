@@ -285,6 +285,8 @@ class LiveEnvironment:
         self.tell_verifier = tell_verifier
         self.protect = tuple(protect)  # globs: an attempt that changes a matching path fails (acr_cli.checks)
         self.sandbox = sandbox  # the agent and its verifier run in it (acr_cli.sandbox); None: no sandbox
+        # asked while the agent runs: a reason it returns cancels the attempt (a race another arm won)
+        self.stop: Callable[[], str | None] | None = None
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
@@ -351,7 +353,9 @@ class LiveEnvironment:
         if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
             run = AgentRun(None, self._read_output(adapter, arm, e.result.stdout, e.result.stderr, None)[0], None)
             self._log_leftovers(e.result, log)
-        return run, Verdict(CANCELLED, f"cancelled with {interrupts.describe()}; the agent's process group was killed")
+        why = self.stop() if self.stop is not None else None
+        return run, Verdict(CANCELLED, f"cancelled {why or 'with ' + interrupts.describe()}; the agent's process group "
+                                       "was killed")
 
     @staticmethod
     def _survey(guard: Guard, changes: Changes | None, log) -> WorkspaceReport:
@@ -478,8 +482,10 @@ class LiveEnvironment:
         on_line = _lines(dog.line if dog else None,
                          (lambda stream, line: self.on_output(adapter, stream, line)) if self.on_output else None)
         res = process.run(inv.argv, cwd=self.project, env=env, timeout=self.timeout, on_line=on_line, log=log,
-                          stdin_text=inv.stdin, marker=marker, stalled=dog.check if dog else None)
+                          stdin_text=inv.stdin, marker=marker, stalled=_first_reason(self.stop, dog.check if dog else None))
         self._log_leftovers(res, log)
+        if res.stalled and self.stop is not None and self.stop():  # stopped from outside: cancelled, as by Ctrl-C
+            raise process.Cancelled(res)
         if res.stalled:  # a silent retry: what the CLI does when out of quota (its watchdog's docstring)
             verdict = stalled_verdict(res.stalled)
             log.write(f"--- {verdict.reason}\n")
@@ -593,3 +599,14 @@ def _lines(*callbacks):
         for c in live:
             c(stream, line)
     return each
+
+
+def _first_reason(*checks):
+    """One ``stalled`` check asking each of ``checks`` that is not None in turn: the first reason given."""
+    live = [c for c in checks if c is not None]
+    if len(live) <= 1:
+        return live[0] if live else None
+
+    def first() -> str | None:
+        return next((why for why in (c() for c in live) if why), None)
+    return first

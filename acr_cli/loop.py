@@ -66,6 +66,8 @@ class TaskResult:
     accepted: bool = False  # an attempt ended the task and its changes are kept: passed, or unverified
     forgotten: bool = False  # `acr memory forget` removed the task while it ran: later attempts not recorded
     free: list[int] = field(default_factory=list)  # seq of the attempts not counted (they never reached a model)
+    seqs: list[int] = field(default_factory=list)  # each step's seq (a race records its winner last)
+    race: dict[str, Any] | None = None  # the race's attempts (seq), its winner's seq (None: none), its pick
 
     @property
     def counted(self) -> int:
@@ -146,18 +148,22 @@ def run_task(
     timestamp: str | None = None,
     unavailable: set[str] | frozenset[str] = frozenset(),
     budget_name: str = "--max-cost",
+    race: Any = None,
 ) -> TaskResult:
     """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start).
 
     ``verified=False``: no verifier judges the attempts (a live run without one), so the first attempt
     that finishes is accepted as ``unverified`` and the policy decides as for a single action.
     ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them).
-    ``budget_name``: how messages name ``max_cost`` (the flag, or the file that set it)."""
+    ``budget_name``: how messages name ``max_cost`` (the flag, or the file that set it).
+    ``race``: an :class:`acr_cli.race.Racer`: the first step starts its ``size`` best arms at once (fewer when
+    ``max_attempts`` allows fewer; no race when fewer than two can run), then, if none was accepted, the task
+    goes on one arm at a time with the arms left."""
     task = _Task(ctx, policy, env, memory, source=source, verifier=verifier, wanted_id=task_id, oracle=oracle,
                  timestamp=timestamp, emit=on_event or _ignore, budget=Budget(max_cost, budget_name),
                  state=TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified,
                                  excluded=set(unavailable)),
-                 result=TaskResult("", False, 0.0, max_cost=max_cost))
+                 result=TaskResult("", False, 0.0, max_cost=max_cost), race=race)
     while task.step():
         pass
     task.finish(begin=True)
@@ -188,13 +194,19 @@ class _Task:
     budget: Budget
     state: TaskState
     result: TaskResult
+    race: Any = None
 
     def step(self) -> bool:
-        """Decide and make at most one attempt; False once the task is over (its stop reason set)."""
+        """Decide and make at most one attempt (or one race); False once the task is over (its stop reason set)."""
         limit = self.state.max_attempts
         if limit is not None and len(self.state.tried) >= limit:
             self.result.stop_reason = f"max attempts ({limit}) reached"
             return False
+        if self.race is not None and not self.result.steps:
+            racer, self.race = self.race, None  # one race a task; what follows is sequential
+            decisions = self._race_decisions(racer.size)
+            if len(decisions) >= 2:
+                return not self._race(racer, decisions)
         decision = self._decide()
         if decision is None:
             self._stop_with_no_arm()
@@ -264,6 +276,50 @@ class _Task:
             self.emit("note", message=note)
         return False
 
+    def _race_decisions(self, size: int) -> list[Decision]:
+        """The arms the race starts: the policy's first choices that can run, as many as the race's size and
+        ``max_attempts`` allow (each raced attempt counts). Arms that cannot run are set aside as usual."""
+        if self.state.max_attempts is not None:
+            size = min(size, self.state.max_attempts)
+        chosen: list[Decision] = []
+        probe = replace(self.state, tried=list(self.state.tried), excluded=set(self.state.excluded))
+        while len(chosen) < size:
+            decision = self.policy.next(self.ctx, probe)
+            if decision is None:
+                break
+            probe.excluded.add(decision.arm.id)
+            if not self._set_aside(decision):
+                chosen.append(decision)
+        return chosen
+
+    def _race(self, racer: Any, decisions: list[Decision]) -> bool:
+        """Race ``decisions`` (acr_cli.race), record every attempt, and say whether the race ends the task."""
+        first = len(self.result.steps) + 1
+        task_id = self.begin()
+        for i, decision in enumerate(decisions):
+            self.emit("attempt", seq=first + i, decision=decision, task_id=task_id)
+        try:
+            run = racer.run(decisions, self.ctx, self.state, task_id, first, self.emit)
+        except BaseException:
+            self.finish()
+            raise
+        self.result.race = {"attempts": [seq for seq, _, _ in sorted(run.entries, key=lambda e: e[0])],
+                            "winner": run.winner, "pick": racer.pick, "note": run.note or None}
+        for seq, decision, fb in run.entries:
+            self._record(seq, decision, fb)
+        if run.note:
+            self.emit("note", message=run.note)
+        if run.abort is not None:
+            self.finish()
+            raise run.abort
+        if run.winner is not None:
+            return self._ends(run.entries[-1][2])
+        if interrupts.requested():
+            self.result.cancelled = True
+            self.result.stop_reason = f"cancelled ({interrupts.describe()})"
+            return True
+        return False
+
     def _attempt(self, decision: Decision) -> Feedback:
         """Run one attempt, record it whole and count it. An attempt that must end the task
         (:class:`AttemptAborted`) is recorded the same way, then the task is finished and its cause raised."""
@@ -292,7 +348,9 @@ class _Task:
                 self.result.forgotten = True
         self._count(seq, fb)
         self.result.steps.append((decision, fb))
-        self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free)
+        self.result.seqs.append(seq)
+        self.emit("feedback", seq=seq, decision=decision, feedback=fb, counted=seq not in self.result.free,
+                  raced=self.result.race is not None and seq in self.result.race["attempts"])
 
     def _count(self, seq: int, fb: Feedback) -> None:
         """An attempt that never reached a model is free (up to FREE_ATTEMPTS) and its arm is not tried again;
@@ -440,6 +498,9 @@ def summary(result: TaskResult, *, policy: str | None = None, verifier: str | No
         "budget": None if result.max_cost is None else {"max_cost": result.max_cost, "spent": round(result.cost_usd, 6),
                                                         "stopped": result.budget_stop},
         "attempts": [attempt_json(fb, seq=seq, reason=d.reason, counted=seq not in result.free, policy=policy,
-                                  verifier=verifier) for seq, (d, fb) in enumerate(result.steps, 1)],
+                                  verifier=verifier)
+                     for seq, (d, fb) in zip(result.seqs or range(1, len(result.steps) + 1), result.steps)],
         "skipped": [{"agent": a.agent, "model": a.model, "reason": redact(why)} for a, why in result.skipped],
+        # the attempts that ran at once (--race) and the winner, by seq; None: no race
+        "race": None if result.race is None else {**result.race, "note": redact(result.race["note"])},
     }

@@ -60,6 +60,9 @@ class RunRequest:
     interactive: bool = False
     memory: Path | None = None
     sandbox: str | None = None  # bwrap | none (acr_cli.sandbox)
+    race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
+    race_pick: str = "first"  # first | cheapest | smallest
+    race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
 
 
 @dataclass
@@ -223,7 +226,7 @@ class Prepared:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         result = run_task(ctx, policy, env, self.memory, max_attempts=plan.max_attempts, max_cost=plan.max_cost,
                           verifier=self.verify, verified=bool(self.verify), on_event=self._events(ctx, on_event),
-                          budget_name=plan.budget_name)
+                          budget_name=plan.budget_name, race=self._racer(env))
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if result.task_id:  # a team's memory queued it as its first attempt began; again: no harm
@@ -237,6 +240,16 @@ class Prepared:
                 report.pruned = maybe_prune(self.lock)
         report.shared = self.plan.store.finish()  # a team's: where routing read, what the sync did
         return report
+
+    def _racer(self, env: LiveEnvironment) -> Any:
+        """The race of ``--race N`` (None: no race, N below 2)."""
+        req, size = self.request, int(self.options["race"].value or 1)
+        if size < 2 or not req.rollback or req.interactive:
+            return None
+        from acr_cli.race import Racer
+
+        copy = tuple(req.race_copy) + tuple(self.options["race_copy"].value or ())
+        return Racer(env, size, req.race_pick, copy)
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
         """The loop's event callback: keeps how the request was read and the baseline as the first attempt
@@ -283,7 +296,7 @@ def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Pro
     options = resolve_options(settings, routing.profile, {
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline, "sandbox": req.sandbox})
+        "baseline": req.baseline, "sandbox": req.sandbox, "race": req.race})
     return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
 
 
@@ -312,6 +325,7 @@ def prepare(req: RunRequest, *,
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
     made = settle(req, load_profile)
+    _check_race(req, made.options["race"])
     _check_budget(made.options["max_cost"])
     _check_verifier(made.options["verify"], req.project)
     _check_agents(made)
@@ -336,6 +350,24 @@ def _check_sandbox(option: Option) -> None:
     if why:
         raise AcrError(why, hint=f"{sandbox.INSTALL_HINT}; `acr doctor` shows the sandbox's state; or run without it "
                                  "(--sandbox none)")
+
+
+def _check_race(req: RunRequest, race: Option) -> None:
+    """A race needs worktrees (git, rollback on) and runs its agents headless."""
+    if not race.value or int(race.value) < 2:
+        return
+    if race.source != "command line" and (not req.rollback or req.interactive):
+        return  # a settings file's race gives way to a flag that cannot race: the run goes one arm at a time
+    if not req.rollback:
+        raise AcrError("--race runs each arm in a git worktree made from your work tree: it cannot run with "
+                       "--no-rollback", hint="leave out --no-rollback, or --race")
+    if req.interactive:
+        raise AcrError("--race runs its agents side by side, headless: not with --interactive",
+                       hint="leave out one of them")
+    from acr_cli.race import PICKS
+
+    if req.race_pick not in PICKS:
+        raise AcrError(f"--race-pick {req.race_pick!r} is not one of: {', '.join(PICKS)}")
 
 
 def _check_budget(budget: Option) -> None:

@@ -34,6 +34,9 @@ TABLE: dict[str, tuple[type, str]] = {
     "exclude": (list, "agents or arms (AGENT:MODEL) never to use"),
     "policy": (str, "routing policy, e.g. learned, fixed, cascade:A,B, always:ARM"),
     "time_weight": (float, "USD a minute of waiting is worth to the learned router"),
+    # acr run --race (acr_cli.race)
+    "race": (int, "arms acr run starts at once, each in its own worktree (1: none)"),
+    "race_copy": (list, "globs of ignored files copied into each race worktree, e.g. .env"),
 }
 
 

@@ -48,6 +48,7 @@ TRUSTED_ONLY = {
     "arms": "it chooses which arms run, and so what you pay",
     "policy": "it chooses which arms run, and so what you pay",
     "time_weight": "it trades your money for speed",
+    "race": "it runs several paid arms at once",
 }
 # limits an untrusted file may only lower (below your config.toml's, the profile's): narrowing costs you nothing.
 # (``exclude`` needs no trust at all: it only takes arms away.)

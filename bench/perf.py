@@ -375,6 +375,46 @@ def checkpoint_figures(tmp: Path, repeat: int, baseline: str) -> None:
     print("  target: today <= 1.10x the baseline (issue 17)")
 
 
+def _race_overhead(ws, i: int, size: int = 3) -> float:
+    """What a race of ``size`` adds to one attempt: its worktrees made from the checkpoint, the winner's change
+    read and applied to the user's work tree, the worktrees removed (the checkpoint itself is the one a single
+    attempt takes too, and each arm's own attempt is an attempt's)."""
+    from acr_cli.workspace import race
+
+    cp = ws.checkpoint(f"race-{i}")
+    t0 = time.perf_counter()
+    trees = race.create_all(ws, cp, list(range(size)))
+    (trees[0].root / "src" / "m0" / "f0.py").write_text(f"winner {i}\n")
+    race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir))
+    race.remove_all(ws, trees)
+    took = time.perf_counter() - t0
+    ws.restore(cp)
+    ws.drop(cp)
+    return took
+
+
+def race_figures(tmp: Path, repeat: int) -> None:
+    """The overhead of a race of 3 over a single attempt, as a ratio to a sequential attempt's checkpoint +
+    rollback measured in the same run, interleaved."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acr_cli.workspace import Workspace
+
+    print(f"\nrace of 3: worktrees made, winner applied, worktrees removed, against one attempt's checkpoint + "
+          f"rollback (medians of {repeat}, interleaved)")
+    print(f"  {'project':14} {'race overhead':>14} {'attempt':>9} {'ratio':>6}")
+    for label, n in (("2,000 files", 2000), ("50,000 files", 50000)):
+        ws = Workspace.open(_repo(tmp / f"race{n}", n, False))
+        races, attempts = [], []
+        for i in range(repeat + 1):
+            r, a = _race_overhead(ws, i), _one_attempt(ws, True, i, False)
+            if i:  # the first round warms the caches
+                races.append(r)
+                attempts.append(a)
+        race, one = statistics.median(races), statistics.median(attempts)
+        print(f"  {label:14} {race * 1000:12.0f}ms {one * 1000:7.0f}ms {race / one:5.2f}x")
+    print("  target: <= 1.5x (issue 43)")
+
+
 def postgres_section(args: argparse.Namespace, repeat: int) -> None:
     """The PostgreSQL figures: with --postgres, or in a full run when a server can be started here."""
     if not args.postgres and args.quick:
@@ -402,7 +442,7 @@ def main() -> None:
                          "whenever a server can be started here)")
     ap.add_argument("--pg-attempts", type=int, default=1_000_000,
                     help="attempts in the PostgreSQL memory, two per task")
-    ap.add_argument("--only", choices=["checkpoint", "postgres"], help="print only these figures")
+    ap.add_argument("--only", choices=["checkpoint", "race", "postgres"], help="print only these figures")
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("ACR_BENCH_DATA", "../shared/coderouterbench")),
                     help="CodeRouterBench files for the replay figures (skipped when absent)")
     args = ap.parse_args()
@@ -410,6 +450,10 @@ def main() -> None:
     if args.only == "checkpoint":
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
+        return
+    if args.only == "race":
+        with tempfile.TemporaryDirectory() as tmp:
+            race_figures(Path(tmp), 3 if args.quick else 7)
         return
     if args.only == "postgres":
         args.postgres = True
@@ -460,6 +504,8 @@ def main() -> None:
     postgres_section(args, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint_figures(Path(tmp), 3 if args.quick else 7, args.baseline)
+    with tempfile.TemporaryDirectory() as tmp:
+        race_figures(Path(tmp), 3 if args.quick else 7)
     if (args.data_dir / "ood176_results_long.csv").is_file():
         bench_figures(args.data_dir)
     else:

@@ -88,6 +88,9 @@ class LiveView:
             from rich.markup import escape  # an agent's error text: `401 Unauthorized [/v1/responses]`
 
             self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
+        elif what == "race":
+            self.con.print(f"[bold cyan]⇉ race[/]: attempts {', '.join(str(s) for s in data['seqs'])} at once, each in "
+                           f"its own worktree (pick: {data['pick']})")
         elif what == "attempt":
             from rich.markup import escape
 
@@ -104,6 +107,8 @@ class LiveView:
             from rich.markup import escape
 
             verdict, reason = verdict_and_reason(fb.verdict, redact(fb.reason) or "")
+            if data.get("raced"):  # raced attempts end in any order: say which one this is
+                verdict = f"attempt {data['seq']} ({escape(fb.arm.id)}) {verdict}"
             self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {verdict}[/]{escape(reason)}"
                            f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
             if not fb.accepted:

@@ -158,6 +158,12 @@ def run(
                                           help="bwrap: run the agent and its verifier in bubblewrap, writing only "
                                                "the work tree, the agent's own directories and a private temp "
                                                "(Linux; default: the sandbox setting, else none)."),
+    race: Optional[int] = typer.Option(None, "--race", min=1,
+                                       help="Start the plan's first N arms at once, each in its own git worktree; "
+                                            "the verifier picks the winner, whose change is applied here."),
+    race_pick: str = typer.Option("first", "--race-pick",
+                                  help="first (the first pass wins, the others are stopped), cheapest or smallest "
+                                       "(wait for all; the cheapest or smallest passing change wins)."),
 ) -> None:
     """Route a coding request to an agent, verify, roll back and escalate on failure, remember.
 
@@ -181,7 +187,8 @@ def run(
     req = RunRequest(text, proj, verify=verify, arms=arms, profile=profile, policy=policy, kind=kind,
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
-                     rollback=not no_rollback, interactive=interactive, memory=memory, sandbox=_sandbox(sandbox))
+                     rollback=not no_rollback, interactive=interactive, memory=memory, sandbox=_sandbox(sandbox),
+                     race=race, race_pick=race_pick)
     report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
     _show_report(report, json_out)
     _exit(report)

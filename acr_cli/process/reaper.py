@@ -37,7 +37,8 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Iterable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 from acr_cli.process import procfs
 from acr_cli.process.procfs import MARKER_VAR, Proc
@@ -134,6 +135,25 @@ def killpg(pgid: int, sig: int) -> None:
         pass
 
 
+_shared = 0  # runs side by side in this process (a race): a child of acr is then not any one run's
+
+
+@contextmanager
+def shared() -> Iterator[None]:
+    """While several runs go on at once in other threads (``acr run --race``), a direct child of acr may be
+    another run's agent or another thread's git command: each run then takes for its own only what is in its
+    agent's session or group, carries its marker, or descends from those. (Not covered then: a process that
+    leaves its group, scrubs its environment and is orphaned to acr.)"""
+    global _shared
+    with _reaper_lock:
+        _shared += 1
+    try:
+        yield
+    finally:
+        with _reaper_lock:
+            _shared -= 1
+
+
 class Watch:
     """Finds the processes of one run in /proc (Linux); finds nothing elsewhere."""
 
@@ -168,8 +188,9 @@ class Watch:
         return self._descendants(roots, procs, mine)
 
     def _roots(self, p: Proc) -> bool:
-        """Whether ``p`` is the run's by itself: orphaned to acr, in the agent's session or group, or marked."""
-        return (p.ppid == self.me or p.sid == self.session or p.pgid == self.session
+        """Whether ``p`` is the run's by itself: orphaned to acr (not while runs share acr: :func:`shared`), in
+        the agent's session or group, or marked."""
+        return ((p.ppid == self.me and not _shared) or p.sid == self.session or p.pgid == self.session
                 or (self.marker is not None and self._has_marker(p)))
 
     def _descendants(self, roots: list[int], procs: dict[int, Proc], mine: set[int]) -> dict[int, Proc]:

@@ -109,8 +109,9 @@ def _end_survivors(ws: Workspace, found: list[str], kill: bool) -> list[int]:
     """Refuse while a process of the killed run lives (it could undo the recovery), or with ``kill`` end
     them; returns the pids ended."""
     from acr_cli import process
+    from acr_cli.workspace import race
 
-    alive = ws.survivors(found)
+    alive = ws.survivors(found) + race.survivors(ws)  # a killed race's arms ran under markers of their own
     if alive and not kill:
         raise AcrError(
             "processes of the killed run are still alive and could undo the recovery: "
@@ -145,6 +146,9 @@ def _restore(ws: Workspace, chosen: str, force: bool, out: Recovery) -> None:
     out.saved_as = out.report.saved_as
     ws.drop(cp)
     out.restored = chosen
+    from acr_cli.workspace import race
+
+    race.remove_leftovers(ws)  # a killed race's worktrees and its arms' checkpoints
 
 
 def _when(at: float) -> str:

@@ -8,7 +8,8 @@ import json
 from conftest import GOOD, VERIFY, acr
 
 RUN = {"task_id", "passed", "verdict", "cost_usd", "stop_reason", "budget", "answer", "changes", "baseline", "context",
-       "attempts", "skipped", "shared_memory", "attempts_counted", "attempts_free", "attempts_free_max"}
+       "attempts", "skipped", "shared_memory", "attempts_counted", "attempts_free", "attempts_free_max",
+       "race"}  # race: null unless --race ran arms side by side
 RUN_ATTEMPT = {"agent", "model", "verdict", "score", "tokens_in", "tokens_out", "cost_usd", "cost_source",
                "duration_s", "reason", "detail", "log", "side_effects", "problem", "health", "text", "verifier_tail",
                "verifier_unchanged", "attempt_ref", "diff_command", "kept_before", "check_changed", "tests_added",

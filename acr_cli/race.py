@@ -1,0 +1,220 @@
+"""A race: several arms at once, each an attempt in its own worktree; the verifier picks the winner.
+
+:class:`Racer` runs the loop's first N decisions side by side (``acr run --race N``):
+
+1. the user's work tree is checkpointed as for a sequential attempt (so ``acr recover`` undoes a killed race);
+2. one worktree per arm is made from that checkpoint (:mod:`acr_cli.workspace.race`), and each arm runs as an
+   ordinary live attempt there, in its own thread: its own checkpoint, agent, verifier and rollback, its
+   processes in their own group;
+3. the pick: ``first`` (the first accepted attempt wins; the others are cancelled at once, their process
+   groups killed) or ``cheapest`` / ``smallest`` (every arm runs to its end; of the passing attempts, the
+   lowest cost, or the fewest lines changed, wins; a tie goes to the earlier arm of the plan);
+4. before the winner's change is applied, the user's work tree must still be exactly the checkpoint: an arm
+   that wrote into it (through an absolute path) fails the race (the winner is failed, saying so) and the
+   work tree is rolled back like a failed attempt;
+5. the winner's change is written into the user's work tree, the worktrees are removed.
+
+Each raced attempt is recorded as an attempt of the one task; a loser stopped by the winner is ``cancelled``
+with what it cost so far. Memory is written by the loop, in the main thread: an arm's thread writes only its
+own worktree and log. Ctrl-C stops every arm, then each rolls back and is recorded as cancelled.
+
+What the race does not do: a loser's verifier already running when the winner passes runs to its end (its
+agent is stopped at once); an accepted attempt that did not win keeps no copy of its work.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from acr_cli import interrupts, sandbox
+from acr_cli.context import Context
+from acr_cli.domain import FAILED, AttemptAborted, Decision, Feedback, TaskState
+from acr_cli.errors import AcrError
+from acr_cli.live import LiveEnvironment
+from acr_cli.process import reaper
+from acr_cli.workspace import Workspace
+from acr_cli.workspace import race as trees
+from acr_cli.workspace.refs import few
+
+PICKS = ("first", "cheapest", "smallest")
+
+
+@dataclass
+class RaceRun:
+    """A finished race: each attempt as (seq, decision, feedback) in the order to record (the winner last),
+    the winner's seq (None: none), the error that must end the task once all are recorded."""
+
+    entries: list[tuple[int, Decision, Feedback]] = field(default_factory=list)
+    winner: int | None = None
+    abort: BaseException | None = None
+    note: str = ""
+
+
+@dataclass
+class _Lane:
+    """One arm in the race: its decision, seq, worktree environment and, once done, its outcome."""
+
+    decision: Decision
+    seq: int
+    index: int
+    env: LiveEnvironment | None = None
+    stop: str | None = None
+    fb: Feedback | None = None
+    error: BaseException | None = None
+
+
+class Racer:
+    """Runs the arms of one race (see the module docstring). ``env``: the run's live environment in the user's
+    project, which must roll back (a workspace); ``copy``: globs of ignored files copied into each worktree."""
+
+    def __init__(self, env: LiveEnvironment, size: int, pick: str = "first", copy: tuple[str, ...] = ()):
+        if pick not in PICKS:
+            raise AcrError(f"unknown race pick {pick!r}", hint=f"one of: {', '.join(PICKS)}")
+        self.env, self.size, self.pick, self.copy = env, size, pick, tuple(copy)
+
+    def run(self, decisions: list[Decision], ctx: Context, state: TaskState, task_id: str, first_seq: int,
+            emit: Callable[..., None]) -> RaceRun:
+        """Race ``decisions`` (their attempts numbered from ``first_seq``) to the end (the module docstring)."""
+        ws: Workspace = self.env.workspace
+        lanes = [_Lane(d, first_seq + i, i) for i, d in enumerate(decisions)]
+        out = RaceRun()
+        made: list[trees.RaceTree] = []
+        with ws.attempt(f"{task_id}-race{first_seq}", secrets.token_hex(8)) as guard:
+            try:
+                with interrupts.deferred():
+                    trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
+                    made = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy)
+                for lane, tree in zip(lanes, made):
+                    lane.env = self._lane_env(ws, tree)
+                emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
+                     pick=self.pick, task_id=task_id)
+                self._run_lanes(lanes, ctx, state, task_id)
+                winner = self._choose(lanes)
+                if winner is not None:
+                    guard.passed = self._apply(ws, guard, winner, made[lanes.index(winner)], out)
+                    if guard.passed:
+                        out.winner = winner.seq
+            finally:
+                with interrupts.deferred():
+                    trees.remove_all(ws, made)
+        if out.winner is not None and guard.kept_before:
+            winner = next(lane for lane in lanes if lane.seq == out.winner)
+            winner.fb = replace(winner.fb, kept_before=guard.kept_before)
+        if guard.error is not None:
+            out.abort = out.abort or guard.error
+        out.entries = [(lane.seq, lane.decision, lane.fb) for lane in self._order(lanes, out.winner)
+                       if lane.fb is not None]
+        out.abort = out.abort or next((lane.error for lane in lanes if lane.error is not None), None)
+        return out
+
+    def _lane_env(self, ws: Workspace, tree: trees.RaceTree) -> LiveEnvironment:
+        """The live environment of one arm: the run's, with the project in the worktree (the verifier runs
+        there), its own workspace, no live output and no memory (the loop records it in the main thread)."""
+        env = self.env
+        rel = os.path.relpath(os.path.realpath(env.project), os.path.realpath(ws.root))
+        project = tree.root if rel == "." else tree.root / rel
+        lane_ws = Workspace.open(tree.root)
+        # a sandboxed run's arms are sandboxed too, each writing only its own worktree (and git's directories)
+        confined = sandbox.for_project(project, lane_ws) if env.sandbox is not None else None
+        return LiveEnvironment(profile=env.profile, project=project, logs_dir=env.logs_dir,
+                               workspace=lane_ws, verify=env.verify, timeout=env.timeout,
+                               verify_timeout=env.verify_timeout, permissions=env.permissions, health=None,
+                               baseline=env.baseline, tell_verifier=env.tell_verifier, protect=env.protect,
+                               sandbox=confined)
+
+    def _run_lanes(self, lanes: list[_Lane], ctx: Context, state: TaskState, task_id: str) -> None:
+        """Start every lane in its own thread and wait for all; with ``first``, the first accepted attempt stops
+        the others. Ctrl-C (or SIGTERM, SIGHUP) stops them all."""
+        done: queue.Queue = queue.Queue()
+        with reaper.shared():
+            self._start(lanes, ctx, state, task_id, done)
+            self._wait(lanes, done)
+
+    @staticmethod
+    def _start(lanes: list[_Lane], ctx: Context, state: TaskState, task_id: str, done: queue.Queue) -> None:
+        """Start each lane's attempt in a thread of its own."""
+        for lane in lanes:
+            lane.env.stop = (lambda lane=lane: lane.stop)
+            snapshot = replace(state, tried=list(state.tried), free=list(state.free), excluded=set(state.excluded))
+            threading.Thread(target=_work, args=(lane, ctx, snapshot, task_id, done), daemon=True,
+                             name=f"acr-race-{lane.seq}").start()
+
+    def _wait(self, lanes: list[_Lane], done: queue.Queue) -> None:
+        """Wait for every lane, stopping the others once one wins (``first``) or a signal came."""
+        pending = set(range(len(lanes)))
+        while pending:
+            try:
+                index = done.get(timeout=0.1)
+            except queue.Empty:
+                index = None
+            except KeyboardInterrupt:
+                index = None
+            if interrupts.received is not None:
+                self._stop(lanes, f"by {interrupts.describe()}")
+            if index is None:
+                continue
+            pending.discard(index)
+            lane = lanes[index]
+            if self.pick == "first" and lane.fb is not None and lane.fb.accepted:
+                self._stop(lanes, f"because {lane.decision.arm.id} passed first in the race")
+
+    @staticmethod
+    def _stop(lanes: list[_Lane], why: str) -> None:
+        for lane in lanes:
+            lane.stop = lane.stop or why
+
+    def _choose(self, lanes: list[_Lane]) -> _Lane | None:
+        """The winning lane: the pick's choice among the accepted attempts (passed ones before unverified)."""
+        accepted = [lane for lane in lanes if lane.fb is not None and lane.fb.accepted and lane.error is None]
+        if not accepted or interrupts.received is not None:
+            return None
+        if any(lane.fb.passed for lane in accepted):
+            accepted = [lane for lane in accepted if lane.fb.passed]
+        if self.pick == "first":
+            return min(accepted, key=lambda lane: lane.fb.duration_s)
+        if self.pick == "cheapest":
+            return min(accepted, key=lambda lane: (lane.fb.cost_usd is None, lane.fb.cost_usd or 0.0, lane.seq))
+        return min(accepted, key=lambda lane: (_lines(lane.fb), lane.seq))
+
+    def _apply(self, ws: Workspace, guard, winner: _Lane, tree: trees.RaceTree, out: RaceRun) -> bool:
+        """Write the winner's change into the user's work tree, if that tree is still the checkpoint; else fail
+        the winner, saying which paths an arm wrote outside its worktree (the race's rollback undoes them)."""
+        with interrupts.deferred():
+            outside = trees.main_changed(ws, guard.cp)
+            if outside:
+                why = (f"an arm of the race wrote into your work tree, outside its worktree ({few(outside, 10)}): "
+                       "the race's result is not applied and your work tree is rolled back")
+                winner.fb = replace(winner.fb, verdict=FAILED, reason=f"{winner.fb.reason}; {why}", score=None)
+                out.note = why
+                return False
+            winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
+            final = trees.final_tree(tree, ws.common_dir)
+            trees.apply(ws, tree.base, final)
+        return True
+
+    @staticmethod
+    def _order(lanes: list[_Lane], winner: int | None) -> list[_Lane]:
+        """The lanes in the order the loop records them: by seq, the winner last (it ends the task)."""
+        return sorted(lanes, key=lambda lane: (lane.seq == winner, lane.seq))
+
+
+def _lines(fb: Feedback) -> int:
+    """Lines an attempt changed (a binary file counts as one)."""
+    return sum((a or 0) + (d or 0) if a is not None else 1 for _, a, d in fb.diffstat)
+
+
+def _work(lane: _Lane, ctx: Context, state: TaskState, task_id: str, done: queue.Queue) -> None:
+    """A lane's thread: its attempt to the end; the outcome (or the error) is the lane's."""
+    try:
+        lane.fb = lane.env.attempt(lane.decision.arm, ctx, state, task_id, lane.seq)
+    except AttemptAborted as aborted:
+        lane.fb, lane.error = aborted.outcome, aborted.cause
+    except BaseException as e:  # (a signal's KeyboardInterrupt raised in this thread: the lane is cancelled)
+        lane.error = e
+    finally:
+        done.put(lane.index)

@@ -1,0 +1,208 @@
+"""`acr run --race N`: arms side by side in worktrees, through the real CLI, git and the fake agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import BAD, GOOD, VERIFY, acr, git
+
+FAILING, FAST, SLOW = "opencode:moonshotai/kimi-k2.5", "codex:gpt-5.4", "claude:claude-opus-4-6"
+ARMS = f"{FAILING},{FAST},{SLOW}"
+
+
+def three_arms(scenario, slow_sleep: float = 40, fast: dict | None = None) -> Path:
+    """The issue's race: one arm failing at once, one passing after 4 s, one that would pass after 40 s."""
+    return scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}},
+                    {"match": {"agent": "codex"}, "sleep": 4, "write": {"calc.py": GOOD, "bin.dat": "\x00\x01"},
+                     **(fast or {})},
+                    {"match": {"agent": "claude"}, "sleep": slow_sleep, "write": {"calc.py": GOOD}})
+
+
+def user_edits(project: Path) -> dict[str, bytes]:
+    """Uncommitted work of the user's: an unstaged edit, a staged new file, an untracked file, an ignored .env."""
+    (project / ".gitignore").write_text(".env\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "ignore .env")
+    with open(project / "test_calc.py", "a") as f:
+        f.write("\n# the user's note\n")
+    (project / "staged.txt").write_text("staged\n")
+    git(project, "add", "staged.txt")
+    (project / "notes.txt").write_text("untracked\n")
+    (project / ".env").write_text("TOKEN=abc\n")
+    return {p: (project / p).read_bytes() for p in ("test_calc.py", "staged.txt", "notes.txt", ".env")}
+
+
+def git_state(project: Path) -> dict[str, bytes]:
+    """What the user's repository must keep byte for byte: config, HEAD, the index, every ref."""
+    d = project / ".git"
+    return {"config": (d / "config").read_bytes(), "HEAD": (d / "HEAD").read_bytes(), "index": (d / "index").read_bytes(),
+            "refs": git(project, "for-each-ref").encode(), "worktrees": git(project, "worktree", "list").encode()}
+
+
+def race_processes() -> list[int]:
+    """Live processes whose working directory is a race worktree."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and "acr-race-" in os.readlink(f"/proc/{pid}/cwd"):
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def race_dirs(acr_home: Path) -> list[Path]:
+    return list((acr_home / "data").rglob("acr-race-*"))
+
+
+def test_race_of_three_keeps_the_fast_arms_change_on_the_users_work_and_cancels_the_slow_one(
+        project, fakes_on_path, scenario, acr_home):
+    three_arms(scenario)
+    before = user_edits(project)
+    state = git_state(project)
+    staged = git(project, "diff", "--cached", "--name-status")
+    r = acr("run", "fix the add function", "--verify", VERIFY, "--arms", ARMS, "--race", "3", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    verdicts = {a["agent"]: a["verdict"] for a in out["attempts"]}
+    assert verdicts == {"opencode": "failed", "codex": "passed", "claude": "cancelled"}
+    by_agent = {a["agent"]: a["seq"] for a in out["attempts"]}
+    assert out["race"]["winner"] == by_agent["codex"] and sorted(out["race"]["attempts"]) == [1, 2, 3]
+    assert "codex:gpt-5.4 passed first" in next(a["detail"] for a in out["attempts"] if a["agent"] == "claude")
+    # the winner's change, on top of the user's uncommitted work, the index as the user left it
+    assert (project / "calc.py").read_text() == GOOD and (project / "bin.dat").read_bytes() == b"\x00\x01"
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert git(project, "diff", "--cached", "--name-status") == staged
+    assert git_state(project) == state  # config, HEAD, index, refs and worktrees byte for byte
+    assert race_processes() == [] and race_dirs(acr_home) == []
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT COUNT(DISTINCT task_id), COUNT(*) FROM attempts").fetchone() == (1, 3)
+
+
+def test_race_worktrees_get_the_users_state_and_race_copy_files(project, fakes_on_path, scenario, acr_home):
+    """Each arm sees HEAD plus the user's staged, unstaged and untracked work; ignored files only as copied
+    (``race_copy``); ``race`` in config.toml races without the flag."""
+    probe = ("import os,sys; open('seen.txt','w').write(repr(sorted(os.listdir('.'))) + "
+             "open('test_calc.py').read()[-20:])")
+    scenario({"match": {"agent": "codex"}, "commands": [[sys.executable, "-c", probe]], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    user_edits(project)
+    (project / "local.cfg").write_text("ignored, not copied\n")
+    with open(project / ".git" / "info" / "exclude", "a") as f:
+        f.write("local.cfg\n")
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=project)
+    assert r.returncode == 0, r.stderr
+    seen = (project / "seen.txt").read_text()
+    assert "'notes.txt'" in seen and "'staged.txt'" in seen and "the user's note" in seen and "'.env'" not in seen
+    git(project, "checkout", "-q", "calc.py")
+    (project / "seen.txt").unlink()
+    config = acr_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('race = 2\nrace_copy = [".env"]\n')
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["race"]["attempts"] == [1, 2]
+    seen = (project / "seen.txt").read_text()
+    assert "'.env'" in seen and "'local.cfg'" not in seen
+
+
+def test_an_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario, acr_home):
+    hostile = [sys.executable, "-c", f"open({str(project / 'planted.py')!r}, 'w').write('x = 1')"]
+    scenario({"match": {"agent": "codex"}, "commands": [hostile], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
+    before = user_edits(project)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2",
+            "--max-attempts", "2", "--json", cwd=project)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    codex = next(a for a in out["attempts"] if a["agent"] == "codex")
+    assert codex["verdict"] == "failed" and "planted.py" in codex["detail"] and "outside its worktree" in codex["detail"]
+    assert out["race"]["winner"] is None and "planted.py" in out["race"]["note"]
+    assert not (project / "planted.py").exists() and (project / "calc.py").read_text() != GOOD
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert race_dirs(acr_home) == []
+
+
+def test_a_race_that_all_fails_goes_on_escalating_with_the_arms_left(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "opencode"}, "write": {"calc.py": BAD}},
+             {"match": {"agent": "codex"}, "write": {"calc.py": BAD}},
+             {"match": {"agent": "claude"}, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAILING},{FAST},{SLOW}", "--race", "2", "--json",
+            cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [(a["seq"], a["agent"], a["verdict"]) for a in out["attempts"]] == [
+        (1, "opencode", "failed"), (2, "codex", "failed"), (3, "claude", "passed")]
+    assert out["race"] == {"attempts": [1, 2], "winner": None, "pick": "first", "note": None}
+    assert (project / "calc.py").read_text() == GOOD
+
+
+def test_cheapest_pick_waits_for_all_and_keeps_the_cheaper_pass(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "codex"}, "tokens": [2000000, 200000], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "sleep": 2, "cost": 0.01,
+              "write": {"calc.py": "def add(a, b):\n    return b + a\n"}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2", "--race-pick", "cheapest",
+            "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {a["agent"]: a["verdict"] for a in out["attempts"]} == {"codex": "passed", "claude": "passed"}
+    assert out["race"]["winner"] == next(a["seq"] for a in out["attempts"] if a["agent"] == "claude")
+    assert (project / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
+
+
+def test_race_needs_rollback(project, fakes_on_path, scenario):
+    r = acr("run", "fix add", "--arms", ARMS, "--race", "2", "--no-rollback", cwd=project)
+    assert r.returncode == 2 and "--race" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home):
+    three_arms(scenario, fast={"sleep": 60})
+    before = user_edits(project)
+    state = git_state(project)
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms", ARMS,
+                             "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(race_processes()) < 2:
+        time.sleep(0.2)
+    assert race_processes()
+    (project / "calc.py").write_text("half done\n")  # what a race killed mid-apply could leave
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and race_processes():
+        time.sleep(0.2)
+    r = acr("recover", "--kill", "--json", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert (project / "calc.py").read_text() != "half done\n"
+    assert race_processes() == [] and race_dirs(acr_home) == []
+    assert git_state(project) == state
+
+
+def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(project, fakes_on_path, scenario,
+                                                                                acr_home):
+    scenario({"match": {"agent": "codex"}, "sleep": 60, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "sleep": 60, "write": {"calc.py": GOOD}})
+    before = user_edits(project)
+    state = git_state(project)
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms",
+                             f"{FAST},{SLOW}", "--race", "2", "--json"], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(race_processes()) < 2:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert {a["agent"]: a["verdict"] for a in json.loads(out)["attempts"]} == {"codex": "cancelled",
+                                                                               "claude": "cancelled"}
+    assert {p: (project / p).read_bytes() for p in before} == before and "return a * b" in (project / "calc.py").read_text()
+    assert race_processes() == [] and race_dirs(acr_home) == [] and git_state(project) == state
