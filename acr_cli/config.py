@@ -28,8 +28,9 @@ from acr_cli.domain import PERMISSIONS
 from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.paths import Paths
 from acr_cli.routing import registry
-from acr_cli.sandbox import MODES as SANDBOX_MODES
 from acr_cli.setting_keys import TABLE, TYPE_NAMES
+
+SANDBOX_MODES = ("bwrap", "none")  # the sandbox setting's values (acr_cli.sandbox): bubblewrap, or none
 
 if sys.version_info >= (3, 11):
     import tomllib

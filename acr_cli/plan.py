@@ -16,15 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from acr_cli import agents
-from acr_cli.config import Option, Settings
+from acr_cli import agents, routing_settings
+from acr_cli.config import Option, Settings, resolve_options
 from acr_cli.context import Context, classify
 from acr_cli.domain import Arm, TaskState
 from acr_cli.errors import AcrError
 from acr_cli.health.state import HELD, HealthBook
-from acr_cli.profiles import Profile
+from acr_cli.profiles import Profile, parse_arms
 from acr_cli.routing_settings import Routing
 
 
@@ -189,3 +189,60 @@ class Plan:
 
         return first_refusal(self.ctx, self.policy, env, max_attempts=self.max_attempts, max_cost=self.max_cost,
                              verified=verified, budget_name=self.budget_name)
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for; None means "not given on the command line"."""
+
+    text: str
+    project: Path
+    verify: str | None = None
+    arms: str | None = None  # --arms as given: "AGENT:MODEL,AGENT:MODEL"
+    profile: str | None = None
+    policy: str | None = None
+    kind: str | None = None
+    max_cost: float | None = None
+    max_attempts: int | None = None
+    timeout: float | None = None
+    verify_timeout: float | None = None
+    permissions: str | None = None
+    baseline: str | None = None  # check | accept | off
+    rollback: bool = True
+    interactive: bool = False
+    memory: Path | None = None
+    sandbox: str | None = None  # bwrap | none (acr_cli.sandbox)
+    race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
+    race_pick: str = "first"  # first | cheapest | smallest
+    race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
+
+
+def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]]) -> Plan:
+    """The settings half of the plan (no memory opened yet): the profile narrowed to the arms this project may
+    use (``arms``, ``exclude``, ``--arms``), its policy and time weight, and every option with its source."""
+    profile, settings = load_profile(req.profile, req.project)
+    arm_ids = parse_arms(req.arms, profile)
+    routing = routing_settings.apply(profile, settings, cli_arms=arm_ids, cli_policy=req.policy)
+    options = resolve_options(settings, routing.profile, {
+        "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
+        "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
+        "baseline": req.baseline, "sandbox": req.sandbox, "race": req.race})
+    return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
+
+
+def open_plan_memory(plan: Plan, req: RunRequest, open_memory: Callable[..., Any]) -> None:
+    """Give the plan its memory: the team's (routing reads its server, the rest the local copy) when the project
+    uses one, else the one ``open_memory`` opens (--memory, ACR_MEMORY or config.toml)."""
+    store = open_memory(req.memory, project=req.project, settings=plan.settings)  # a file, or a team's server
+    plan.store, plan.memory = store, store.records
+    plan.health = HealthBook(plan.memory)
+    if store.note:
+        plan.notes.append(store.note)
+
+
+def plan(req: RunRequest, *, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
+         open_memory: Callable[..., Any]) -> Plan:
+    """The plan ``acr route`` shows and ``acr run`` starts from; close it with :meth:`Plan.close`."""
+    made = settle(req, load_profile)
+    open_plan_memory(made, req, open_memory)
+    return made

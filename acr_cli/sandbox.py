@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 BWRAP = "bwrap"
-MODES = ("bwrap", "none")  # the setting's values: bubblewrap, or no sandbox (the default)
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 
 

@@ -21,48 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from acr_cli import interrupts, process, routing_settings, sandbox
-from acr_cli.config import Option, Settings, resolve_options
+from acr_cli import interrupts, process, sandbox
+from acr_cli.config import Option, Settings
 from acr_cli.context import Context, context_json
 from acr_cli.domain import parse_arm_id
 from acr_cli.errors import AcrError
-from acr_cli.health.state import HealthBook
 from acr_cli.live import LiveEnvironment
 from acr_cli.loop import TaskResult, run_task, summary
 from acr_cli.paths import Paths
-from acr_cli.plan import Plan
-from acr_cli.profiles import Profile, parse_arms
+from acr_cli.plan import Plan, RunRequest, open_plan_memory, settle  # (RunRequest: re-exported)
+from acr_cli.profiles import Profile
 from acr_cli.redact import redact
 from acr_cli.sandbox import Sandbox
 from acr_cli.verify import VerifierResult, cannot_run, preflight, run_verifier
 from acr_cli.workspace import Workspace
 from acr_cli.workspace.core import UnwritableGitDir
-
-
-@dataclass
-class RunRequest:
-    """What the user asked for; None means "not given on the command line"."""
-
-    text: str
-    project: Path
-    verify: str | None = None
-    arms: str | None = None  # --arms as given: "AGENT:MODEL,AGENT:MODEL"
-    profile: str | None = None
-    policy: str | None = None
-    kind: str | None = None
-    max_cost: float | None = None
-    max_attempts: int | None = None
-    timeout: float | None = None
-    verify_timeout: float | None = None
-    permissions: str | None = None
-    baseline: str | None = None  # check | accept | off
-    rollback: bool = True
-    interactive: bool = False
-    memory: Path | None = None
-    sandbox: str | None = None  # bwrap | none (acr_cli.sandbox)
-    race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
-    race_pick: str = "first"  # first | cheapest | smallest
-    race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
 
 
 @dataclass
@@ -285,37 +258,6 @@ def _verifier_named(opt: Option) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("  | " + line for line in (text or "").rstrip().splitlines()[-15:])
-
-
-def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]]) -> Plan:
-    """The settings half of the plan (no memory opened yet): the profile narrowed to the arms this project may
-    use (``arms``, ``exclude``, ``--arms``), its policy and time weight, and every option with its source."""
-    profile, settings = load_profile(req.profile, req.project)
-    arm_ids = parse_arms(req.arms, profile)
-    routing = routing_settings.apply(profile, settings, cli_arms=arm_ids, cli_policy=req.policy)
-    options = resolve_options(settings, routing.profile, {
-        "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
-        "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline, "sandbox": req.sandbox, "race": req.race})
-    return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
-
-
-def open_plan_memory(plan: Plan, req: RunRequest, open_memory: Callable[..., Any]) -> None:
-    """Give the plan its memory: the team's (routing reads its server, the rest the local copy) when the project
-    uses one, else the one ``open_memory`` opens (--memory, ACR_MEMORY or config.toml)."""
-    store = open_memory(req.memory, project=req.project, settings=plan.settings)  # a file, or a team's server
-    plan.store, plan.memory = store, store.records
-    plan.health = HealthBook(plan.memory)
-    if store.note:
-        plan.notes.append(store.note)
-
-
-def plan(req: RunRequest, *, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]],
-         open_memory: Callable[..., Any]) -> Plan:
-    """The plan ``acr route`` shows and ``acr run`` starts from; close it with :meth:`Plan.close`."""
-    made = settle(req, load_profile)
-    open_plan_memory(made, req, open_memory)
-    return made
 
 
 def prepare(req: RunRequest, *,

@@ -18,7 +18,7 @@ from acr_cli.domain import Arm
 from acr_cli.health.errors import LIMIT, TRANSIENT, Problem
 from acr_cli.health.state import HealthBook
 from acr_cli.memory import Memory
-from acr_cli.session import RunRequest, plan
+from acr_cli.plan import RunRequest, plan
 
 ARMS = "opencode:zhipuai/glm-5,claude:claude-sonnet-4-6,codex:gpt-5.4"
 VERIFY = "grep -q 'a + b' calc.py"

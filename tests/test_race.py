@@ -46,12 +46,14 @@ def git_state(project: Path) -> dict[str, bytes]:
             "refs": git(project, "for-each-ref").encode(), "worktrees": git(project, "worktree", "list").encode()}
 
 
-def race_processes() -> list[int]:
-    """Live processes whose working directory is a race worktree."""
+def race_processes(acr_home: Path) -> list[int]:
+    """Live processes whose working directory is a race worktree of this test's acr (not another test's, which
+    may run beside it)."""
     found = []
     for pid in os.listdir("/proc"):
         try:
-            if pid.isdigit() and "acr-race-" in os.readlink(f"/proc/{pid}/cwd"):
+            cwd = os.readlink(f"/proc/{pid}/cwd") if pid.isdigit() else ""
+            if "acr-race-" in cwd and cwd.startswith(os.path.realpath(acr_home)):
                 found.append(int(pid))
         except OSError:
             pass
@@ -81,7 +83,7 @@ def test_race_of_three_keeps_the_fast_arms_change_on_the_users_work_and_cancels_
     assert {p: (project / p).read_bytes() for p in before} == before
     assert git(project, "diff", "--cached", "--name-status") == staged
     assert git_state(project) == state  # config, HEAD, index, refs and worktrees byte for byte
-    assert race_processes() == [] and race_dirs(acr_home) == []
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
     db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
     assert db.execute("SELECT COUNT(DISTINCT task_id), COUNT(*) FROM attempts").fetchone() == (1, 3)
 
@@ -170,20 +172,20 @@ def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, sce
                              "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(race_processes()) < 2:
+    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
         time.sleep(0.2)
-    assert race_processes()
+    assert race_processes(acr_home)
     (project / "calc.py").write_text("half done\n")  # what a race killed mid-apply could leave
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and race_processes():
+    while time.monotonic() < deadline and race_processes(acr_home):
         time.sleep(0.2)
     r = acr("recover", "--kill", "--json", cwd=project)
     assert r.returncode == 0, r.stdout + r.stderr
     assert {p: (project / p).read_bytes() for p in before} == before
     assert (project / "calc.py").read_text() != "half done\n"
-    assert race_processes() == [] and race_dirs(acr_home) == []
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
     assert git_state(project) == state
 
 
@@ -197,7 +199,7 @@ def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(p
                              f"{FAST},{SLOW}", "--race", "2", "--json"], cwd=project, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(race_processes()) < 2:
+    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -205,4 +207,4 @@ def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(p
     assert {a["agent"]: a["verdict"] for a in json.loads(out)["attempts"]} == {"codex": "cancelled",
                                                                                "claude": "cancelled"}
     assert {p: (project / p).read_bytes() for p in before} == before and "return a * b" in (project / "calc.py").read_text()
-    assert race_processes() == [] and race_dirs(acr_home) == [] and git_state(project) == state
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == [] and git_state(project) == state

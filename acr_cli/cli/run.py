@@ -196,7 +196,7 @@ def run(
 
 def _sandbox(mode: Optional[str]) -> Optional[str]:
     """--sandbox as given, checked: bwrap or none."""
-    from acr_cli.sandbox import MODES
+    from acr_cli.config import SANDBOX_MODES as MODES
 
     if mode is not None and mode not in MODES:
         raise AcrError(f"--sandbox {mode!r}: expected bwrap or none", hint="acr run --sandbox bwrap \"...\"")
@@ -313,7 +313,7 @@ def route(
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
     from acr_cli.cli.render import print_race, print_route
-    from acr_cli.session import RunRequest, plan
+    from acr_cli.plan import RunRequest, plan
 
     if race == 1:
         raise AcrError("--race 1: a race starts at least 2 arms at once (0: no race)")

@@ -35,17 +35,27 @@ the output), ``reaper`` (ending every process of a run), ``procfs`` (Linux's
 (a short command's output).
 """
 
-from acr_cli.process.capture import KEEP_HEAD_BYTES, KEEP_TAIL_BYTES, LINE_MAX_BYTES, LOG_MAX_BYTES, LineCallback
-from acr_cli.process.interactive import run_interactive
-from acr_cli.process.marked import find_marked, kill_pids
-from acr_cli.process.procfs import MARKER_VAR
-from acr_cli.process.reaper import KILL_GRACE_S, KILL_ROUNDS, LEFTOVER_GRACE_S, LEFTOVERS_SHOWN, kill_group
-from acr_cli.process.result import Cancelled, ProcessResult
-from acr_cli.process.running import child_env, program, run
-from acr_cli.process.short import ShortResult, short_call
+import importlib
+from typing import Any
 
-__all__ = [
-    "KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "KILL_GRACE_S", "KILL_ROUNDS", "LEFTOVERS_SHOWN", "LEFTOVER_GRACE_S",
-    "LINE_MAX_BYTES", "LOG_MAX_BYTES", "MARKER_VAR", "Cancelled", "LineCallback", "ProcessResult", "ShortResult",
-    "child_env", "find_marked", "kill_group", "kill_pids", "program", "run", "run_interactive", "short_call",
-]
+# name -> the module that holds it: loaded on first use, so that a command that only needs a short call
+# (``acr route`` asks git for the project's identity) does not load the runner, the reaper and the pty
+_WHERE = {
+    **dict.fromkeys(("KEEP_HEAD_BYTES", "KEEP_TAIL_BYTES", "LINE_MAX_BYTES", "LOG_MAX_BYTES", "LineCallback"), "capture"),
+    "run_interactive": "interactive", "find_marked": "marked", "kill_pids": "marked", "MARKER_VAR": "procfs",
+    **dict.fromkeys(("KILL_GRACE_S", "KILL_ROUNDS", "LEFTOVER_GRACE_S", "LEFTOVERS_SHOWN", "kill_group"), "reaper"),
+    "Cancelled": "result", "ProcessResult": "result",
+    **dict.fromkeys(("child_env", "program", "run"), "running"),
+    "ShortResult": "short", "short_call": "short",
+}
+_MODULES = ("capture", "interactive", "marked", "procfs", "reaper", "result", "running", "short")
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
