@@ -20,6 +20,7 @@ from acr_cli import agents, process
 from acr_cli.agents.base import AgentResult
 from acr_cli.agents.mockapi import MockServer, tool_call
 from acr_cli.domain import Arm
+from acr_cli.paths import Paths
 
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there: any host but 127.0.0.1 fails fast
 
@@ -68,7 +69,11 @@ def check_agent(agent: str, timeout: float = 120.0) -> CheckResult:
         return CheckResult(agent, None, False, [f"`{adapter.executable}` is not installed"])
     version_run = process.run(adapter.version_argv(), cwd=Path.cwd(), timeout=30)
     version = ((version_run.stdout or version_run.stderr).strip().splitlines() or [None])[0]
-    with tempfile.TemporaryDirectory(prefix="acr-check-") as tmp, \
+    # under acr's cache, not the system's temp: codex makes no helper binaries in a home under the temp
+    # directory, and where bubblewrap is installed its shell tool then fails ("execvp codex-linux-sandbox")
+    cache = Paths.from_env().cache_dir
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="acr-check-", dir=cache) as tmp, \
             MockServer(script=[tool_call(_COMMAND, final=_FINAL)], lifetime=timeout + 30) as srv:
         root = Path(tmp)
         project = root / "project"
