@@ -30,6 +30,7 @@ from acr_cli.paths import Paths
 from acr_cli.routing import registry
 from acr_cli.setting_keys import TABLE, TYPE_NAMES
 
+RACE_LANES = ("auto", "overlay", "worktree")  # race_lanes (acr_cli.workspace.overlay): how race lanes are made
 SANDBOX_MODES = ("bwrap", "none")  # the sandbox setting's values (acr_cli.sandbox): bubblewrap, or none
 
 if sys.version_info >= (3, 11):
@@ -139,6 +140,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], str | None], ...]] = {
     "profile": (_non_empty,),
     "memory": (_non_empty, _memory_location),
     "sandbox": (_one_of(SANDBOX_MODES, "bwrap or none"),),
+    "race_lanes": (_one_of(RACE_LANES, "auto, overlay or worktree"),),
 }
 
 
@@ -243,8 +245,8 @@ class Settings:
 
 # the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
 RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect",
-            "sandbox", "race", "race_copy")
-DEFAULTS = {"baseline": "check", "sandbox": "none"}
+            "sandbox", "race", "race_copy", "race_lanes")
+DEFAULTS = {"baseline": "check", "sandbox": "none", "race_lanes": "auto"}
 
 
 @dataclass(frozen=True)

@@ -72,10 +72,11 @@ class Racer:
     """Runs the arms of one race (see the module docstring). ``env``: the run's live environment in the user's
     project, which must roll back (a workspace); ``copy``: globs of ignored files copied into each worktree."""
 
-    def __init__(self, env: LiveEnvironment, size: int, pick: str = "first", copy: tuple[str, ...] = ()):
+    def __init__(self, env: LiveEnvironment, size: int, pick: str = "first", copy: tuple[str, ...] = (),
+                 lanes: str = "auto"):
         if pick not in PICKS:
             raise AcrError(f"unknown race pick {pick!r}", hint=f"one of: {', '.join(PICKS)}")
-        self.env, self.size, self.pick, self.copy = env, size, pick, tuple(copy)
+        self.env, self.size, self.pick, self.copy, self.lanes = env, size, pick, tuple(copy), lanes
 
     def run(self, decisions: list[Decision], ctx: Context, state: TaskState, task_id: str, first_seq: int,
             emit: Callable[..., None]) -> RaceRun:
@@ -88,11 +89,13 @@ class Racer:
             try:
                 with interrupts.deferred():
                     trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
-                    made = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy)
+                    made, not_overlay = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy,
+                                                         self.lanes)
                 for lane, tree in zip(lanes, made):
                     lane.env = self._lane_env(ws, tree)
                 emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
-                     pick=self.pick, task_id=task_id)
+                     pick=self.pick, task_id=task_id, lanes="worktree" if not_overlay else "overlay",
+                     why_not_overlay=not_overlay)
                 self._run_lanes(lanes, ctx, state, task_id)
                 winner = self._choose(lanes)
                 if winner is not None:
@@ -194,7 +197,7 @@ class Racer:
                 return False
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
             final = trees.final_tree(tree, ws.common_dir)
-            trees.apply(ws, tree.base, final)
+            trees.apply(ws, tree.base, final, tree.alternates)
         return True
 
     @staticmethod

@@ -222,7 +222,7 @@ class Prepared:
         from acr_cli.race import Racer
 
         copy = tuple(req.race_copy) + tuple(self.options["race_copy"].value or ())
-        return Racer(env, size, req.race_pick, copy)
+        return Racer(env, size, req.race_pick, copy, self.options["race_lanes"].value or "auto")
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
         """The loop's event callback: keeps how the request was read and the baseline as the first attempt
@@ -278,6 +278,7 @@ def prepare(req: RunRequest, *,
     try:
         _lock_work_tree(prepared)
         _check_work_tree(prepared)
+        _check_lanes(prepared)
         prepared.refuse_early()  # before the baseline: a refusal that needs no verifier costs nothing
     except BaseException:
         prepared.close()
@@ -310,6 +311,24 @@ def _check_race(req: RunRequest, race: Option) -> None:
 
     if req.race_pick not in PICKS:
         raise AcrError(f"--race-pick {req.race_pick!r} is not one of: {', '.join(PICKS)}")
+
+
+def _check_lanes(prepared: Prepared) -> None:
+    """``race_lanes = "overlay"`` where overlays cannot be mounted stops a race before any agent runs (``auto``
+    races in worktrees there instead)."""
+    opts = prepared.plan.options
+    if opts["race_lanes"].value != "overlay" or prepared.workspace is None or not _races(opts["race"]):
+        return
+    from acr_cli.workspace import overlay, race
+
+    why = race.lane_problem(prepared.workspace, "overlay") or (None if overlay.moved() else overlay.probe())
+    if why:
+        raise AcrError(f'race_lanes = "overlay" (from {opts["race_lanes"].source}): {why}; no agent was run',
+                       hint='set race_lanes = "auto" to race in worktrees here; `acr doctor` shows why')
+
+
+def _races(race: Option) -> bool:
+    return bool(race.value) and str(race.value) != "1"
 
 
 def _check_budget(budget: Option) -> None:

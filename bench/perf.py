@@ -375,17 +375,17 @@ def checkpoint_figures(tmp: Path, repeat: int, baseline: str) -> None:
     print("  target: today <= 1.10x the baseline (issue 17)")
 
 
-def _race_overhead(ws, i: int, size: int = 3) -> float:
-    """What a race of ``size`` adds to one attempt: its worktrees made from the checkpoint, the winner's change
-    read and applied to the user's work tree, the worktrees removed (the checkpoint itself is the one a single
-    attempt takes too, and each arm's own attempt is an attempt's)."""
+def _race_overhead(ws, i: int, lanes: str, size: int = 3) -> float:
+    """What a race of ``size`` adds to one attempt: its lanes made from the checkpoint (``lanes``: overlay or
+    worktree), the winner's change read and applied to the user's work tree, the lanes removed (the checkpoint
+    itself is the one a single attempt takes too, and each arm's own attempt is an attempt's)."""
     from acr_cli.workspace import race
 
     cp = ws.checkpoint(f"race-{i}")
     t0 = time.perf_counter()
-    trees = race.create_all(ws, cp, list(range(size)))
+    trees, _ = race.create_all(ws, cp, list(range(size)), lanes=lanes)
     (trees[0].root / "src" / "m0" / "f0.py").write_text(f"winner {i}\n")
-    race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir))
+    race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir), trees[0].alternates)
     race.remove_all(ws, trees)
     took = time.perf_counter() - t0
     ws.restore(cp)
@@ -395,23 +395,33 @@ def _race_overhead(ws, i: int, size: int = 3) -> float:
 
 def race_figures(tmp: Path, repeat: int) -> None:
     """The overhead of a race of 3 over a single attempt, as a ratio to a sequential attempt's checkpoint +
-    rollback measured in the same run, interleaved."""
+    rollback measured in the same run, interleaved; overlay lanes where this machine can mount them, and
+    worktree lanes."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from acr_cli.workspace import Workspace
+    from acr_cli.workspace import Workspace, overlay
 
-    print(f"\nrace of 3: worktrees made, winner applied, worktrees removed, against one attempt's checkpoint + "
+    why = overlay.probe()
+    kinds = ["worktree"] if why else ["overlay", "worktree"]
+    print(f"\nrace of 3: lanes made, winner applied, lanes removed, against one attempt's checkpoint + "
           f"rollback (medians of {repeat}, interleaved)")
-    print(f"  {'project':14} {'race overhead':>14} {'attempt':>9} {'ratio':>6}")
+    if why:
+        print(f"  (no overlay lanes here: {why})")
+    print(f"  {'project':14} {'lanes':9} {'race overhead':>14} {'attempt':>9} {'ratio':>6}")
     for label, n in (("2,000 files", 2000), ("50,000 files", 50000)):
         ws = Workspace.open(_repo(tmp / f"race{n}", n, False))
-        races, attempts = [], []
+        races: dict[str, list[float]] = {k: [] for k in kinds}
+        attempts = []
         for i in range(repeat + 1):
-            r, a = _race_overhead(ws, i), _one_attempt(ws, True, i, False)
+            took = {k: _race_overhead(ws, i, k) for k in kinds}
+            a = _one_attempt(ws, True, i, False)
             if i:  # the first round warms the caches
-                races.append(r)
+                for k in kinds:
+                    races[k].append(took[k])
                 attempts.append(a)
-        race, one = statistics.median(races), statistics.median(attempts)
-        print(f"  {label:14} {race * 1000:12.0f}ms {one * 1000:7.0f}ms {race / one:5.2f}x")
+        one = statistics.median(attempts)
+        for k in kinds:
+            race = statistics.median(races[k])
+            print(f"  {label:14} {k:9} {race * 1000:12.0f}ms {one * 1000:7.0f}ms {race / one:5.2f}x")
     print("  target: <= 1.5x (issue 43)")
 
 

@@ -89,8 +89,13 @@ class LiveView:
 
             self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
         elif what == "race":
+            from rich.markup import escape
+
+            where = ("a copy-on-write overlay of your repository" if data.get("lanes") == "overlay"
+                     else f"its own worktree [dim](not an overlay: {escape(data['why_not_overlay'])})[/]"
+                     if data.get("why_not_overlay") else "its own worktree")
             self.con.print(f"[bold cyan]⇉ race[/]: attempts {', '.join(str(s) for s in data['seqs'])} at once, each in "
-                           f"its own worktree (pick: {data['pick']})")
+                           f"{where} (pick: {data['pick']})")
         elif what == "attempt":
             from rich.markup import escape
 

@@ -10,6 +10,11 @@ The user's ``.git/config``, refs, index and HEAD are never written: the worktree
 ``.git/worktrees/<name>/``, which :func:`remove` deletes with the worktree (``git worktree prune``). The objects
 it needs (the checkpoint's tree) are copied into the repository's object store, where git's own gc prunes them.
 
+Where it can, a lane is not a checkout but a copy-on-write overlay of the user's repository
+(:mod:`acr_cli.workspace.overlay`): made in no time whatever the project's size, with the user's ignored files
+and index as they are; ``race_lanes`` (auto, overlay, worktree) chooses, and auto falls back to worktrees where
+overlays cannot be mounted (the overlay module says when).
+
 The winner's change (:func:`final_tree`, :func:`apply`) is carried back as trees, not as a patch: every path
 that differs between the base tree and the winner's final tree is written from the final tree (bytes, mode,
 symlink) or deleted, so binary files, deletions and mode changes come across exactly.
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acr_cli.errors import WorkspaceError
-from acr_cli.workspace import refs
+from acr_cli.workspace import overlay, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.core import Workspace
 from acr_cli.workspace.git import Git
@@ -44,10 +49,18 @@ class RaceTree:
     root: Path
     git_dir: Path
     base: str  # the tree it was made from (the checkpoint's)
+    cow: Path | None = None  # an overlay lane's folder of its upper and work layers (None: a worktree)
+
+    @property
+    def alternates(self) -> dict[str, str]:
+        """Environment that lets the user's repository read this lane's objects (an overlay lane keeps its
+        own; a worktree shares the repository's)."""
+        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.git_dir / "objects")} if self.cow else {}
 
     def git(self, common_dir: Path) -> Git:
-        """The guarded git runner for this worktree (the repository's object store, no acr store)."""
-        return Git(self.root, self.git_dir, common_dir)
+        """The guarded git runner for this lane (a worktree: the repository's object store; an overlay: its
+        own), with no acr store."""
+        return Git(self.root, self.git_dir, self.git_dir if self.cow else common_dir)
 
 
 def races_dir(ws: Workspace) -> Path:
@@ -58,17 +71,66 @@ def races_dir(ws: Workspace) -> Path:
 def create(ws: Workspace, cp: Checkpoint, slot: int, copy: tuple[str, ...] = ()) -> RaceTree:
     """A worktree for race slot ``slot`` holding exactly the checkpoint's tree (see the module docstring); the
     ignored files of the user's work tree matching a ``copy`` glob are copied in. Needs a commit (HEAD)."""
-    return create_all(ws, cp, [slot], copy)[0]
+    return create_all(ws, cp, [slot], copy, "worktree")[0][0]
 
 
-def create_all(ws: Workspace, cp: Checkpoint, slots: list[int], copy: tuple[str, ...] = ()) -> list[RaceTree]:
-    """One worktree per slot (:func:`create`): registered one after the other, their files written side by
-    side (writing a large tree is most of the cost)."""
+def create_all(ws: Workspace, cp: Checkpoint, slots: list[int], copy: tuple[str, ...] = (),
+               lanes: str = "auto") -> tuple[list[RaceTree], str | None]:
+    """One lane per slot (:func:`create`): overlays when ``lanes`` and this machine allow (the overlay module),
+    else worktrees, registered one after the other, their files written side by side (writing a large tree
+    is most of the cost). Also returns why the lanes are not overlays (None: they are)."""
     if cp.head is None:
         raise WorkspaceError("a race needs a commit to start its worktrees from", hint="commit once, then race")
-    ws.publish()  # the checkpoint's tree into the repository's objects, where the worktree reads it
     parent = races_dir(ws)
     parent.mkdir(parents=True, exist_ok=True)
+    ws.publish()  # the checkpoint's tree into the repository's objects: a worktree is made from it, and the
+    # winner's change is read against it
+    why = lane_problem(ws, lanes)
+    if why is None:
+        try:
+            return _overlays(ws, cp, slots, parent), None
+        except overlay.OverlayError as e:
+            if lanes == "overlay":
+                raise WorkspaceError(f"race_lanes = \"overlay\": {e.strerror or e}",
+                                     hint='set race_lanes = "auto" to race in worktrees here') from None
+            why = str(e.strerror or e)
+    elif lanes == "overlay":
+        raise WorkspaceError(f"race_lanes = \"overlay\": {why}", hint='set race_lanes = "auto" to race in '
+                                                                      "worktrees here")
+    return _worktrees(ws, cp, slots, parent, copy), why
+
+
+def lane_problem(ws: Workspace, lanes: str = "auto") -> str | None:
+    """Why this repository's race lanes would not be overlays (None: they would, if the kernel agrees)."""
+    why = overlay.problem(ws.root, ws.git_dir, ws.common_dir, lanes)
+    if why is None and _inside_repo(races_dir(ws), ws.root):
+        why = "acr's data directory is inside the repository"
+    return why
+
+
+def _inside_repo(path: Path, root: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
+
+
+def _overlays(ws: Workspace, cp: Checkpoint, slots: list[int], parent: Path) -> list[RaceTree]:
+    """Overlay lanes of the user's repository, mounted in acr's own namespace (entered here, once)."""
+    overlay.enter()
+    made: list[RaceTree] = []
+    try:
+        for slot in slots:
+            root = parent / f"{PREFIX}{secrets.token_hex(4)}-{slot}"
+            cow = root.with_name(root.name + ".cow")
+            made.append(RaceTree(root, root / ".git", cp.tree, cow))
+            overlay.mount(ws.root, cow / "upper", cow / "work", root)
+    except overlay.OverlayError:
+        remove_all(ws, made)
+        raise
+    return made
+
+
+def _worktrees(ws: Workspace, cp: Checkpoint, slots: list[int], parent: Path,
+               copy: tuple[str, ...]) -> list[RaceTree]:
+    """Worktree lanes: registered one after the other, their files written side by side."""
     made = []
     for slot in slots:
         root = parent / f"{PREFIX}{secrets.token_hex(4)}-{slot}"
@@ -117,18 +179,21 @@ def _copy_ignored(src: Path, dest: Path, globs: tuple[str, ...]) -> list[str]:
 
 
 def final_tree(tree: RaceTree, common_dir: Path) -> str:
-    """The worktree's files as a tree (ignored files aside), read with a copy of its own index so that files
-    git already checked out are not read again."""
+    """The lane's files as a tree (ignored files aside), read with a copy of its own index so that files git
+    already checked out are not read again; the tree's new objects go to the user's repository (``common_dir``),
+    where :func:`apply` reads them (with the lane's own objects, for an overlay lane)."""
     g = tree.git(common_dir)
     fd, idx = tempfile.mkstemp(prefix="acr-race-index-")
     os.close(fd)
     try:
         index = tree.git_dir / "index"
-        if index.exists():
-            shutil.copyfile(index, idx)
+        if index.exists():  # copy2 keeps the mtime: an entry git must re-read (racily clean) stays so
+            shutil.copy2(index, idx)
         else:
             os.unlink(idx)
-        env = {"GIT_INDEX_FILE": idx}
+        env = {"GIT_INDEX_FILE": idx, **tree.alternates}
+        if tree.cow is not None:
+            env["GIT_OBJECT_DIRECTORY"] = str(common_dir / "objects")
         if not index.exists():
             g("read-tree", tree.base, env=env)
         g("add", "-A", "--ignore-errors", env=env, check=False)
@@ -138,9 +203,11 @@ def final_tree(tree: RaceTree, common_dir: Path) -> str:
             os.unlink(idx)
 
 
-def changed_paths(ws: Workspace, base: str, final: str) -> list[tuple[str, str]]:
-    """(status, path) for every path that differs between two trees: A, M, T or D."""
-    raw = ws.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", base, final, repo_objects=True)
+def changed_paths(ws: Workspace, base: str, final: str, env: dict | None = None) -> list[tuple[str, str]]:
+    """(status, path) for every path that differs between two trees: A, M, T or D (``env``: a lane's
+    :attr:`RaceTree.alternates`, where the final tree's objects may be)."""
+    raw = ws.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", base, final, env=env,
+                 repo_objects=True)
     parts = raw.decode("utf-8", "surrogateescape").split("\0")
     return [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i]]
 
@@ -151,11 +218,12 @@ def main_changed(ws: Workspace, cp: Checkpoint) -> list[str]:
     return [path for _, path in ws.changes(cp)]
 
 
-def apply(ws: Workspace, base: str, final: str) -> list[tuple[str, str]]:
+def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None) -> list[tuple[str, str]]:
     """Write the change from ``base`` to ``final`` into the user's work tree: added and changed paths from
     ``final`` (their bytes, mode, symlink), deleted paths removed (and folders they leave empty). The user's
-    index is not touched, as a sequential attempt that passes leaves it. Returns what changed."""
-    changes = changed_paths(ws, base, final)
+    index is not touched, as a sequential attempt that passes leaves it. ``alternates``: the winning lane's
+    :attr:`RaceTree.alternates`. Returns what changed."""
+    changes = changed_paths(ws, base, final, alternates)
     writes = [p for s, p in changes if s != "D"]
     for status, path in changes:
         target = ws.root / path
@@ -166,7 +234,7 @@ def apply(ws: Workspace, base: str, final: str) -> list[tuple[str, str]]:
         os.close(fd)
         os.unlink(idx)
         try:
-            env = {"GIT_INDEX_FILE": idx}
+            env = {"GIT_INDEX_FILE": idx, **(alternates or {})}
             ws.git("read-tree", final, env=env, repo_objects=True)
             ws.git("checkout-index", "-f", "-z", "--stdin", env=env, input=nul_join(writes), repo_objects=True)
         finally:
@@ -193,14 +261,33 @@ def remove(ws: Workspace, tree: RaceTree) -> None:
 
 
 def remove_all(ws: Workspace, made: list[RaceTree]) -> None:
-    """Remove these worktrees (:func:`remove`), their files side by side."""
+    """Remove these lanes (:func:`remove`), their files side by side: an overlay is unmounted and its layers
+    deleted (the user's files under it are untouched), a worktree deleted and unregistered."""
     def gone(tree: RaceTree) -> None:
+        if tree.cow is not None:
+            overlay.unmount(tree.root)
+            overlay.remove(tree.cow)
+            _rmdir(tree.root)
+            return
         shutil.rmtree(tree.root, ignore_errors=True)
         shutil.rmtree(tree.git_dir, ignore_errors=True)
 
     with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
         list(pool.map(gone, made))
-    ws.git("worktree", "prune", check=False)
+    if any(tree.cow is None for tree in made):
+        ws.git("worktree", "prune", check=False)
+
+
+def _rmdir(path: Path) -> None:
+    """Remove an overlay's mount point, once unmounted (it is an empty folder); never what a mount shows."""
+    if os.path.ismount(path):
+        return
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:  # not empty: a folder of that name written while no overlay was mounted there
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def lane_stores(ws: Workspace) -> list[Store]:
@@ -234,26 +321,34 @@ def survivors(ws: Workspace) -> list[tuple[int, str]]:
 
 
 def leftovers(ws: Workspace) -> list[Path]:
-    """Race worktrees of this repository still on disk (a race that was killed)."""
+    """Race lanes of this repository still on disk (a race that was killed): worktrees, overlay mount points
+    and overlay layers."""
     parent = races_dir(ws)
     return sorted(p for p in parent.glob(f"{PREFIX}*") if p.is_dir()) if parent.is_dir() else []
 
 
 def remove_leftovers(ws: Workspace) -> int:
     """Remove what a killed race left (``acr recover``, and the next race): its worktrees and git's registration
-    of them, and its arms' checkpoints with their keep-alive refs (what those arms' rollbacks kept stays in
-    acr's store). How many worktrees went."""
+    of them, its overlays' layers, and its arms' checkpoints with their keep-alive refs (what those arms'
+    rollbacks kept stays in acr's store). How many lanes went."""
     for store in lane_stores(ws):
         for name in store.names():
             refs.drop_keep_alive(ws.git, name)
             store.delete(name)
     found = leftovers(ws)
+    lanes = 0
     for root in found:
-        try:
-            tree = RaceTree(root, _admin_dir(ws, root), "")
-        except (OSError, WorkspaceError):
-            shutil.rmtree(root, ignore_errors=True)
+        if root.name.endswith(".cow"):
+            overlay.remove(root)
             continue
-        remove(ws, tree)
+        lanes += 1
+        overlay.unmount(root)
+        if (root / ".git").is_file():
+            try:
+                remove(ws, RaceTree(root, _admin_dir(ws, root), ""))
+                continue
+            except (OSError, WorkspaceError):
+                pass
+        _rmdir(root)
     ws.git("worktree", "prune", check=False)
-    return len(found)
+    return lanes

@@ -1,0 +1,151 @@
+"""Race lanes as copy-on-write overlays (``race_lanes``), through the real CLI, git, the kernel and the fakes.
+
+These need a kernel that lets acr mount overlays in a user namespace of its own; where it cannot, they are
+skipped, unless ACR_REQUIRE_OVERLAY=1 (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import BAD, GOOD, VERIFY, acr, git, init_repo
+from test_race import ARMS, FAILING, FAST, git_state, race_dirs, race_processes, three_arms, user_edits
+
+from acr_cli.workspace import overlay
+
+
+@pytest.fixture(scope="module")
+def can_overlay() -> None:
+    why = overlay.probe()
+    if why is not None:
+        if os.environ.get("ACR_REQUIRE_OVERLAY") == "1":
+            pytest.fail(f"overlay lanes cannot start here: {why}")
+        pytest.skip(f"overlay lanes cannot start here: {why}")
+
+
+@pytest.fixture
+def overlay_lanes(acr_home, can_overlay) -> Path:
+    """acr's user settings ask for overlay lanes (root's ``auto`` keeps worktrees)."""
+    config = acr_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('race_lanes = "overlay"\n')
+    return config
+
+
+def mounts_of(pid: int) -> str:
+    return Path(f"/proc/{pid}/mountinfo").read_text()
+
+
+def test_overlay_race_keeps_the_fast_arms_change_on_the_users_work(project, fakes_on_path, scenario, acr_home,
+                                                                   overlay_lanes):
+    three_arms(scenario)
+    before = user_edits(project)
+    state = git_state(project)
+    staged = git(project, "diff", "--cached", "--name-status")
+    t0 = time.monotonic()
+    r = acr("run", "fix the add function", "--verify", VERIFY, "--arms", ARMS, "--race", "3", "--json", cwd=project)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {a["agent"]: a["verdict"] for a in out["attempts"]} == {"opencode": "failed", "codex": "passed",
+                                                                  "claude": "cancelled"}
+    assert took < 30
+    assert (project / "calc.py").read_text() == GOOD and (project / "bin.dat").read_bytes() == b"\x00\x01"
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert git(project, "diff", "--cached", "--name-status") == staged
+    assert git_state(project) == state
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+    assert "acr-race-" not in mounts_of(os.getpid())  # the mounts were acr's alone
+
+
+def test_an_overlay_lane_is_the_users_repository_and_its_git_writes_stay_in_it(project, fakes_on_path, scenario,
+                                                                              acr_home, overlay_lanes):
+    """A lane shows the user's ignored files and index as they are; a commit, a branch and a config change made
+    in a lane never reach the user's repository, and the winner's change arrives as a change of files."""
+    probe = ("import os; open('seen.txt','w').write(repr(sorted(os.listdir('.'))) + open('test_calc.py').read()[-20:]"
+             " + open('.env').read())")
+    lane_git = [[sys.executable, "-c", probe], ["git", "add", "-A"],
+                ["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "lane"],
+                ["git", "branch", "from-the-lane"], ["git", "config", "core.hooksPath", "/tmp/evil"]]
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}, "commands": lane_git},
+             {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    before = user_edits(project)
+    state = git_state(project)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", "--json",
+            cwd=project)
+    assert r.returncode == 0, r.stderr
+    seen = (project / "seen.txt").read_text()
+    assert "'.env'" in seen and "TOKEN=abc" in seen and "the user's note" in seen and "'notes.txt'" in seen
+    assert (project / "calc.py").read_text() == GOOD
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert git_state(project) == state  # no branch, no commit, no config from the lane
+    assert "from-the-lane" not in git(project, "branch")
+
+
+def test_an_overlay_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario,
+                                                                               acr_home, overlay_lanes):
+    hostile = [sys.executable, "-c", f"open({str(project / 'planted.py')!r}, 'w').write('x = 1')"]
+    scenario({"match": {"agent": "codex"}, "commands": [hostile], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
+    before = user_edits(project)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2",
+            "--max-attempts", "2", "--json", cwd=project)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert out["race"]["winner"] is None and "planted.py" in out["race"]["note"]
+    assert not (project / "planted.py").exists() and (project / "calc.py").read_text() != GOOD
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert race_dirs(acr_home) == []
+
+
+def test_a_killed_overlay_race_leaves_no_mount_and_acr_recover_removes_its_layers(project, fakes_on_path, scenario,
+                                                                                 acr_home, overlay_lanes):
+    three_arms(scenario, fast={"sleep": 60})
+    before = user_edits(project)
+    state = git_state(project)
+    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms", ARMS,
+                             "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
+        time.sleep(0.2)
+    assert race_processes(acr_home)
+    assert "acr-race-" in mounts_of(proc.pid) and "acr-race-" not in mounts_of(os.getpid())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and race_processes(acr_home):
+        time.sleep(0.2)
+    assert race_dirs(acr_home)  # the layers of the killed race
+    r = acr("recover", "--kill", "--json", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {p: (project / p).read_bytes() for p in before} == before
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == [] and git_state(project) == state
+
+
+def test_overlay_lanes_where_they_cannot_be_refuse_and_auto_falls_back(tmp_path, fakes_on_path, scenario, acr_home,
+                                                                        overlay_lanes):
+    """A linked worktree's git directory lives outside its work tree: an overlay of the work tree would write
+    through to it, so ``overlay`` refuses (exit 2, no agent run) and ``auto`` races in worktrees."""
+    main = init_repo(tmp_path / "main", {"calc.py": "def add(a, b):\n    return a * b\n",
+                                         "test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                         "    assert add(2, 3) == 5\n"})
+    linked = tmp_path / "linked"
+    git(main, "worktree", "add", "-q", "--detach", str(linked))
+    log = scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+                   {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=linked)
+    assert r.returncode == 2 and "race_lanes" in r.stderr and "git directory" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (log.parent / "calls.jsonl").exists()
+    overlay_lanes.write_text('race_lanes = "auto"\n')
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=linked)
+    assert r.returncode == 0, r.stderr
+    assert (linked / "calc.py").read_text() == GOOD
+    assert "own worktree (not an overlay: the repository" in " ".join(r.stderr.split())
