@@ -149,3 +149,17 @@ def test_overlay_lanes_where_they_cannot_be_refuse_and_auto_falls_back(tmp_path,
     assert r.returncode == 0, r.stderr
     assert (linked / "calc.py").read_text() == GOOD
     assert "own worktree (not an overlay: the repository" in " ".join(r.stderr.split())
+
+
+def test_doctor_says_how_race_lanes_are_made(project, acr_home, overlay_lanes):
+    r = acr("doctor", "--json", cwd=project)
+    out = json.loads(r.stdout)
+    assert out["race_lanes"] == {"setting": "overlay", "source": str(overlay_lanes), "lanes": "overlay",
+                                 "problem": None}
+    assert not any("race_lanes" in p for p in out["problems"])
+    overlay_lanes.write_text('race_lanes = "worktree"\n')
+    assert json.loads(acr("doctor", "--json", cwd=project).stdout)["race_lanes"]["lanes"] == "worktree"
+    overlay_lanes.write_text('race_lanes = "copy"\n')
+    r = acr("doctor", cwd=project)
+    assert r.returncode == 2 and "race_lanes" in r.stderr and "auto, overlay or worktree" in r.stderr
+    assert "Traceback" not in r.stderr

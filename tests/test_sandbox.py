@@ -233,3 +233,26 @@ def test_a_profile_may_turn_the_sandbox_on(world, broken_bwrap):
     profile.write_text("extends: balanced\nsettings:\n  sandbox: yes\n")
     r = acr("run", "fix add", "--profile", str(profile), cwd=world["root"])
     assert r.returncode == 2 and "expected one of bwrap, none" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("lanes", ["worktree", "overlay"])
+def test_a_sandboxed_race_stops_an_arm_writing_into_the_users_work_tree(bwrap, world, lanes):
+    """In a sandboxed race each arm may write only its own lane: a write into the user's work tree by absolute
+    path fails (the race is not spoiled by it), and the winner's change arrives as usual."""
+    from acr_cli.workspace import overlay
+
+    if lanes == "overlay" and overlay.probe() is not None:
+        why = f"overlay lanes cannot start here: {overlay.probe()}"
+        pytest.fail(why) if os.environ.get("ACR_REQUIRE_OVERLAY") == "1" else pytest.skip(why)
+    planted = world["root"] / "planted.py"
+    _agent_does(world, f'echo pwned > {shlex.quote(str(planted))}; echo pwned >> "$HOME/.bashrc"')
+    assert acr("config", "set", "race_lanes", lanes, cwd=world["root"]).returncode == 0
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "codex:gpt-5.4,claude:claude-opus-4-6", "--race", "2",
+            "--sandbox", "bwrap", "--json", cwd=world["root"])
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["race"]["winner"] is not None and out["race"]["note"] is None
+    assert not planted.exists() and (world["home"] / ".bashrc").read_text() == "the user's bashrc\n"
+    assert (world["root"] / "calc.py").read_text() == GOOD
+    said = {"overlay": "each in a copy-on-write overlay of your repository", "worktree": "each in its own worktree"}
+    assert said[lanes] in " ".join(r.stderr.split()), r.stderr

@@ -57,10 +57,11 @@ def doctor(
                       only=agent, timeout=timeout,
                       on_check=None if json_out else lambda name: echo(f"checking {name}...", err=True))
     box = _sandbox_state(prof, settings, report)
+    lanes = _lanes_state(settings, report)
     if json_out:
-        print_json({**report.as_json(), "sandbox": box})
+        print_json({**report.as_json(), "sandbox": box, "race_lanes": lanes})
     else:
-        _render(report, box)
+        _render(report, box, lanes)
     if report.problems:
         raise Reported(EXIT_PROBLEMS)
 
@@ -78,6 +79,34 @@ def _sandbox_state(prof, settings, report: DoctorReport) -> dict:
     return state
 
 
+def _lanes_state(settings, report: DoctorReport) -> dict:
+    """How ``acr run --race`` makes its lanes here: the race_lanes setting, whether overlays can be mounted (asked
+    of a child process), and what ``auto`` uses. ``overlay`` where overlays cannot be mounted is a problem:
+    a race refuses to start then."""
+    import os
+
+    from acr_cli.workspace import overlay
+
+    mode, source = settings.resolve("race_lanes", None, None, "auto")
+    why = overlay.probe() if mode != "worktree" else None
+    if why is None and mode == "auto" and os.geteuid() == 0:
+        why = "acr runs as root: auto keeps root out of a user namespace"
+    uses = "worktree" if mode == "worktree" or why else "overlay"
+    if mode == "overlay" and why:
+        report.problems = [*(report.problems or []), f'race_lanes = "overlay" (from {source}): {why}']
+    return {"setting": mode, "source": source, "lanes": uses, "problem": why}
+
+
+def _print_lanes(con, lanes: dict) -> None:
+    """One line: how race lanes are made here, and why not as overlays."""
+    from rich.markup import escape
+
+    said = "copy-on-write overlays of your repository"
+    if lanes["lanes"] != "overlay":
+        said = "git worktrees (full checkouts)" + (f": {escape(lanes['problem'])}" if lanes["problem"] else "")
+    con.print(f"[bold]race lanes[/] {lanes['setting']} [dim](from {escape(lanes['source'])})[/]\n  {said}")
+
+
 def _print_sandbox(con, box: dict) -> None:
     """One line: the sandbox's setting and whether it can start here."""
     from rich.markup import escape
@@ -87,7 +116,7 @@ def _print_sandbox(con, box: dict) -> None:
     con.print(f"[bold]sandbox[/] {box['setting']} [dim](from {escape(box['source'])})[/]\n  {mark} {said}")
 
 
-def _render(report: DoctorReport, box: dict) -> None:
+def _render(report: DoctorReport, box: dict, lanes: dict) -> None:
     """The report for a person: agents, the profile's arms, paths, memory, the sandbox and the --check results."""
     from rich.markup import escape
 
@@ -107,6 +136,7 @@ def _render(report: DoctorReport, box: dict) -> None:
             con.print(f"  {k:15} {v}")
     _print_memory(con, report.memory)
     _print_sandbox(con, box)
+    _print_lanes(con, lanes)
     if not any(a["usable"] for a in arms):
         con.print("[yellow]no arm of this profile is usable: install an agent CLI "
                   "(npm install -g @openai/codex @anthropic-ai/claude-code opencode-ai)[/]")

@@ -29,7 +29,7 @@ ROUTE_ARM = {"agent", "model", "mean", "interval90", "expected_cost", "expected_
 MEMORY_SHOW_ROW = {"kind", "agent", "model", "attempts", "judged", "passed", "unverified", "pass_rate", "mean_cost_usd",
                    "mean_duration_s", "last_used", "posterior_mean", "interval90", "expected_cost_usd",
                    "expected_reward", "order", "health"}
-DOCTOR = {"acr", "agents", "memory", "paths", "problems", "profile", "sandbox"}
+DOCTOR = {"acr", "agents", "memory", "paths", "problems", "profile", "race_lanes", "sandbox"}
 DOCTOR_AGENT = {"executable", "found", "path", "version"}
 DOCTOR_ARM = {"agent", "arm", "fix", "health", "installed", "model", "price_note", "priced", "reason", "scope", "state",
               "usable", "version"}
