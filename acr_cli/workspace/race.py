@@ -118,14 +118,16 @@ def _copy_ignored(src: Path, dest: Path, globs: tuple[str, ...]) -> list[str]:
 
 def final_tree(tree: RaceTree, common_dir: Path) -> str:
     """The worktree's files as a tree (ignored files aside), read with a copy of its own index so that files
-    git already checked out are not read again."""
+    git already checked out are not read again. The copy keeps the index's modification time: git trusts an
+    entry's size and time only when the file is older than the index, so a same-size edit made in the second
+    the worktree was written is still read (a fresh time would hide it, and the winner's change with it)."""
     g = tree.git(common_dir)
     fd, idx = tempfile.mkstemp(prefix="acr-race-index-")
     os.close(fd)
     try:
         index = tree.git_dir / "index"
         if index.exists():
-            shutil.copyfile(index, idx)
+            shutil.copy2(index, idx)
         else:
             os.unlink(idx)
         env = {"GIT_INDEX_FILE": idx}
