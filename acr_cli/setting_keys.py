@@ -37,6 +37,7 @@ TABLE: dict[str, tuple[type, str]] = {
     # acr run --race (acr_cli.race)
     "race": (int, "arms acr run starts at once, each in its own worktree (1: none)"),
     "race_copy": (list, "globs of ignored files copied into each race worktree, e.g. .env"),
+    "race_setup": (str, "command run in each race worktree before its agent, e.g. npm ci; \"\" runs none"),
 }
 
 
