@@ -5,21 +5,29 @@
 1. the user's work tree is checkpointed as for a sequential attempt (so ``acr recover`` undoes a killed race);
 2. one worktree per arm is made from that checkpoint (:mod:`acr_cli.workspace.race`), and each arm runs as an
    ordinary live attempt there, in its own thread: its own checkpoint, agent, verifier and rollback, its
-   processes in their own group;
-3. the pick: ``first`` (the first accepted attempt wins; the others are cancelled at once, their process
-   groups killed) or ``cheapest`` / ``smallest`` (every arm runs to its end; of the passing attempts, the
-   lowest cost, or the fewest lines changed, wins; a tie goes to the earlier arm of the plan);
-4. before the winner's change is applied, the user's work tree must still be exactly the checkpoint: an arm
+   processes in their own group; ``ACR_RACE_SLOT`` (the lane's index, 0..N-1) and ``ACR_RACE_WORKTREE`` are in
+   the environment of its agent and verifier, so that a user's check can pick its own port or database;
+3. with ``race_setup``, a command runs in each worktree before the lane's checkpoint and agent (``npm ci``), as
+   the verifier runs (``/bin/sh -c``, its process group, the lane's sandbox, the verifier's timeout, the same
+   two variables). What it writes is where the lane starts: the winner's change is measured from the worktree
+   as the set-up left it, so set-up output is never applied to the user's tree (unless the agent then changed
+   that file). A set-up that fails makes its lane's attempt an ``error`` saying why, recorded with no agent
+   run and no cost (no evidence about the arm, no mark on its health); the other lanes go on;
+4. the pick: ``first`` (the first accepted attempt wins; the others are cancelled at once: the process group
+   each is running, agent, verifier or set-up, is killed) or ``cheapest`` / ``smallest`` (every arm runs to
+   its end; of the passing attempts, the lowest cost, or the fewest lines changed, wins; a tie goes to the
+   earlier arm of the plan);
+5. before the winner's change is applied, the user's work tree must still be exactly the checkpoint: an arm
    that wrote into it (through an absolute path) fails the race (the winner is failed, saying so) and the
    work tree is rolled back like a failed attempt;
-5. the winner's change is written into the user's work tree, the worktrees are removed.
+6. the winner's change is written into the user's work tree, the worktrees are removed.
 
 Each raced attempt is recorded as an attempt of the one task; a loser stopped by the winner is ``cancelled``
 with what it cost so far. Memory is written by the loop, in the main thread: an arm's thread writes only its
 own worktree and log. Ctrl-C stops every arm, then each rolls back and is recorded as cancelled.
 
-What the race does not do: a loser's verifier already running when the winner passes runs to its end (its
-agent is stopped at once); an accepted attempt that did not win keeps no copy of its work.
+What the race does not do: an accepted attempt that did not win keeps no copy of its work; the set-up runs in
+race worktrees only (a sequential attempt after a race that all failed runs in the user's tree, without it).
 """
 
 from __future__ import annotations

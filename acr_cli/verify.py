@@ -2,7 +2,10 @@
 
 The verifier is the user's own command line (``--verify "pytest -q"``, the
 project's ``.acr.toml`` or the profile), so it runs through ``/bin/sh -c``
-like a Makefile recipe; the *prompt* never does. Verdict: exit code 0 passes.
+like a Makefile recipe; the *prompt* never does. A race worktree's set-up command
+(``race_setup``: :func:`run_setup`) runs the same way (:func:`run_shell`). Either can be
+stopped from outside (a race another arm won): its whole process group is killed at
+once. Verdict: exit code 0 passes.
 Score in [0, 1]:
 
 1. a line ``ACR_SCORE=<x>`` (or ``ACR_SCORE: x``) in the output, if present;
