@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import BAD, GOOD, VERIFY, acr, calls, git
+
+from acr_cli import sandbox
 
 FAILING, FAST, SLOW = "opencode:moonshotai/kimi-k2.5", "codex:gpt-5.4", "claude:claude-opus-4-6"
 ARMS = f"{FAILING},{FAST},{SLOW}"
@@ -309,3 +312,35 @@ def test_a_losers_running_verifier_is_stopped_when_the_winner_passes(project, fa
     assert took < 30, took
     assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
     assert (project / "calc.py").read_text() == GOOD and not (project / "slow.flag").exists()
+
+
+def test_a_race_setup_still_running_when_another_arm_passes_is_stopped(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "write": {"calc.py": GOOD}})
+    started = time.monotonic()
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2", "--json",
+            "--race-setup", 'if [ "$ACR_RACE_SLOT" = 1 ]; then sleep 60; fi', cwd=project)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    verdicts = sorted(a["verdict"] for a in json.loads(r.stdout)["attempts"])
+    assert verdicts == ["cancelled", "passed"] and took < 30, (verdicts, took)
+    stopped = next(a for a in json.loads(r.stdout)["attempts"] if a["verdict"] == "cancelled")
+    assert "passed first" in stopped["detail"] and "before its agent started" in stopped["detail"]
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+
+
+def test_a_sandboxed_races_setup_writes_only_its_worktree(project, fakes_on_path, acr_home, tmp_path, monkeypatch):
+    why = sandbox.problem()
+    if why:
+        pytest.skip(why)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n")
+    rules = [{"match": {"agent": agent}, "write": {"calc.py": GOOD}} for agent in ("codex", "claude")]
+    (tmp_path / "scenario.json").write_text(json.dumps({"rules": rules}))  # no call log: it would be outside
+    monkeypatch.setenv("FAKE_AGENT_SCENARIO", str(tmp_path / "scenario.json"))
+    r = acr("run", "fix add", "--verify", f"test -f set-up.txt && {VERIFY}", "--arms", f"{FAST},{SLOW}",
+            "--race", "2", "--sandbox", "bwrap", "--no-baseline", "--json",
+            "--race-setup", f"echo pwned >> {outside}; echo done > set-up.txt", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "passed" in {a["verdict"] for a in json.loads(r.stdout)["attempts"]}
+    assert outside.read_text() == "the user's\n" and not (project / "set-up.txt").exists()
