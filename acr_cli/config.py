@@ -245,7 +245,7 @@ class Settings:
 
 # the settings of a run, resolved flag > .acr.toml > config.toml > profile > default
 RUN_KEYS = ("verify", "timeout", "verify_timeout", "max_attempts", "max_cost", "permissions", "baseline", "protect",
-            "sandbox", "race", "race_copy", "race_lanes")
+            "sandbox", "race", "race_copy", "race_lanes", "race_setup")
 DEFAULTS = {"baseline": "check", "sandbox": "none", "race_lanes": "auto"}
 
 

@@ -285,8 +285,14 @@ class LiveEnvironment:
         self.tell_verifier = tell_verifier
         self.protect = tuple(protect)  # globs: an attempt that changes a matching path fails (acr_cli.checks)
         self.sandbox = sandbox  # the agent and its verifier run in it (acr_cli.sandbox); None: no sandbox
-        # asked while the agent runs: a reason it returns cancels the attempt (a race another arm won)
+        # asked while the agent or its verifier runs: a reason it returns cancels the attempt (a race another arm
+        # won), the running process group killed at once
         self.stop: Callable[[], str | None] | None = None
+        # variables added to the environment of the agent, its verifier and set-up (a race lane's slot)
+        self.extra_env: dict[str, str] = {}
+        # run before each attempt's checkpoint (with its log and marker): a reason it returns fails the attempt
+        # without starting its agent (a race worktree's set-up command that failed); see :meth:`_prepare`
+        self.before_agent: Callable[[AttemptLog, str], str | None] | None = None
 
     def adapter(self, arm: Arm) -> Adapter:
         return agents.get(arm.agent, self.profile.agents)
@@ -309,6 +315,11 @@ class LiveEnvironment:
         workspace = WorkspaceReport()
         marker = secrets.token_hex(8)  # in the agent's environment: says nothing of where the checkpoint is
         with AttemptLog(log_path) as log:
+            early = self._prepare(log, marker)
+            if early is not None:  # no agent ran: nothing to roll back, nothing the arm did
+                fb = assemble(arm, str(log_path), started, None, early, workspace)
+                log.write(f"--- verdict: {fb.verdict} ({redact(fb.reason)})\n")
+                return fb
             with self._guarded(f"{task_id}-{seq}", marker) as guard:
                 if guard is not None and guard.cp.unprotected:
                     log.write("--- ignored entries not kept for rollback (over its budget, or a nested "
@@ -343,6 +354,22 @@ class LiveEnvironment:
             raise AttemptAborted(fb, abort)
         return fb
 
+    def _prepare(self, log: AttemptLog, marker: str) -> Verdict | None:
+        """Run :attr:`before_agent`: None when there is none or it went well, else the attempt's verdict without
+        an agent: an error saying why (not the arm's doing: no health is noted, no skill is judged, it cost
+        nothing), or cancelled when the race was stopped (or Ctrl-C came) while it ran."""
+        if self.before_agent is None:
+            return None
+        try:
+            why = self.before_agent(log, marker)
+        except (process.Cancelled, KeyboardInterrupt):
+            stopped = self.stop() if self.stop is not None else None
+            return Verdict(CANCELLED, f"cancelled {stopped or 'with ' + interrupts.describe()} before its agent "
+                                      "started (its set-up's process group was killed)")
+        if why is None:
+            return None
+        return Verdict(ERROR, f"{why}; its agent was not started")
+
     def _cancelled(self, e: BaseException, adapter: Adapter, arm: Arm, run: AgentRun | None, verdict: Verdict | None,
                    log) -> tuple[AgentRun | None, Verdict]:
         """The run and verdict of an attempt a signal stopped. Its own verdict stands if it had one (the signal
@@ -350,12 +377,14 @@ class LiveEnvironment:
         verdict = verdict or (run.verdict if run is not None else None)
         if verdict is not None:
             return run, verdict
+        agent_done = run is not None  # the agent had finished: the check (its verifier) was what was stopped
         if isinstance(e, process.Cancelled):  # cut off while the agent ran: what it reported so far
             run = AgentRun(None, self._read_output(adapter, arm, e.result.stdout, e.result.stderr, None)[0], None)
             self._log_leftovers(e.result, log)
         why = self.stop() if self.stop is not None else None
-        return run, Verdict(CANCELLED, f"cancelled {why or 'with ' + interrupts.describe()}; the agent's process group "
-                                       "was killed")
+        killed = ("the agent had finished; its check was stopped, its process group killed" if agent_done
+                  else "the agent's process group was killed")
+        return run, Verdict(CANCELLED, f"cancelled {why or 'with ' + interrupts.describe()}; {killed}")
 
     @staticmethod
     def _survey(guard: Guard, changes: Changes | None, log) -> WorkspaceReport:
@@ -446,7 +475,7 @@ class LiveEnvironment:
             inv = adapter.interactive(prompt, arm, self.project, self.permissions)
         else:
             inv = adapter.invocation(prompt, arm, self.project, self.permissions)
-        env = process.child_env(self.project, inv.env)
+        env = process.child_env(self.project, {**self.extra_env, **inv.env})
         log.write(f"--- agent: {arm.id}\n--- argv: {redact(' '.join(repr(a) for a in inv.argv))}\n")
         with self._sandboxed(inv.argv, env, adapter, log) as (argv, env):
             inv = replace(inv, argv=argv)
@@ -533,7 +562,8 @@ class LiveEnvironment:
         """The verifier's verdict: a failure compared with the untouched tree's, a pass checked for changes
         to what the check reads (:mod:`acr_cli.checks`)."""
         try:
-            v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker, sandbox=self.sandbox)
+            v = run_verifier(self.verify, self.project, self.verify_timeout, log, marker=marker, sandbox=self.sandbox,
+                             env=self.extra_env, stop=self.stop)
         except process.Cancelled:  # its output is the verifier's, not the agent's: keep the agent's usage
             raise KeyboardInterrupt from None
         verdict = Verdict(PASSED if v.passed else (TIMEOUT if v.timed_out else FAILED), v.summary(), score=v.score,

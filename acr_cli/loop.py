@@ -21,7 +21,7 @@ still bounds what a run with nothing set up does before it stops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from acr_cli import interrupts
 from acr_cli.attempt_json import attempt_json
@@ -166,6 +166,29 @@ def run_task(
                  result=TaskResult("", False, 0.0, max_cost=max_cost), race=race)
     while task.step():
         pass
+    task.finish(begin=True)
+    policy.task_done(ctx, task.state)
+    return task.result
+
+
+def run_task_after(ctx: Context, policy: Policy, env: Environment, memory: Memory, state: TaskState,
+                   done: Sequence[tuple[Decision, Feedback]], *, source: str, task_id: str | None = None,
+                   oracle: tuple[float, str] | None = None, timestamp: str | None = None) -> TaskResult:
+    """Route one task whose first attempts ran outside the loop (a replayed race ran them side by side).
+
+    ``done`` is recorded as attempts 1..n in its order, so its last attempt is the one that ends the task when
+    it is accepted (or cancelled); otherwise the task goes on one arm at a time, as :func:`run_task` does,
+    from ``state`` (the policy's view the first attempts were made in: its ``max_attempts`` and budget). No
+    verifier is named and no events are emitted, as in a replay."""
+    task = _Task(ctx, policy, env, memory, source=source, verifier=None, wanted_id=task_id, oracle=oracle,
+                 timestamp=timestamp, emit=_ignore, budget=Budget(state.max_cost), state=state,
+                 result=TaskResult("", False, 0.0, max_cost=state.max_cost))
+    task.begin()
+    for seq, (decision, fb) in enumerate(done, 1):
+        task._record(seq, decision, fb)
+    if not done or not task._ends(done[-1][1]):
+        while task.step():
+            pass
     task.finish(begin=True)
     policy.task_done(ctx, task.state)
     return task.result

@@ -215,6 +215,7 @@ class RunRequest:
     race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
     race_pick: str = "first"  # first | cheapest | smallest
     race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
+    race_setup: str | None = None  # --race-setup: a command run in each race worktree before its agent
 
 
 def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Profile, Settings]]) -> Plan:
@@ -226,7 +227,8 @@ def settle(req: RunRequest, load_profile: Callable[[str | None, Path], tuple[Pro
     options = resolve_options(settings, routing.profile, {
         "verify": req.verify, "timeout": req.timeout, "verify_timeout": req.verify_timeout,
         "max_attempts": req.max_attempts, "max_cost": req.max_cost, "permissions": req.permissions,
-        "baseline": req.baseline, "sandbox": req.sandbox, "race": req.race})
+        "baseline": req.baseline, "sandbox": req.sandbox, "race": req.race,
+        "race_setup": req.race_setup})
     return Plan(req.text, req.project, req.kind, routing.profile, settings, routing, options, arm_ids)
 
 

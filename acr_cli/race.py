@@ -5,21 +5,29 @@
 1. the user's work tree is checkpointed as for a sequential attempt (so ``acr recover`` undoes a killed race);
 2. one worktree per arm is made from that checkpoint (:mod:`acr_cli.workspace.race`), and each arm runs as an
    ordinary live attempt there, in its own thread: its own checkpoint, agent, verifier and rollback, its
-   processes in their own group;
-3. the pick: ``first`` (the first accepted attempt wins; the others are cancelled at once, their process
-   groups killed) or ``cheapest`` / ``smallest`` (every arm runs to its end; of the passing attempts, the
-   lowest cost, or the fewest lines changed, wins; a tie goes to the earlier arm of the plan);
-4. before the winner's change is applied, the user's work tree must still be exactly the checkpoint: an arm
+   processes in their own group; ``ACR_RACE_SLOT`` (the lane's index, 0..N-1) and ``ACR_RACE_WORKTREE`` are in
+   the environment of its agent and verifier, so that a user's check can pick its own port or database;
+3. with ``race_setup``, a command runs in each worktree before the lane's checkpoint and agent (``npm ci``), as
+   the verifier runs (``/bin/sh -c``, its process group, the lane's sandbox, the verifier's timeout, the same
+   two variables). What it writes is where the lane starts: the winner's change is measured from the worktree
+   as the set-up left it, so set-up output is never applied to the user's tree (unless the agent then changed
+   that file). A set-up that fails makes its lane's attempt an ``error`` saying why, recorded with no agent
+   run and no cost (no evidence about the arm, no mark on its health); the other lanes go on;
+4. the pick: ``first`` (the first accepted attempt wins; the others are cancelled at once: the process group
+   each is running, agent, verifier or set-up, is killed) or ``cheapest`` / ``smallest`` (every arm runs to
+   its end; of the passing attempts, the lowest cost, or the fewest lines changed, wins; a tie goes to the
+   earlier arm of the plan);
+5. before the winner's change is applied, the user's work tree must still be exactly the checkpoint: an arm
    that wrote into it (through an absolute path) fails the race (the winner is failed, saying so) and the
    work tree is rolled back like a failed attempt;
-5. the winner's change is written into the user's work tree, the worktrees are removed.
+6. the winner's change is written into the user's work tree, the worktrees are removed.
 
 Each raced attempt is recorded as an attempt of the one task; a loser stopped by the winner is ``cancelled``
 with what it cost so far. Memory is written by the loop, in the main thread: an arm's thread writes only its
 own worktree and log. Ctrl-C stops every arm, then each rolls back and is recorded as cancelled.
 
-What the race does not do: a loser's verifier already running when the winner passes runs to its end (its
-agent is stopped at once); an accepted attempt that did not win keeps no copy of its work.
+What the race does not do: an accepted attempt that did not win keeps no copy of its work; the set-up runs in
+race worktrees only (a sequential attempt after a race that all failed runs in the user's tree, without it).
 """
 
 from __future__ import annotations
@@ -37,11 +45,14 @@ from acr_cli.domain import FAILED, AttemptAborted, Decision, Feedback, TaskState
 from acr_cli.errors import AcrError
 from acr_cli.live import LiveEnvironment
 from acr_cli.process import reaper
+from acr_cli.verify import run_setup
 from acr_cli.workspace import Workspace
 from acr_cli.workspace import race as trees
 from acr_cli.workspace.refs import few
 
 PICKS = ("first", "cheapest", "smallest")
+# in the environment of each lane's set-up, agent and verifier: its slot (0..N-1) and its worktree's root
+SLOT_VAR, WORKTREE_VAR = "ACR_RACE_SLOT", "ACR_RACE_WORKTREE"
 
 
 @dataclass
@@ -64,19 +75,22 @@ class _Lane:
     index: int
     env: LiveEnvironment | None = None
     stop: str | None = None
+    base: str | None = None  # the worktree's tree once ``race_setup`` ran: the winner's change is measured from it
     fb: Feedback | None = None
     error: BaseException | None = None
 
 
 class Racer:
     """Runs the arms of one race (see the module docstring). ``env``: the run's live environment in the user's
-    project, which must roll back (a workspace); ``copy``: globs of ignored files copied into each worktree."""
+    project, which must roll back (a workspace); ``copy``: globs of ignored files copied into each worktree;
+    ``setup``: the command line run in each worktree before its agent (``race_setup``; blank: none)."""
 
     def __init__(self, env: LiveEnvironment, size: int, pick: str = "first", copy: tuple[str, ...] = (),
-                 lanes: str = "auto"):
+                 lanes: str = "auto", setup: str | None = None):
         if pick not in PICKS:
             raise AcrError(f"unknown race pick {pick!r}", hint=f"one of: {', '.join(PICKS)}")
         self.env, self.size, self.pick, self.copy, self.lanes = env, size, pick, tuple(copy), lanes
+        self.setup = setup if setup and setup.strip() else None
 
     def run(self, decisions: list[Decision], ctx: Context, state: TaskState, task_id: str, first_seq: int,
             emit: Callable[..., None]) -> RaceRun:
@@ -92,7 +106,7 @@ class Racer:
                     made, not_overlay = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy,
                                                          self.lanes)
                 for lane, tree in zip(lanes, made):
-                    lane.env = self._lane_env(ws, tree)
+                    lane.env = self._lane_env(ws, tree, lane)
                 emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
                      pick=self.pick, task_id=task_id, lanes="worktree" if not_overlay else "overlay",
                      why_not_overlay=not_overlay)
@@ -115,20 +129,36 @@ class Racer:
         out.abort = out.abort or next((lane.error for lane in lanes if lane.error is not None), None)
         return out
 
-    def _lane_env(self, ws: Workspace, tree: trees.RaceTree) -> LiveEnvironment:
+    def _lane_env(self, ws: Workspace, tree: trees.RaceTree, lane: _Lane) -> LiveEnvironment:
         """The live environment of one arm: the run's, with the project in the worktree (the verifier runs
-        there), its own workspace, no live output and no memory (the loop records it in the main thread)."""
+        there), its own workspace, no live output and no memory (the loop records it in the main thread); its
+        agent, verifier and set-up see the lane's slot and worktree (:data:`SLOT_VAR`, :data:`WORKTREE_VAR`)."""
         env = self.env
         rel = os.path.relpath(os.path.realpath(env.project), os.path.realpath(ws.root))
         project = tree.root if rel == "." else tree.root / rel
         lane_ws = Workspace.open(tree.root)
         # a sandboxed run's arms are sandboxed too, each writing only its own worktree (and git's directories)
         confined = sandbox.for_project(project, lane_ws) if env.sandbox is not None else None
-        return LiveEnvironment(profile=env.profile, project=project, logs_dir=env.logs_dir,
+        lane_env = LiveEnvironment(profile=env.profile, project=project, logs_dir=env.logs_dir,
                                workspace=lane_ws, verify=env.verify, timeout=env.timeout,
                                verify_timeout=env.verify_timeout, permissions=env.permissions, health=None,
                                baseline=env.baseline, tell_verifier=env.tell_verifier, protect=env.protect,
                                sandbox=confined)
+        lane_env.extra_env = {SLOT_VAR: str(lane.index), WORKTREE_VAR: str(tree.root)}
+        if self.setup is not None:
+            lane_env.before_agent = lambda log, marker: self._set_up(lane, tree, ws, log, marker)
+        return lane_env
+
+    def _set_up(self, lane: _Lane, tree: trees.RaceTree, ws: Workspace, log, marker: str) -> str | None:
+        """Run ``race_setup`` in the lane's project directory, as its verifier runs (the lane's sandbox, env,
+        marker, the verifier's timeout; stopped with the lane); why it failed, or None. What it wrote that git
+        would carry is the worktree's starting point, not the attempt's change: the lane's ``base`` is re-read."""
+        env = lane.env
+        why = run_setup(self.setup, env.project, env.verify_timeout, log, marker=marker, sandbox=env.sandbox,
+                        env=env.extra_env, stop=lambda: lane.stop)
+        if why is None:
+            lane.base = trees.final_tree(tree, ws.common_dir)
+        return why
 
     def _run_lanes(self, lanes: list[_Lane], ctx: Context, state: TaskState, task_id: str) -> None:
         """Start every lane in its own thread and wait for all; with ``first``, the first accepted attempt stops
@@ -197,7 +227,7 @@ class Racer:
                 return False
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
             final = trees.final_tree(tree, ws.common_dir)
-            trees.apply(ws, tree.base, final, tree.alternates)
+            trees.apply(ws, winner.base or tree.base, final, tree.alternates)
         return True
 
     @staticmethod

@@ -222,7 +222,8 @@ class Prepared:
         from acr_cli.race import Racer
 
         copy = tuple(req.race_copy) + tuple(self.options["race_copy"].value or ())
-        return Racer(env, size, req.race_pick, copy, self.options["race_lanes"].value or "auto")
+        return Racer(env, size, req.race_pick, copy, self.options["race_lanes"].value or "auto",
+                     setup=self.options["race_setup"].value)
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
         """The loop's event callback: keeps how the request was read and the baseline as the first attempt

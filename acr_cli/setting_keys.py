@@ -38,6 +38,7 @@ TABLE: dict[str, tuple[type, str]] = {
     "race": (int, "arms acr run starts at once, each in its own worktree (1: none)"),
     "race_copy": (list, "globs of ignored files copied into each race worktree, e.g. .env"),
     "race_lanes": (str, "auto: copy-on-write overlays where Linux allows, else worktrees; overlay; worktree"),
+    "race_setup": (str, "command run in each race worktree before its agent, e.g. npm ci; \"\" runs none"),
 }
 
 

@@ -15,6 +15,7 @@ and ``max_cost`` only below what would apply without it. It can never:
 * name a profile *file*: a profile defines agents (commands acr runs, ``version:`` ones inside
   ``acr doctor`` too) and the arguments each arm passes to its CLI;
 * choose the arms (``arms``, ``policy``) or what waiting is worth (``time_weight``): each steers your money;
+* race (``race``) or name the command run in each race worktree before its agent (``race_setup``);
 * override a setting your ``config.toml`` sets (other than by narrowing it, as above).
 
 Trusting records the file's path and the SHA-256 of its bytes in ``<data>/trusted.json``; a file that
@@ -49,6 +50,7 @@ TRUSTED_ONLY = {
     "policy": "it chooses which arms run, and so what you pay",
     "time_weight": "it trades your money for speed",
     "race": "it runs several paid arms at once",
+    "race_setup": "it is a command acr runs in each race worktree before its agent",
 }
 # limits an untrusted file may only lower (below your config.toml's, the profile's): narrowing costs you nothing.
 # (``exclude`` needs no trust at all: it only takes arms away.)

@@ -2,7 +2,10 @@
 
 The verifier is the user's own command line (``--verify "pytest -q"``, the
 project's ``.acr.toml`` or the profile), so it runs through ``/bin/sh -c``
-like a Makefile recipe; the *prompt* never does. Verdict: exit code 0 passes.
+like a Makefile recipe; the *prompt* never does. A race worktree's set-up command
+(``race_setup``: :func:`run_setup`) runs the same way (:func:`run_shell`). Either can be
+stopped from outside (a race another arm won): its whole process group is killed at
+once. Verdict: exit code 0 passes.
 Score in [0, 1]:
 
 1. a line ``ACR_SCORE=<x>`` (or ``ACR_SCORE: x``) in the output, if present;
@@ -23,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable, Mapping
 
 from acr_cli import process
 from acr_cli.agents.base import tail
@@ -143,26 +146,15 @@ def preflight(command: str, cwd: Path, path_env: str | None = None) -> str | Non
 
 
 def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = None,
-                 marker: str | None = None, sandbox: Sandbox | None = None) -> VerifierResult:
+                 marker: str | None = None, sandbox: Sandbox | None = None, env: Mapping[str, str] | None = None,
+                 stop: Callable[[], str | None] | None = None) -> VerifierResult:
     """Run the verifier through /bin/sh. ``marker``: the attempt's (process.run): what the verifier starts
     is then the attempt's too, so `acr recover` finds it if acr is killed while the verifier runs. ``sandbox``:
-    the run's (acr_cli.sandbox): the verifier writes only the work tree and a private temp, as the agent did."""
-    import shutil
-    import tempfile
-
-    if log is not None:
-        log.write(f"--- verifier: {redact(command)}\n")
-    prefix = tempfile.mkdtemp(prefix="acr-pycache-")  # a fresh one each run: nothing cached answers
-    try:
-        env = process.child_env(cwd, {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": prefix})
-        argv = ["/bin/sh", "-c", command]
-        with sandboxed(sandbox, argv, env, cwd) as (argv, env):
-            res = process.run(argv, cwd=cwd, env=env, timeout=timeout, log=log, marker=marker)
-    finally:
-        shutil.rmtree(prefix, ignore_errors=True)
-    if log is not None:
-        for line in res.leftovers:
-            log.write(f"--- a process the verifier started outlived it and was ended: {line}\n")
+    the run's (acr_cli.sandbox): the verifier writes only the work tree and a private temp, as the agent did.
+    ``env``: variables added to its environment (a race lane's slot). ``stop``: asked ten times a second while
+    it runs; a reason it returns ends the verifier's whole process group at once and raises
+    :class:`process.Cancelled` (a race another arm won), as Ctrl-C does."""
+    res = run_shell("verifier", command, cwd, timeout, log, marker=marker, sandbox=sandbox, env=env, stop=stop)
     output = "\n".join(x for x in (res.stdout, res.stderr) if x)
     if res.timed_out:
         return VerifierResult(False, 0.0, None, tail(output, TAIL_LINES), res.duration_s, timed_out=True)
@@ -172,6 +164,53 @@ def run_verifier(command: str, cwd: Path, timeout: float, log: IO[str] | None = 
         score = 1.0  # a passing pytest run with skips/xfails is a pass
     return VerifierResult(passed, score, res.exit_code, tail(output, TAIL_LINES), res.duration_s,
                           gist=gist(output), counts=None if _SCORE.search(output) else pytest_counts(output))
+
+
+def run_setup(command: str, cwd: Path, timeout: float, log: IO[str] | None = None, marker: str | None = None,
+              sandbox: Sandbox | None = None, env: Mapping[str, str] | None = None,
+              stop: Callable[[], str | None] | None = None) -> str | None:
+    """Run a set-up command (a race worktree's ``race_setup``) exactly as the verifier runs (:func:`run_shell`);
+    why it failed (a non-zero exit, its timeout, with its last output line), or None when it exited 0.
+    Stopped by ``stop`` or Ctrl-C: :class:`process.Cancelled`."""
+    res = run_shell("race setup", command, cwd, timeout, log, marker=marker, sandbox=sandbox, env=env, stop=stop)
+    if res.exit_code == 0 and not res.timed_out:
+        return None
+    last = (tail("\n".join(x for x in (res.stdout, res.stderr) if x), 1).strip() or "no output")
+    if res.timed_out:
+        return f"race setup `{redact(command)}` did not finish within {timeout:g}s (its process group was killed)"
+    if res.not_started:
+        return f"race setup `{redact(command)}` could not start: {redact(last)}"
+    return f"race setup `{redact(command)}` failed (exit {res.exit_code}): {redact(last)}"
+
+
+def run_shell(what: str, command: str, cwd: Path, timeout: float, log: IO[str] | None = None, *,
+              marker: str | None = None, sandbox: Sandbox | None = None, env: Mapping[str, str] | None = None,
+              stop: Callable[[], str | None] | None = None):
+    """Run the user's ``command`` line through ``/bin/sh -c`` (it is theirs, like a Makefile recipe) in ``cwd``,
+    contained as an agent is (its own process group, every process it starts ended with it, the sandbox when
+    given), with Python's bytecode caches out of reach (the module docstring), logged under ``what``. Returns
+    the process result; ``stop`` giving a reason kills the group and raises :class:`process.Cancelled`."""
+    import shutil
+    import tempfile
+
+    if log is not None:
+        log.write(f"--- {what}: {redact(command)}\n")
+    prefix = tempfile.mkdtemp(prefix="acr-pycache-")  # a fresh one each run: nothing cached answers
+    try:
+        child = process.child_env(cwd, {**(env or {}), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": prefix})
+        argv = ["/bin/sh", "-c", command]
+        with sandboxed(sandbox, argv, child, cwd) as (argv, child):
+            res = process.run(argv, cwd=cwd, env=child, timeout=timeout, log=log, marker=marker, stalled=stop)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+    if log is not None:
+        for line in res.leftovers:
+            log.write(f"--- a process the {what} started outlived it and was ended: {line}\n")
+    if res.stalled:  # stopped from outside: its whole group is already dead
+        if log is not None:
+            log.write(f"--- {what} stopped: {res.stalled}\n")
+        raise process.Cancelled(res)
+    return res
 
 
 # What changes between two runs of the same check on the same code: durations (0.12s, 3 ms, 1.5 sec),

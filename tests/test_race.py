@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import BAD, GOOD, VERIFY, acr, git
+import pytest
+from conftest import BAD, GOOD, VERIFY, acr, calls, git
+
+from acr_cli import sandbox
 
 FAILING, FAST, SLOW = "opencode:moonshotai/kimi-k2.5", "codex:gpt-5.4", "claude:claude-opus-4-6"
 ARMS = f"{FAILING},{FAST},{SLOW}"
@@ -159,6 +162,15 @@ def test_cheapest_pick_waits_for_all_and_keeps_the_cheaper_pass(project, fakes_o
     assert (project / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
 
 
+def test_a_same_size_change_made_at_once_is_applied(project, fakes_on_path, scenario, acr_home):
+    """The winner rewrites calc.py at once, with as many bytes as before: its change is applied all the same."""
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "calc.py").read_text() == GOOD
+
+
 def test_race_needs_rollback(project, fakes_on_path, scenario):
     r = acr("run", "fix add", "--arms", ARMS, "--race", "2", "--no-rollback", cwd=project)
     assert r.returncode == 2 and "--race" in r.stderr and "Traceback" not in r.stderr
@@ -208,3 +220,127 @@ def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(p
                                                                                "claude": "cancelled"}
     assert {p: (project / p).read_bytes() for p in before} == before and "return a * b" in (project / "calc.py").read_text()
     assert race_processes(acr_home) == [] and race_dirs(acr_home) == [] and git_state(project) == state
+
+
+def agent_probe(out: Path) -> list[str]:
+    """A command a fake agent runs: writes to ``out`` its race slot, worktree, directory and what the set-up left."""
+    code = ("import os,sys; s=open('setup.txt').read().strip() if os.path.exists('setup.txt') else 'no setup'; "
+            "open(sys.argv[1],'w').write('|'.join([os.environ.get('ACR_RACE_SLOT','-'), "
+            "os.environ.get('ACR_RACE_WORKTREE','-'), os.getcwd(), s]))")
+    return [sys.executable, "-c", code, str(out)]
+
+
+def test_race_setup_runs_in_each_worktree_before_its_agent_and_every_lane_knows_its_slot(
+        project, fakes_on_path, scenario, acr_home, tmp_path):
+    """``--race-setup`` runs in each worktree before its agent; the set-up, the agent and the verifier see
+    ACR_RACE_SLOT and ACR_RACE_WORKTREE; what the set-up wrote is not part of the winner's change."""
+    scenario({"match": {"agent": "codex"}, "commands": [agent_probe(tmp_path / "codex.txt")], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "commands": [agent_probe(tmp_path / "opencode.txt")],
+              "write": {"calc.py": BAD}})
+    verify = f'echo "$ACR_RACE_SLOT $ACR_RACE_WORKTREE" >> {tmp_path}/verifier.txt && {VERIFY}'
+    r = acr("run", "fix add", "--verify", verify, "--arms", f"{FAST},{FAILING}", "--race", "2", "--json",
+            "--race-setup", 'echo "set up $ACR_RACE_SLOT in $PWD" > setup.txt', cwd=project)
+    assert r.returncode == 0, r.stderr
+    seen = {agent: (tmp_path / f"{agent}.txt").read_text().split("|") for agent in ("codex", "opencode")}
+    assert sorted(s[0] for s in seen.values()) == ["0", "1"]
+    for slot, worktree, cwd, setup in seen.values():
+        assert "acr-race-" in worktree and os.path.realpath(cwd) == os.path.realpath(worktree)
+        assert setup == f"set up {slot} in {cwd}"  # the set-up ran there first, with the lane's slot
+    checked = {line for line in (tmp_path / "verifier.txt").read_text().splitlines() if line.strip()}
+    assert checked == {f"{s[0]} {s[1]}" for s in seen.values()}  # each lane's verifier, in its own worktree
+    assert (project / "calc.py").read_text() == GOOD and not (project / "setup.txt").exists()
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+
+
+def test_a_lane_whose_race_setup_fails_is_an_error_without_its_agent_and_the_others_go_on(
+        project, fakes_on_path, scenario, acr_home):
+    log = scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+                   {"match": {"agent": "claude"}, "write": {"calc.py": GOOD}})
+    config = acr_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("race_setup = 'test \"$ACR_RACE_SLOT\" != 0 || { echo no database for slot 0 >&2; exit 3; }'\n")
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    failed = [a for a in out["attempts"] if a["verdict"] == "error"]
+    passed = [a for a in out["attempts"] if a["verdict"] == "passed"]
+    assert len(failed) == 1 and len(passed) == 1 and out["race"]["winner"] == passed[0]["seq"]
+    detail = failed[0]["detail"]
+    assert "race setup" in detail and "exit 3" in detail and "no database for slot 0" in detail
+    assert "agent was not started" in detail
+    assert not failed[0]["cost_usd"] and failed[0]["tokens_in"] is None and failed[0]["health"] is None
+    assert [c["agent"] for c in calls(log)] == [passed[0]["agent"]]  # the failed lane's agent never ran
+    assert (project / "calc.py").read_text() == GOOD
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+    db = sqlite3.connect(acr_home / "data" / "memory.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM attempts WHERE verdict = 'error'").fetchone() == (1,)
+
+
+def test_an_untrusted_project_file_cannot_set_race_setup(project, fakes_on_path, scenario, acr_home, tmp_path):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "sleep": 1, "write": {"calc.py": GOOD}})
+    ran = tmp_path / "setup-ran"
+    (project / ".acr.toml").write_text(f"race_setup = 'touch {ran}'\n")
+    git(project, "add", ".acr.toml")
+    git(project, "commit", "-qm", "project settings")
+    args = ("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2")
+    r = acr(*args, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "race_setup" in r.stderr and "not trusted" in r.stderr and not ran.exists()
+    git(project, "checkout", "-q", "calc.py")
+    assert acr("trust", cwd=project).returncode == 0
+    r = acr(*args, cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert ran.exists()
+
+
+def test_a_losers_running_verifier_is_stopped_when_the_winner_passes(project, fakes_on_path, scenario, acr_home):
+    """The loser's agent is done and its verifier sleeps a minute when the other arm passes: the verifier's
+    process group is ended at once, the loser is cancelled, nothing is left running."""
+    scenario({"match": {"agent": "claude"}, "write": {"calc.py": GOOD, "slow.flag": "1"}},
+             {"match": {"agent": "codex"}, "sleep": 3, "write": {"calc.py": GOOD}})
+    verify = f"if [ -f slow.flag ]; then sleep 60; fi; {VERIFY}"
+    started = time.monotonic()
+    r = acr("run", "fix add", "--verify", verify, "--arms", f"{FAST},{SLOW}", "--race", "2", "--json",
+            "--no-baseline", cwd=project)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    by_agent = {a["agent"]: a for a in out["attempts"]}
+    assert by_agent["codex"]["verdict"] == "passed" and by_agent["claude"]["verdict"] == "cancelled"
+    assert "codex:gpt-5.4 passed first" in by_agent["claude"]["detail"] and "check was stopped" in by_agent["claude"]["detail"]
+    assert took < 30, took
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+    assert (project / "calc.py").read_text() == GOOD and not (project / "slow.flag").exists()
+
+
+def test_a_race_setup_still_running_when_another_arm_passes_is_stopped(project, fakes_on_path, scenario, acr_home):
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+             {"match": {"agent": "claude"}, "write": {"calc.py": GOOD}})
+    started = time.monotonic()
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2", "--json",
+            "--race-setup", 'if [ "$ACR_RACE_SLOT" = 1 ]; then sleep 60; fi', cwd=project)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    verdicts = sorted(a["verdict"] for a in json.loads(r.stdout)["attempts"])
+    assert verdicts == ["cancelled", "passed"] and took < 30, (verdicts, took)
+    stopped = next(a for a in json.loads(r.stdout)["attempts"] if a["verdict"] == "cancelled")
+    assert "passed first" in stopped["detail"] and "before its agent started" in stopped["detail"]
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+
+
+def test_a_sandboxed_races_setup_writes_only_its_worktree(project, fakes_on_path, acr_home, tmp_path, monkeypatch):
+    why = sandbox.problem()
+    if why:
+        pytest.skip(why)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n")
+    rules = [{"match": {"agent": agent}, "write": {"calc.py": GOOD}} for agent in ("codex", "claude")]
+    (tmp_path / "scenario.json").write_text(json.dumps({"rules": rules}))  # no call log: it would be outside
+    monkeypatch.setenv("FAKE_AGENT_SCENARIO", str(tmp_path / "scenario.json"))
+    r = acr("run", "fix add", "--verify", f"test -f set-up.txt && {VERIFY}", "--arms", f"{FAST},{SLOW}",
+            "--race", "2", "--sandbox", "bwrap", "--no-baseline", "--json",
+            "--race-setup", f"echo pwned >> {outside}; echo done > set-up.txt", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "passed" in {a["verdict"] for a in json.loads(r.stdout)["attempts"]}
+    assert outside.read_text() == "the user's\n" and not (project / "set-up.txt").exists()

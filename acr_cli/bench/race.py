@@ -23,7 +23,7 @@ from typing import Sequence
 
 from acr_cli.context import Context
 from acr_cli.domain import Decision, Feedback, TaskState
-from acr_cli.loop import Budget, Environment, TaskResult, _ignore, _Task, run_task
+from acr_cli.loop import Environment, TaskResult, run_task, run_task_after
 from acr_cli.memory.store import Memory
 from acr_cli.money import usd
 from acr_cli.routing import race as race_plan
@@ -70,25 +70,15 @@ def race_task(racing: Racing, ctx: Context, policy: Policy, env: Environment, me
     if plan.size < 2:
         return run_task(ctx, policy, env, memory, source=source, max_attempts=max_attempts, task_id=task_id,
                         oracle=oracle, timestamp=timestamp, unavailable=unavailable), 0
-    task = _Task(ctx, policy, env, memory, source=source, verifier=None, wanted_id=task_id, oracle=oracle,
-                 timestamp=timestamp, emit=_ignore, budget=Budget(None), state=state,
-                 result=TaskResult("", False, 0.0))
     by_id = {r.arm.id: r for r in ranked}
     reason = (f"race of {plan.size}: P(at least one passes) {plan.p_any:.2f}, "
               f"~{usd(plan.usd, 3)} for all of them")
     decisions = [Decision(by_id[a].arm, reason, by_id[a].cost) for a in plan.arms]
     # every answer first: a task the matrix cannot answer (MissingCell) leaves nothing recorded
     outcomes = [(d, env.attempt(d.arm, ctx, state, task_id, seq)) for seq, d in enumerate(decisions, 1)]
-    task.begin()
-    for seq, (decision, fb) in enumerate(in_record_order(outcomes), 1):
-        task._record(seq, decision, fb)
-    winner = task.result.steps[-1][1]
-    if not task._ends(winner):
-        while task.step():
-            pass
-    task.finish(begin=True)
-    policy.task_done(ctx, task.state)
-    return task.result, plan.size
+    result = run_task_after(ctx, policy, env, memory, state, in_record_order(outcomes), source=source,
+                            task_id=task_id, oracle=oracle, timestamp=timestamp)
+    return result, plan.size
 
 
 def in_record_order(outcomes: Sequence[tuple[Decision, Feedback]]) -> list[tuple[Decision, Feedback]]:

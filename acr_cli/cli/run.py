@@ -164,6 +164,11 @@ def run(
     race_pick: str = typer.Option("first", "--race-pick",
                                   help="first (the first pass wins, the others are stopped), cheapest or smallest "
                                        "(wait for all; the cheapest or smallest passing change wins)."),
+    race_setup: Optional[str] = typer.Option(None, "--race-setup", metavar="CMD",
+                                             help="Command run in each race worktree before its agent, as the "
+                                                  "verifier runs (e.g. \"npm ci\"); ACR_RACE_SLOT (0..N-1) and "
+                                                  "ACR_RACE_WORKTREE are set for it, the agent and the verifier. "
+                                                  "Default: the race_setup setting; \"\" runs none."),
 ) -> None:
     """Route a coding request to an agent, verify, roll back and escalate on failure, remember.
 
@@ -188,7 +193,7 @@ def run(
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
                      rollback=not no_rollback, interactive=interactive, memory=memory, sandbox=_sandbox(sandbox),
-                     race=race, race_pick=race_pick)
+                     race=race, race_pick=race_pick, race_setup=race_setup)
     report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
     _show_report(report, json_out)
     _exit(report)

@@ -181,13 +181,16 @@ def _copy_ignored(src: Path, dest: Path, globs: tuple[str, ...]) -> list[str]:
 def final_tree(tree: RaceTree, common_dir: Path) -> str:
     """The lane's files as a tree (ignored files aside), read with a copy of its own index so that files git
     already checked out are not read again; the tree's new objects go to the user's repository (``common_dir``),
-    where :func:`apply` reads them (with the lane's own objects, for an overlay lane)."""
+    where :func:`apply` reads them (with the lane's own objects, for an overlay lane). The copy keeps the
+    index's modification time: git trusts an entry's size and time only when the file is older than the
+    index, so a same-size edit made in the second the lane was written is still read (a fresh time would hide
+    it, and the winner's change with it)."""
     g = tree.git(common_dir)
     fd, idx = tempfile.mkstemp(prefix="acr-race-index-")
     os.close(fd)
     try:
         index = tree.git_dir / "index"
-        if index.exists():  # copy2 keeps the mtime: an entry git must re-read (racily clean) stays so
+        if index.exists():
             shutil.copy2(index, idx)
         else:
             os.unlink(idx)
