@@ -119,6 +119,9 @@ class Racer:
             finally:
                 with interrupts.deferred():
                     trees.remove_all(ws, made)
+                    for lane in lanes:  # the lanes' checkpoints are gone: so are their objects (kept work stays)
+                        if lane.env is not None and lane.env.workspace is not None:
+                            lane.env.workspace.store.wipe_objects_if_unused()
         if out.winner is not None and guard.kept_before:
             winner = next(lane for lane in lanes if lane.seq == out.winner)
             winner.fb = replace(winner.fb, kept_before=guard.kept_before)

@@ -49,7 +49,8 @@ class Pruned:
     dry_run: bool = False
     folders: list[str] = field(default_factory=list)  # .git/acr/put-aside/<name>
     refs: list[str] = field(default_factory=list)  # refs/acr/...
-    attempts: list[str] = field(default_factory=list)  # kept failed attempts, by name
+    attempts: list[str] = field(default_factory=list)  # kept failed attempts, by name (race lanes' too)
+    lane_stores: int = 0  # stores of race lanes that are gone and keep nothing more, removed whole
     left_for_recovery: list[str] = field(default_factory=list)  # live checkpoints whose items were left
 
     @property
@@ -58,13 +59,15 @@ class Pruned:
 
     def to_json(self) -> dict:
         return {"older_than_days": self.older_than_days, "dry_run": self.dry_run, "put_aside_folders": self.folders,
-                "refs": self.refs, "kept_attempts": self.attempts, "left_for_recovery": self.left_for_recovery}
+                "refs": self.refs, "kept_attempts": self.attempts, "left_for_recovery": self.left_for_recovery,
+                "race_lane_stores": self.lane_stores}
 
     def line(self) -> str:
         """One line for people: what went (or would go)."""
         verb = "would remove" if self.dry_run else "removed"
         parts = [f"{len(self.folders)} put-aside folder(s)", f"{len(self.refs)} ref(s) under refs/acr",
-                 f"{len(self.attempts)} kept failed attempt(s)"]
+                 f"{len(self.attempts)} kept failed attempt(s)"] + (
+                    [f"{self.lane_stores} finished race lane store(s)"] if self.lane_stores else [])
         return f"{verb} {', '.join(parts)} older than {self.older_than_days:g} days"
 
 
@@ -97,15 +100,57 @@ def prune(ws, older_than_days: float = DEFAULT_AGE_DAYS, dry_run: bool = False, 
     out.folders = _old_folders(ws.common_dir / "acr" / "put-aside", cutoff, needed)
     out.refs = _old_refs(ws, cutoff, needed)
     out.attempts = [n for stamp, n in ws.kept._listing() if stamp < cutoff]
+    lanes = _old_lane_attempts(ws, cutoff)
+    out.attempts += [n for _, names in lanes for n in names]
     if not dry_run:
         for folder in out.folders:
             shutil.rmtree(ws.common_dir / "acr" / "put-aside" / folder, ignore_errors=True)
         if out.refs:
             lines = "".join(f"delete {r}\n" for r in out.refs).encode("utf-8", "surrogateescape")
             ws.git("update-ref", "--stdin", input=lines, repo_objects=True)
-        if out.attempts:
-            ws.kept.prune(keep=0, names=out.attempts)
+        mine = [n for n in out.attempts if all(n not in names for _, names in lanes)]
+        if mine:
+            ws.kept.prune(keep=0, names=mine)
+        out.lane_stores = _prune_lanes(lanes)
+    else:
+        out.lane_stores = sum(1 for store, names in lanes if _gone_with(store, names))
     return out
+
+
+def _old_lane_attempts(ws, cutoff: float) -> list[tuple[object, list[str]]]:
+    """The stores of this repository's finished race lanes (each arm checkpoints its lane in a store of its
+    own, where a losing arm's work is kept) with their kept attempts older than ``cutoff``."""
+    from acr_cli.workspace import race
+    from acr_cli.workspace.kept import Kept
+
+    out = []
+    for store in race.lane_stores(ws):
+        if store.names() or Path(store.root).exists():  # a lane still there, or a checkpoint recover needs
+            continue
+        kept = Kept(store.dir / "attempts")
+        out.append((store, [n for stamp, n in kept._listing() if stamp < cutoff]))
+    return out
+
+
+def _gone_with(store, names: list[str]) -> bool:
+    """Whether a lane's store keeps nothing once ``names`` are pruned."""
+    from acr_cli.workspace.kept import Kept
+
+    return len(Kept(store.dir / "attempts")._listing()) == len(names)
+
+
+def _prune_lanes(lanes) -> int:
+    """Prune the lanes' old kept attempts; remove a lane's store whole once it keeps nothing. How many went."""
+    from acr_cli.workspace.kept import Kept
+
+    gone = 0
+    for store, names in lanes:
+        if _gone_with(store, names):
+            shutil.rmtree(store.dir, ignore_errors=True)
+            gone += 1
+        elif names:
+            Kept(store.dir / "attempts").prune(keep=0, names=names)
+    return gone
 
 
 def _live_anywhere(base: Path) -> set[str]:

@@ -38,6 +38,11 @@ class Store:
         self.objects = self.dir / "objects"
         self._root, self._git_dir = root, real
 
+    @property
+    def root(self) -> Path:
+        """The work tree this store checkpoints."""
+        return Path(self._root)
+
     def prepare(self) -> None:
         """Create the folder (0700: it holds copies of the user's files)."""
         try:

@@ -113,3 +113,26 @@ def test_gc_leaves_what_a_killed_run_in_another_worktree_needs(project, tmp_path
     assert out["refs"] == [] and out["put_aside_folders"] == [] and out["left_for_recovery"] == [PENDING]
     assert f"refs/acr/keep/{PENDING}" in git(project, "for-each-ref", "--format=%(refname)", "refs/acr")
     assert acr("recover", cwd=other).returncode == 0
+
+
+def test_gc_removes_what_finished_race_lanes_kept(project, fakes_on_path, scenario, acr_home):
+    """Each raced arm checkpoints its lane in a store of its own, where a losing arm's work is kept (with the
+    command to see it); once that is old, gc prunes it and removes the lane's store whole."""
+    scenario({"match": {"agent": "opencode"}, "write": {"calc.py": "broken\n"}},
+             {"match": {"agent": "codex"}, "sleep": 1, "write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", "opencode:moonshotai/kimi-k2.5,codex:gpt-5.4",
+            "--race", "2", "--json", cwd=project)
+    assert r.returncode == 0, r.stderr
+    ran = json.loads(r.stdout)
+    loser = next(a for a in ran["attempts"] if a["agent"] == "opencode")
+    stores = acr_home / "data" / "checkpoints"
+    mine = Workspace.open(project).store.key
+    lanes = [s for s in stores.iterdir() if s.name != mine]
+    assert len(lanes) == 1 and (lanes[0] / "attempts").is_dir()  # the losing lane's store, keeping its work
+    assert not (lanes[0] / "objects").exists()  # its checkpoint's objects went with the race
+    r = acr("gc", "--json", cwd=project)
+    assert r.returncode == 0 and json.loads(r.stdout)["race_lane_stores"] == 0  # a recent loser's work stays
+    r = acr("gc", "--older-than", "0", "--json", cwd=project)
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["race_lane_stores"] == 1 and f"{ran['task_id']}-{loser['seq']}" in out["kept_attempts"], out
+    assert [s.name for s in stores.iterdir()] == [mine]
