@@ -80,16 +80,16 @@ def test_one_arm_or_n_below_two_is_no_race():
     assert race.forced(THREE, 1).arms == ()
 
 
-def route_race(project, *args):
+def route_race(project, *args, race: str = "auto:2"):
     from conftest import acr
 
-    r = acr("route", "fix the add function in calc.py", "--race", "2", *args, cwd=project)
+    r = acr("route", "fix the add function in calc.py", "--race", race, *args, cwd=project)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
 
 def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
-    """`acr route --race N`: no race while memory knows no durations (time cannot be saved); once attempts are
+    """`acr route --race auto:N`: no race while memory knows no durations (time cannot be saved); once attempts are
     timed and a minute is worth much, the two arms are raced, with P(at least one passes) and their cost."""
     import json
     import os
@@ -100,7 +100,7 @@ def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
     plain = json.loads(route_race(project, "--json"))["race"]
     assert plain["arms"] == [] and plain["expected_minutes"] is None
     assert plain["expected_reward"]["1"] > plain["expected_reward"]["2"]
-    assert "race: none (up to 2 asked)" in route_race(project, "--explain")
+    assert "race (--race auto:2): none: escalating one arm at a time" in route_race(project, "--explain")
     scenario({"sleep": 0.3})  # both arms change nothing: the run fails after trying both
     failed = acr("run", "fix the add function in calc.py", "--max-attempts", "2", "--verify", VERIFY, cwd=project)
     assert failed.returncode != 0
@@ -114,4 +114,21 @@ def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
     assert timed["expected_minutes"] > 0 and timed["expected_reward"]["2"] > timed["expected_reward"]["1"]
     assert 0 < timed["p_any"] < 1 and timed["joint"]
     shown = route_race(project, "--explain")
-    assert f"race: start {', '.join(first_two)} at once: P(at least one passes)" in shown
+    assert f"race (--race auto:2): start {', '.join(first_two)} at once: P(at least one passes)" in shown
+
+
+def test_route_race_n_shows_the_forced_race_beside_what_the_plan_would_choose(project, fakes_on_path):
+    """`--race N` is the user's request: exactly the first N arms that can run, shown with its figures and,
+    beside it, the plan's own choice (here no race: nothing is timed yet), so the user sees what forcing costs."""
+    import json
+
+    shown = json.loads(route_race(project, "--json", race="3"))
+    order = [f"{o['agent']}:{o['model']}" for o in shown["order"]]
+    race = shown["race"]
+    assert race["ask"] == "3" and race["forced"] and race["arms"] == order[:3]
+    assert 0 < race["p_any"] < 1 and race["expected_cost"] > 0
+    assert race["planner"] == {"arms": [], "p_any": 0.0, "expected_cost": 0.0, "expected_minutes": None}
+    assert race["expected_reward"]["1"] > race["expected_reward"]["3"]
+    text = route_race(project, "--explain", race="3")
+    assert f"race (--race 3): start {', '.join(order[:3])} at once" in text
+    assert "the plan (--race auto:3) would not race" in text and "race of 3" in text
