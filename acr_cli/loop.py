@@ -297,6 +297,8 @@ class _Task:
         if choice.note:
             self.emit("note", message=choice.note)
         if choice.plan.size < 2:
+            if not choice.note:
+                self.emit("note", message=f"--race {choice.ask.label}: no race, {choice.why_none}")
             return []
         raced = set(choice.plan.arms)
         last = max(i for i, r in enumerate(ranked) if r.arm.id in raced)

@@ -369,12 +369,8 @@ def print_race(choice, explain: bool) -> None:
     echo("")
     if plan.arms:
         echo(f"race (--race {asked}): start {', '.join(plan.arms)} at once: {_race_line(plan)}")
-    elif choice.ask.auto and plan.options:
-        echo(f"race (--race {asked}): none: escalating one arm at a time is expected to do better")
-    elif choice.ask.auto:
-        echo(f"race (--race {asked}): none: the policy gives no pass chance to weigh a race with")
     else:
-        echo(f"race (--race {asked}): none: fewer than 2 arms can race (those that can run, max_attempts, the budget)")
+        echo(f"race (--race {asked}): none: {choice.why_none}")
     if choice.note:
         echo(f"  note: {choice.note}")
     if planner is not None:

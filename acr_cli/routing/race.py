@@ -215,7 +215,8 @@ def parse_ask(value: Any) -> RaceAsk | None:
 
 
 def _exact(n: int) -> RaceAsk | None:
-    if n < 1:
+    """N arms exactly; 0 and 1 race nothing (0: as ``acr route --race 0`` always meant)."""
+    if n < 0:
         _bad(n)
     return RaceAsk(n) if n >= 2 else None
 
@@ -234,6 +235,17 @@ class RaceChoice:
     plan: RacePlan
     planner: RacePlan | None = None
     note: str | None = None
+
+    @property
+    def why_none(self) -> str | None:
+        """Why no race starts (``acr route`` and ``acr run`` say the same words), or None when one does."""
+        if self.plan.arms:
+            return None
+        if self.ask.auto and self.plan.options:
+            return "escalating one arm at a time is expected to do better"
+        if self.ask.auto:
+            return "the policy gives no pass chance to weigh a race with"
+        return "fewer than 2 arms can race (those that can run, max_attempts, the budget)"
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,36 @@ def test_one_arm_or_n_below_two_is_no_race():
     assert race.forced(THREE, 1).arms == ()
 
 
+@pytest.mark.parametrize("given, ask", [(3, race.RaceAsk(3)), ("2", race.RaceAsk(2)), (1, None), (0, None),
+                                        ("auto", race.RaceAsk(3, auto=True)), ("AUTO:4", race.RaceAsk(4, auto=True))])
+def test_the_race_setting_reads_n_or_auto(given, ask):
+    assert race.parse_ask(given) == ask
+
+
+@pytest.mark.parametrize("given", ["auto:1", "fast", -1, "2.5", True])
+def test_a_race_setting_that_is_neither_n_nor_auto_is_refused(given):
+    with pytest.raises(ValueError, match="auto:M"):
+        race.parse_ask(given)
+
+
+def test_a_forced_race_is_cut_by_max_attempts_and_the_budget_from_its_end():
+    weights = {"cost_weight": 0.1, "time_weight": 0.0}
+    assert race.choose(THREE, race.RaceAsk(3), max_attempts=2, budget=None, **weights).plan.arms == ("a:x", "a:y")
+    cut = race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=1.2, **weights)
+    assert cut.plan.arms == ("a:x", "a:y") and "a race of 3 pays every raced arm: ~$1.500" in cut.note
+    alone = race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=0.7, **weights)
+    assert alone.plan.arms == () and alone.note.endswith("no race, one arm at a time")
+    assert race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=1.5, **weights).note is None
+
+
+def test_auto_races_only_what_fits_the_budget():
+    timed = {"cost_weight": 0.1, "time_weight": 1.0}
+    free = race.choose(THREE, race.RaceAsk(3, auto=True), max_attempts=None, budget=None, **timed)
+    assert free.plan.size == 3 and free.planner is None
+    cut = race.choose(THREE, race.RaceAsk(3, auto=True), max_attempts=None, budget=1.0, **timed)
+    assert cut.plan.arms == ("a:x", "a:y") and "a race of 3" in cut.note
+
+
 def route_race(project, *args, race: str = "auto:2"):
     from conftest import acr
 
