@@ -28,7 +28,7 @@ from acr_cli.domain import PERMISSIONS
 from acr_cli.errors import AcrError, ConfigError, ProfileError
 from acr_cli.paths import Paths
 from acr_cli.routing import registry
-from acr_cli.setting_keys import TABLE, TYPE_NAMES
+from acr_cli.setting_keys import TABLE, TYPE_NAMES, RaceCount
 
 RACE_LANES = ("auto", "overlay", "worktree")  # race_lanes (acr_cli.workspace.overlay): how race lanes are made
 SANDBOX_MODES = ("bwrap", "none")  # the sandbox setting's values (acr_cli.sandbox): bubblewrap, or none
@@ -64,8 +64,9 @@ def read_toml(path: Path) -> dict[str, Any]:
         want = KEYS.get(key)
         if want is None:
             raise ConfigError(f"{path}: unknown setting {key!r}", hint=f"known settings: {', '.join(KEYS)}")
-        number = (int,) if want is int else (int, float)  # a whole count must not be 2.7
-        ok = isinstance(val, number) and not isinstance(val, bool) if want in (int, float) else isinstance(val, want)
+        number = (int,) if want is int else (int, str) if want is RaceCount else (int, float)  # 2.7 is no count
+        ok = isinstance(val, number) and not isinstance(val, bool) if want in (int, float, RaceCount) \
+            else isinstance(val, want)
         if want is list:
             ok = ok and all(isinstance(item, str) for item in val)
         if not ok:
@@ -111,6 +112,16 @@ def _policy(value: str) -> str | None:
     return None
 
 
+def _race(value: Any) -> str | None:
+    from acr_cli.routing.race import parse_ask
+
+    try:
+        parse_ask(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def _non_empty(value: Any) -> str | None:
     return None if str(value).strip() else "expected a non-empty string"
 
@@ -132,7 +143,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], str | None], ...]] = {
     "baseline": (_one_of(BASELINE_MODES, "check, accept or off"),),
     "permissions": (_one_of(PERMISSIONS, f"one of {', '.join(PERMISSIONS)}"),),
     "protect": (_no_empty_item('globs such as "tests/**"'),),
-    "race": (_not_below(1, "at least 1 (1: no race)"),),
+    "race": (_race,),
     "race_copy": (_no_empty_item('globs such as ".env"'),),
     "arms": (_ARMS, _some_arm),
     "exclude": (_ARMS,),
@@ -297,6 +308,8 @@ def set_user_value(path: Path, key: str, raw: str) -> Any:
     try:
         if want is list:  # `acr config set protect "tests/**, check.py"`: comma-separated
             value = [item.strip() for item in raw.split(",") if item.strip()]
+        elif want is RaceCount:  # `acr config set race 3` stores a number, `race auto` a string
+            value = int(raw) if raw.strip().isdigit() else raw.strip()
         else:
             value = _parse_bool(raw) if want is bool else want(raw)
     except ValueError:

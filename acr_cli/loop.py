@@ -149,6 +149,7 @@ def run_task(
     unavailable: set[str] | frozenset[str] = frozenset(),
     budget_name: str = "--max-cost",
     race: Any = None,
+    race_rule: Any = None,
 ) -> TaskResult:
     """Route one task to the end. ``timestamp`` pins the recorded times (replays use the run's start).
 
@@ -156,14 +157,14 @@ def run_task(
     that finishes is accepted as ``unverified`` and the policy decides as for a single action.
     ``unavailable``: arm ids that cannot be chosen for this task (a results matrix with no result for them).
     ``budget_name``: how messages name ``max_cost`` (the flag, or the file that set it).
-    ``race``: an :class:`acr_cli.race.Racer`: the first step starts its ``size`` best arms at once (fewer when
-    ``max_attempts`` allows fewer; no race when fewer than two can run), then, if none was accepted, the task
-    goes on one arm at a time with the arms left."""
+    ``race``: an :class:`acr_cli.race.Racer`: the first step starts the arms ``race_rule`` chooses at once
+    (acr_cli.routing.race.RaceRule, the one ``acr route`` shows; without one, the racer's ``size`` first arms),
+    then, if none was accepted, the task goes on one arm at a time with the arms left."""
     task = _Task(ctx, policy, env, memory, source=source, verifier=verifier, wanted_id=task_id, oracle=oracle,
                  timestamp=timestamp, emit=on_event or _ignore, budget=Budget(max_cost, budget_name),
                  state=TaskState(max_attempts=max_attempts, max_cost=max_cost, verified=verified,
                                  excluded=set(unavailable)),
-                 result=TaskResult("", False, 0.0, max_cost=max_cost), race=race)
+                 result=TaskResult("", False, 0.0, max_cost=max_cost), race=race, race_rule=race_rule)
     while task.step():
         pass
     task.finish(begin=True)
@@ -218,6 +219,7 @@ class _Task:
     state: TaskState
     result: TaskResult
     race: Any = None
+    race_rule: Any = None
 
     def step(self) -> bool:
         """Decide and make at most one attempt (or one race); False once the task is over (its stop reason set)."""
@@ -300,20 +302,35 @@ class _Task:
         return False
 
     def _race_decisions(self, size: int) -> list[Decision]:
-        """The arms the race starts: the policy's first choices that can run, as many as the race's size and
-        ``max_attempts`` allow (each raced attempt counts). Arms that cannot run are set aside as usual."""
-        if self.state.max_attempts is not None:
-            size = min(size, self.state.max_attempts)
-        chosen: list[Decision] = []
-        probe = replace(self.state, tried=list(self.state.tried), excluded=set(self.state.excluded))
-        while len(chosen) < size:
-            decision = self.policy.next(self.ctx, probe)
-            if decision is None:
-                break
-            probe.excluded.add(decision.arm.id)
-            if not self._set_aside(decision):
-                chosen.append(decision)
-        return chosen
+        """The arms the race starts: :meth:`RaceRule.choose <acr_cli.routing.race.RaceRule.choose>` over the
+        policy's ranking of the arms that can run now, within the attempts and the budget left, exactly as
+        ``acr route`` shows it (no rule: the first ``size`` arms). Empty: no race, the task goes one arm at a
+        time. A race the budget cut says so in a note; arms that cannot run and rank above a raced one are set
+        aside as a run one arm at a time would set them aside."""
+        from acr_cli.routing.race import RaceAsk, RaceRule
+
+        state = self.state
+        rule = self.race_rule or RaceRule(RaceAsk(size), 0.0)
+        ranked = [r for r in self.policy.rank(self.ctx, state) if r.arm.id not in state.excluded]
+        blocked = {r.arm.id: self.env.unavailable(r.arm) for r in ranked}
+        left = None if state.max_attempts is None else state.max_attempts - len(state.tried)
+        budget = None if state.max_cost is None else state.max_cost - state.spent
+        choice = rule.choose([r for r in ranked if not blocked[r.arm.id]], max_attempts=left, budget=budget,
+                             budget_name=self.budget.name)
+        if choice.note:
+            self.emit("note", message=choice.note)
+        if choice.plan.size < 2:
+            if not choice.note:
+                self.emit("note", message=f"--race {choice.ask.label}: no race, {choice.why_none}")
+            return []
+        raced = set(choice.plan.arms)
+        last = max(i for i, r in enumerate(ranked) if r.arm.id in raced)
+        for r in ranked[:last]:
+            if blocked[r.arm.id]:
+                self.state.excluded.add(r.arm.id)
+                self.result.skipped.append((r.arm, blocked[r.arm.id]))
+                self.emit("skipped", arm=r.arm, reason=blocked[r.arm.id])
+        return [Decision(r.arm, _race_reason(choice, r), r.cost) for r in ranked if r.arm.id in raced]
 
     def _race(self, racer: Any, decisions: list[Decision]) -> bool:
         """Race ``decisions`` (acr_cli.race), record every attempt, and say whether the race ends the task."""
@@ -398,6 +415,15 @@ class _Task:
             self.result.stop_reason = f"cancelled ({interrupts.describe()})"
             return True
         return False
+
+
+def _race_reason(choice: Any, r: Any) -> str:
+    """Why an arm runs in the race: the race as asked and chosen, and its own pass chance and cost."""
+    plan = choice.plan
+    odds = f"P(at least one passes) {plan.p_any:.2f}, " if r.mean is not None else ""
+    own = f"; pass chance {r.mean:.2f}" if r.mean is not None else ""
+    return (f"race of {plan.size} (--race {choice.ask.label}): {odds}~{usd(plan.usd, 3)} for all of them"
+            f"{own}, ~{usd(r.cost, 3) if r.cost is not None else 'cost unknown'}")
 
 
 def _no_arm_left(policy: Policy, state: TaskState) -> str:

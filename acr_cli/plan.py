@@ -172,6 +172,38 @@ class Plan:
         """The similar earlier tasks the policy reads, and how they moved each arm's chance."""
         return self.policy.similar_effect(self.ctx, self.state())
 
+    @property
+    def race_ask(self) -> Any:
+        """How many arms the run races, from ``--race`` or the ``race`` setting (acr_cli.routing.race.RaceAsk;
+        None: no race). Checked where it was read; a value that slipped past says where it came from."""
+        from acr_cli.routing.race import parse_ask
+
+        opt = self.options["race"]
+        try:
+            return parse_ask(opt.value)
+        except ValueError as e:
+            raise AcrError(f"race (from {opt.source}): {e}") from None
+
+    def race_rule(self) -> Any:
+        """What ``acr route`` and ``acr run`` both choose the race with (None: no race asked): the ask, the
+        profile's cost and time weights and the policy's latent task ease (acr_cli.routing.race.RaceRule)."""
+        from acr_cli.routing.race import RaceRule
+
+        ask = self.race_ask
+        if ask is None:
+            return None
+        s = self.profile.settings
+        return RaceRule(ask, s.cost_weight, s.time_weight, getattr(self.policy, "latent", None))
+
+    def race_choice(self, order: list[Planned]) -> Any:
+        """The race ``acr run`` would start now over ``order`` (:meth:`order`): the arms that can run, at most
+        ``max_attempts`` of them, within the budget (acr_cli.routing.race.choose); None: no race asked."""
+        rule = self.race_rule()
+        if rule is None:
+            return None
+        return rule.choose([p.ranked for p in order if not p.blocked], max_attempts=self.max_attempts,
+                           budget=self.max_cost, budget_name=self.budget_name)
+
     def close(self) -> None:
         """Close the memory (the team's, which closes its local copy too)."""
         target = self.store if self.store is not None else self.memory
@@ -212,7 +244,7 @@ class RunRequest:
     interactive: bool = False
     memory: Path | None = None
     sandbox: str | None = None  # bwrap | none (acr_cli.sandbox)
-    race: int | None = None  # --race N: the first N arms at once, each in its own worktree (acr_cli.race)
+    race: int | str | None = None  # --race: N, auto or auto:M (acr_cli.routing.race), each arm in its own worktree
     race_pick: str = "first"  # first | cheapest | smallest
     race_copy: tuple[str, ...] = ()  # globs of ignored files copied into each race worktree (a .env)
     race_setup: str | None = None  # --race-setup: a command run in each race worktree before its agent

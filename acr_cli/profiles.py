@@ -11,6 +11,7 @@ A profile is a YAML file::
       max_cost: 5.0           # USD per task; null = no limit
       permissions: workspace-write   # read-only | workspace-write | full
       sandbox: none           # bwrap: the agent and its verifier write only the work tree (acr_cli.sandbox)
+      race: null              # arms acr run starts at once: N, or auto (auto:M): the plan chooses up to 3 (M)
       policy: learned         # learned | fixed | cascade:A,B | always:ARM | linucb | ... (acr_cli/routing/registry.py)
       prior_weight: 2         # pseudo-count given to an arm's prior mean
       typical_tokens: 150000  # tokens of one attempt before any is observed (cost guess); null = unknown
@@ -77,6 +78,7 @@ class Settings:
     time_weight: float = 0.05  # USD a minute of waiting is worth (see docs/routing.md)
     model_silence: float | None = 150.0  # acr_cli.agents.opencode.SilenceWatchdog
     sandbox: str = "none"  # bwrap: the agent and its verifier in bubblewrap (acr_cli.sandbox)
+    race: int | str | None = None  # arms acr run starts at once: N, or "auto" / "auto:M" (acr_cli.routing.race)
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,8 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
             out[name] = v.choice(val, k, PERMISSIONS)
         elif name == "sandbox":
             out[name] = v.choice(val, k, ("bwrap", "none"))
+        elif name == "race":
+            out[name] = _race(v, val, k)
         elif name == "policy":
             out[name] = _policy(v, val, k)
         elif name == "verify":
@@ -289,6 +293,19 @@ def _settings(v: "_Validator", raw: Any, s: Settings) -> Settings:
                 raise v.error(k, f"expected true or false, got {_quoted(val)}")
             out[name] = val
     return replace(s, **out)
+
+
+def _race(v: "_Validator", val: Any, k: tuple) -> int | str | None:
+    """A profile's ``race``: null, N, ``auto`` or ``auto:M`` (acr_cli.routing.race.parse_ask)."""
+    from acr_cli.routing.race import parse_ask
+
+    if val is None:
+        return None
+    try:
+        parse_ask(val)
+    except ValueError as e:
+        raise v.error(k, str(e)) from None
+    return val
 
 
 def _arms(v: "_Validator", raw: Any, known_agents: set[str]) -> list[Arm]:

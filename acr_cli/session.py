@@ -199,7 +199,7 @@ class Prepared:
             on_event("start", ctx=ctx, policy=policy, verify=self.verify, rollback=self.workspace is not None)
         result = run_task(ctx, policy, env, self.memory, max_attempts=plan.max_attempts, max_cost=plan.max_cost,
                           verifier=self.verify, verified=bool(self.verify), on_event=self._events(ctx, on_event),
-                          budget_name=plan.budget_name, race=self._racer(env))
+                          budget_name=plan.budget_name, race=self._racer(env), race_rule=plan.race_rule())
         if result.forgotten:  # the logs of the attempts after the forget: nothing of the task may stay
             Paths.from_env().remove_logs([result.task_id])
         if result.task_id:  # a team's memory queued it as its first attempt began; again: no harm
@@ -215,14 +215,15 @@ class Prepared:
         return report
 
     def _racer(self, env: LiveEnvironment) -> Any:
-        """The race of ``--race N`` (None: no race, N below 2)."""
-        req, size = self.request, int(self.options["race"].value or 1)
-        if size < 2 or not req.rollback or req.interactive:
+        """What runs the race of ``--race`` / the ``race`` setting (None: no race asked, or a flag that cannot
+        race overrides a settings file's); which arms race is the plan's :meth:`Plan.race_rule`'s to say."""
+        req, ask = self.request, self.plan.race_ask
+        if ask is None or not req.rollback or req.interactive:
             return None
         from acr_cli.race import Racer
 
         copy = tuple(req.race_copy) + tuple(self.options["race_copy"].value or ())
-        return Racer(env, size, req.race_pick, copy, self.options["race_lanes"].value or "auto",
+        return Racer(env, ask.n, req.race_pick, copy, self.options["race_lanes"].value or "auto",
                      setup=self.options["race_setup"].value)
 
     def _events(self, ctx: Context, on_event: Callable[..., None] | None) -> Callable[..., None]:
@@ -268,7 +269,7 @@ def prepare(req: RunRequest, *,
     ``load_profile`` and ``open_memory`` are the commands' own (the profile named by flag or settings;
     the memory named by --memory, ACR_MEMORY or config.toml)."""
     made = settle(req, load_profile)
-    _check_race(req, made.options["race"])
+    _check_race(req, made)
     _check_budget(made.options["max_cost"])
     _check_verifier(made.options["verify"], req.project)
     _check_agents(made)
@@ -296,9 +297,10 @@ def _check_sandbox(option: Option) -> None:
                                  "(--sandbox none)")
 
 
-def _check_race(req: RunRequest, race: Option) -> None:
+def _check_race(req: RunRequest, made: Plan) -> None:
     """A race needs worktrees (git, rollback on) and runs its agents headless."""
-    if not race.value or int(race.value) < 2:
+    race = made.options["race"]
+    if made.race_ask is None:
         return
     if race.source != "command line" and (not req.rollback or req.interactive):
         return  # a settings file's race gives way to a flag that cannot race: the run goes one arm at a time
@@ -318,7 +320,7 @@ def _check_lanes(prepared: Prepared) -> None:
     """``race_lanes = "overlay"`` where overlays cannot be mounted stops a race before any agent runs (``auto``
     races in worktrees there instead)."""
     opts = prepared.plan.options
-    if opts["race_lanes"].value != "overlay" or prepared.workspace is None or not _races(opts["race"]):
+    if opts["race_lanes"].value != "overlay" or prepared.workspace is None or prepared.plan.race_ask is None:
         return
     from acr_cli.workspace import overlay, race
 
@@ -326,10 +328,6 @@ def _check_lanes(prepared: Prepared) -> None:
     if why:
         raise AcrError(f'race_lanes = "overlay" (from {opts["race_lanes"].source}): {why}; no agent was run',
                        hint='set race_lanes = "auto" to race in worktrees here; `acr doctor` shows why')
-
-
-def _races(race: Option) -> bool:
-    return bool(race.value) and str(race.value) != "1"
 
 
 def _check_budget(budget: Option) -> None:

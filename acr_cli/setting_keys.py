@@ -7,8 +7,13 @@ set is acr_cli.trust's to say.
 
 from __future__ import annotations
 
+
+class RaceCount:
+    """The ``race`` setting's type: a whole number (arms at once) or the string ``auto`` / ``auto:M``."""
+
+
 TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false",
-              list: "list of strings"}
+              list: "list of strings", RaceCount: 'whole number, "auto" or "auto:M"'}
 
 # key -> (type, what it means)
 TABLE: dict[str, tuple[type, str]] = {
@@ -35,7 +40,8 @@ TABLE: dict[str, tuple[type, str]] = {
     "policy": (str, "routing policy, e.g. learned, fixed, cascade:A,B, always:ARM"),
     "time_weight": (float, "USD a minute of waiting is worth to the learned router"),
     # acr run --race (acr_cli.race)
-    "race": (int, "arms acr run starts at once, each in its own worktree (1: none)"),
+    "race": (RaceCount, "arms acr run starts at once, each in its own worktree: N exactly (1: none), or auto "
+                        "(auto:M): the plan chooses up to 3 (M)"),
     "race_copy": (list, "globs of ignored files copied into each race worktree, e.g. .env"),
     "race_lanes": (str, "auto: copy-on-write overlays where Linux allows, else worktrees; overlay; worktree"),
     "race_setup": (str, "command run in each race worktree before its agent, e.g. npm ci; \"\" runs none"),

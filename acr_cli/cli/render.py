@@ -366,25 +366,37 @@ def print_route(plan, order: list, explain: bool, similar: tuple[list, dict] = (
         _print_similar(*similar)
 
 
-def print_race(plan, n: int, explain: bool) -> None:
-    """The race plan of ``acr route --race N``: the arms a race would start and what it is expected to give
+def print_race(choice, explain: bool) -> None:
+    """The race ``acr run`` would start (acr_cli.routing.race.RaceChoice): its arms and what it is expected to
+    give; beside a forced race (``--race N``) what the plan would choose; why the budget raced fewer
     (``explain``: also each race size's expected reward beside escalation's)."""
+    plan, planner, asked = choice.plan, choice.planner, choice.ask.label
     echo("")
     if plan.arms:
-        minutes = "" if plan.minutes is None else f", ~{plan.minutes:.1f} min"
-        echo(f"race: start {', '.join(plan.arms)} at once: P(at least one passes) {plan.p_any:.2f}, "
-             f"expected {fmt_money(plan.usd, 3)} for all of them{minutes}")
-    elif not plan.options:
-        echo(f"race: none (up to {n} asked): the policy gives no pass chance to weigh a race with")
+        echo(f"race (--race {asked}): start {', '.join(plan.arms)} at once: {_race_line(plan)}")
     else:
-        echo(f"race: none (up to {n} asked): escalating one arm at a time is expected to do better")
-    if explain and plan.options:
-        how = "arms correlated through the task's ease" if plan.joint else "arms taken as independent"
+        echo(f"race (--race {asked}): none: {choice.why_none}")
+    if choice.note:
+        echo(f"  note: {choice.note}")
+    if planner is not None:
+        if planner.arms:
+            echo(f"  the plan (--race auto:{choice.ask.n}) would race {', '.join(planner.arms)}: {_race_line(planner)}")
+        elif planner.options:
+            echo(f"  the plan (--race auto:{choice.ask.n}) would not race: escalating one arm at a time is expected "
+                 "to do better")
+    weighed = planner or plan
+    if explain and weighed.options:
+        how = "arms correlated through the task's ease" if weighed.joint else "arms taken as independent"
         echo(f"  expected reward of each plan, escalating over the rest after a failed race ({how}; losers "
              "stopped at the first pass):")
-        for k, o in plan.options.items():
+        for k, o in weighed.options.items():
             what = "escalation" if k == 1 else f"race of {k}"
             echo(f"    {what:<12} {o.reward:+.3f}  P(pass) {o.p_pass:.2f}  {fmt_money(o.usd, 3)}  {o.minutes:.1f} min")
+
+
+def _race_line(plan) -> str:
+    minutes = "" if plan.minutes is None else f", ~{plan.minutes:.1f} min"
+    return f"P(at least one passes) {plan.p_any:.2f}, expected {fmt_money(plan.usd, 3)} for all of them{minutes}"
 
 
 def _print_reading(ctx) -> None:

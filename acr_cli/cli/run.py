@@ -31,7 +31,8 @@ _ARMS_HELP = ("Exactly these arms, in this order: AGENT:MODEL,AGENT:MODEL,... "
 _PROMPT_HELP = ("The coding request, in plain words; `-` reads it from stdin (so does a piped stdin when no "
                 "request is given).")
 _PROMPT_FILE_HELP = "Read the request from a file (UTF-8, at most 4 MiB)."
-RACE_HELP = "Start up to N arms at once, each in its own git worktree; the verifier picks the winner."
+RACE_HELP = ("N: start the plan's first N arms at once, each in its own git worktree (1: no race); auto (auto:M): "
+             "the plan chooses how many, up to 3 (M). The verifier picks the winner. Default: the race setting.")
 _POLICY_HELP = (f"Routing policy (default: the profile's, learned): {registry.help_text(live=True)}. "
                 "linucb, lints, knn, random and always make one attempt per task.")
 PROMPT_MAX_BYTES = 4 << 20  # 4 MiB: past the context window of any model a profile names (~1M tokens)
@@ -158,9 +159,7 @@ def run(
                                           help="bwrap: run the agent and its verifier in bubblewrap, writing only "
                                                "the work tree, the agent's own directories and a private temp "
                                                "(Linux; default: the sandbox setting, else none)."),
-    race: Optional[int] = typer.Option(None, "--race", min=1,
-                                       help="Start the plan's first N arms at once, each in its own git worktree; "
-                                            "the verifier picks the winner, whose change is applied here."),
+    race: Optional[str] = typer.Option(None, "--race", metavar="N|auto[:M]", help=RACE_HELP),
     race_pick: str = typer.Option("first", "--race-pick",
                                   help="first (the first pass wins, the others are stopped), cheapest or smallest "
                                        "(wait for all; the cheapest or smallest passing change wins)."),
@@ -193,7 +192,7 @@ def run(
                      max_cost=max_cost, max_attempts=max_attempts, timeout=timeout, verify_timeout=verify_timeout,
                      permissions=permissions, baseline="off" if no_baseline else ("accept" if yes else None),
                      rollback=not no_rollback, interactive=interactive, memory=memory, sandbox=_sandbox(sandbox),
-                     race=race, race_pick=race_pick, race_setup=race_setup)
+                     race=_race(race), race_pick=race_pick, race_setup=race_setup)
     report = _execute(prepare(req, load_profile=load_profile, open_memory=open_memory), quiet, json_out)
     _show_report(report, json_out)
     _exit(report)
@@ -206,6 +205,19 @@ def _sandbox(mode: Optional[str]) -> Optional[str]:
     if mode is not None and mode not in MODES:
         raise AcrError(f"--sandbox {mode!r}: expected bwrap or none", hint="acr run --sandbox bwrap \"...\"")
     return mode
+
+
+def _race(value: Optional[str]) -> Optional[str]:
+    """--race as given, checked (N, auto or auto:M; acr_cli.routing.race.parse_ask)."""
+    from acr_cli.routing.race import parse_ask
+
+    if value is None:
+        return None
+    try:
+        parse_ask(value)
+    except ValueError as e:
+        raise AcrError(f"--race: {e}", hint="acr run --race 3 \"...\", or --race auto") from None
+    return value.strip().lower()
 
 
 def _check_interactive(text: str) -> None:
@@ -306,26 +318,24 @@ def route(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help=_PROMPT_FILE_HELP),
     memory: Optional[str] = typer.Option(None, "--memory", help=MEMORY_HELP),
-    race: int = typer.Option(0, "--race", min=0, metavar="N", help=RACE_HELP),
+    race: Optional[str] = typer.Option(None, "--race", metavar="N|auto[:M]", help=RACE_HELP),
 ) -> None:
     """Decide only: classify the request and show the order acr would try arms in. Runs nothing.
 
     Example: acr route "add type hints to utils.py" --explain
 
-    With --race N it also shows whether a race would start several arms at once: which, the chance that at least
-    one passes, and what they are expected to cost and take.
+    With --race (or the race setting) it also shows the race acr run would start: which arms, the chance that at
+    least one passes, what they are expected to cost and take, and, for --race N, what the plan would choose.
 
     The request may also come from stdin: git log -1 --format=%B | acr route -
     """
     from acr_cli.cli.render import print_race, print_route
     from acr_cli.plan import RunRequest, plan
 
-    if race == 1:
-        raise AcrError("--race 1: a race starts at least 2 arms at once (0: no race)")
     text = _prompt(prompt, prompt_file, command="route")
     proj = project_dir(project)
     kind, policy = check_kind(kind), _policy(policy)
-    req = RunRequest(text, proj, arms=arms, profile=profile, policy=policy, kind=kind, memory=memory)
+    req = RunRequest(text, proj, arms=arms, profile=profile, policy=policy, kind=kind, memory=memory, race=_race(race))
     made = plan(req, load_profile=load_profile,
                 open_memory=lambda where, **kw: open_memory(where, create=False, read_only=True, **kw))
     for note in made.notes:
@@ -333,7 +343,7 @@ def route(
     try:
         order = made.order()
         similar = made.similar() if explain or json_out else ([], {})
-        raced = race_plan(made, order, race) if race else None
+        raced = made.race_choice(order)
     finally:
         made.close()
     if json_out:
@@ -341,29 +351,24 @@ def route(
     else:
         print_route(made, order, explain, similar=similar)
         if raced:
-            print_race(raced, race, explain)
+            print_race(raced, explain)
     if order and all(p.blocked for p in order):
         raise AcrError("no arm of the plan can run here", hint="`acr doctor` says what each one needs")
 
 
-def race_plan(made, order, n: int):
-    """The race plan for ``acr route --race N``: over the arms that can run now, as a live race that stops
-    the losers at the first pass (acr_cli.routing.race), at most max_attempts of them."""
-    from acr_cli.routing import race
+def race_json(choice) -> dict:
+    """The race in ``acr route --json`` (acr_cli.routing.race.RaceChoice): as asked, the raced arms (empty: one
+    at a time) and their figures, the expected reward of each race size the plan weighed (1: escalation), why
+    fewer race than asked (the budget), and beside a forced race what the plan would choose."""
+    plan = choice.plan
+    weighed = choice.planner or plan
+    return {"ask": choice.ask.label, "forced": not choice.ask.auto, **_race_figures(plan), "joint": plan.joint,
+            "expected_reward": {str(k): o.reward for k, o in weighed.options.items()}, "note": choice.note,
+            "planner": _race_figures(choice.planner) if choice.planner is not None else None}
 
-    ranked = [p.ranked for p in order if not p.blocked]
-    settings = made.profile.settings
-    return race.plan_race(ranked, min(n, made.max_attempts), cost_weight=settings.cost_weight,
-                          time_weight=settings.time_weight, loser_share=race.LIVE_FIRST,
-                          latent=getattr(made.policy, "latent", None))
 
-
-def race_json(plan) -> dict:
-    """The race plan in ``acr route --race N --json``: the raced arms (empty: escalate one at a time), its
-    figures, and the expected reward of each race size (1: escalation)."""
-    return {"arms": list(plan.arms), "p_any": plan.p_any, "expected_cost": plan.usd,
-            "expected_minutes": plan.minutes, "joint": plan.joint,
-            "expected_reward": {str(k): o.reward for k, o in plan.options.items()}}
+def _race_figures(plan) -> dict:
+    return {"arms": list(plan.arms), "p_any": plan.p_any, "expected_cost": plan.usd, "expected_minutes": plan.minutes}
 
 
 def route_json(made, order, similar) -> dict:

@@ -33,18 +33,34 @@ Where the numbers come from:
   the same arms in turn (a race pays for arms escalation only tries when the first fails).
 * An arm whose cost the policy does not know counts 0 USD (it is shown as unknown). A policy that gives
   no pass chance (a fixed order) plans no race: there is nothing to weigh.
+
+How many arms race (``--race`` and the ``race`` setting; :class:`RaceAsk`, :func:`choose`): one answer for
+``acr route`` and ``acr run``, both asking :func:`choose` over the same ranking (the arms that can run now):
+
+* ``N`` (an integer, 2 or more) is the user's explicit request: race exactly the first N arms that can run,
+  whatever the plan above would say (``acr route`` shows what the planner would choose beside it, so the
+  user sees what forcing costs). 1 means no race.
+* ``auto`` (up to :data:`AUTO_CAP` arms) or ``auto:M`` (up to M): the planner chooses k in 1..M by the rule
+  above; k = 1 is sequential escalation.
+* Either way, at most ``max_attempts`` arms race (each raced attempt counts), and a race pays every raced
+  arm: when the raced arms' expected costs summed (the cost if every one runs to its end) would exceed the
+  budget left (``--max-cost``), arms are dropped from the end of the race until it fits, and a note says so
+  (fewer than two left: no race).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
+from acr_cli.money import usd
 from acr_cli.routing.base import Ranked
 
 REPLAY, LIVE_FIRST = 1.0, 0.5  # LOSER_SHARE: a loser's share of its cost when the race passes
 LOSER_SHARE = {"replay": REPLAY, "first": LIVE_FIRST}
 MARGIN = 1e-9  # a race must beat escalation's expected reward by more than rounding
+AUTO = "auto"
+AUTO_CAP = 3  # ``--race auto``: the planner races at most this many arms (``auto:M`` sets another cap)
 
 
 @dataclass(frozen=True)
@@ -163,3 +179,131 @@ def forced(ranked: Sequence[Ranked], n: int, *, loser_share: float = REPLAY, lat
     field_, weights, joint = entrants(ranked, latent)
     raced = field_[:n] if len(field_) >= 2 and n >= 2 else []
     return race_figures(raced, weights, joint, {}, loser_share)
+
+
+@dataclass(frozen=True)
+class RaceAsk:
+    """How many arms the user asked to race: exactly ``n`` (``auto`` False), or the planner's choice of 1..n."""
+
+    n: int
+    auto: bool = False
+
+    @property
+    def label(self) -> str:
+        """As the user writes it: ``3``, ``auto`` (the default cap) or ``auto:4``."""
+        if not self.auto:
+            return str(self.n)
+        return AUTO if self.n == AUTO_CAP else f"{AUTO}:{self.n}"
+
+
+def parse_ask(value: Any) -> RaceAsk | None:
+    """``--race`` or the ``race`` setting as given (an int, or a string: ``N``, ``auto``, ``auto:M``) as a
+    :class:`RaceAsk`; None: no race (unset, or N below 2). Raises ValueError with what is expected."""
+    if value is None or isinstance(value, bool):
+        return None if value is None else _bad(value)
+    if isinstance(value, int):
+        return _exact(value)
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return _exact(int(text))
+    if text == AUTO:
+        return RaceAsk(AUTO_CAP, auto=True)
+    head, _, cap = text.partition(":")
+    if head == AUTO and cap.isdigit() and int(cap) >= 2:
+        return RaceAsk(int(cap), auto=True)
+    return _bad(value)
+
+
+def _exact(n: int) -> RaceAsk | None:
+    """N arms exactly; 0 and 1 race nothing (0: as ``acr route --race 0`` always meant)."""
+    if n < 0:
+        _bad(n)
+    return RaceAsk(n) if n >= 2 else None
+
+
+def _bad(value: Any) -> Any:
+    raise ValueError(f"expected N (arms at once, 1: no race), auto or auto:M (the plan chooses up to M, "
+                     f"at least 2), got {value!r}")
+
+
+@dataclass(frozen=True)
+class RaceChoice:
+    """The answer to "how many arms race": ``plan`` starts (no arms: none, one arm at a time), ``planner`` is
+    what ``auto`` would have chosen (beside a forced race; None for auto), ``note`` why fewer race than asked."""
+
+    ask: RaceAsk
+    plan: RacePlan
+    planner: RacePlan | None = None
+    note: str | None = None
+
+    @property
+    def why_none(self) -> str | None:
+        """Why no race starts (``acr route`` and ``acr run`` say the same words), or None when one does."""
+        if self.plan.arms:
+            return None
+        if self.ask.auto and self.plan.options:
+            return "escalating one arm at a time is expected to do better"
+        if self.ask.auto:
+            return "the policy gives no pass chance to weigh a race with"
+        return "fewer than 2 arms can race (those that can run, max_attempts, the budget)"
+
+
+@dataclass(frozen=True)
+class RaceRule:
+    """What the choice weighs besides the ranking: the ask, the profile's weights and the policy's latent ease."""
+
+    ask: RaceAsk
+    cost_weight: float
+    time_weight: float = 0.0
+    latent: Any = None
+
+    def choose(self, ranked: Sequence[Ranked], *, max_attempts: int | None, budget: float | None,
+               budget_name: str = "--max-cost") -> RaceChoice:
+        """:func:`choose` with this rule's ask and weights."""
+        return choose(ranked, self.ask, max_attempts=max_attempts, budget=budget, budget_name=budget_name,
+                      cost_weight=self.cost_weight, time_weight=self.time_weight, latent=self.latent)
+
+
+def choose(ranked: Sequence[Ranked], ask: RaceAsk, *, max_attempts: int | None, budget: float | None,
+           cost_weight: float, time_weight: float = 0.0, latent=None, budget_name: str = "--max-cost") -> RaceChoice:
+    """The race ``acr route`` shows and ``acr run`` starts, over ``ranked`` (the policy's order, the arms that can
+    run now), as a live race (losers stopped at the first pass); see the module's docstring for the rule."""
+    n = ask.n if max_attempts is None else min(ask.n, max_attempts)
+    fits = affordable(ranked[:n], budget)
+    weigh = {"cost_weight": cost_weight, "time_weight": time_weight, "loser_share": LIVE_FIRST, "latent": latent}
+    planner = plan_race(ranked, fits, **weigh)
+    if ask.auto:
+        wanted = plan_race(ranked, n, **weigh) if fits < n else planner
+        return RaceChoice(ask, planner, None, _budget_note(ranked, wanted, planner, budget, budget_name))
+    plan = forced(ranked, fits, loser_share=LIVE_FIRST, latent=latent)
+    wanted = forced(ranked, n, loser_share=LIVE_FIRST, latent=latent) if fits < n else plan
+    return RaceChoice(ask, plan, planner, _budget_note(ranked, wanted, plan, budget, budget_name))
+
+
+def affordable(raced: Sequence[Ranked], budget: float | None) -> int:
+    """How many of the first arms of ``raced`` fit in ``budget`` together (each paid in full: the cost if every
+    one runs to its end; an unknown cost counts 0). No budget: all of them."""
+    if budget is None:
+        return len(raced)
+    total = 0.0
+    for k, r in enumerate(raced):
+        total += r.cost or 0.0
+        if total > budget:
+            return k
+    return len(raced)
+
+
+def full_cost(ranked: Sequence[Ranked], arms: Sequence[str]) -> float:
+    """The summed expected USD of ``arms`` (each run to its end), as the budget check counts it."""
+    by_id = {r.arm.id: r.cost or 0.0 for r in ranked}
+    return sum(by_id.get(a, 0.0) for a in arms)
+
+
+def _budget_note(ranked: Sequence[Ranked], wanted: RacePlan, plan: RacePlan, budget: float | None,
+                 name: str) -> str | None:
+    """Why the race is smaller than the one asked for (the budget), or None."""
+    if budget is None or wanted.size <= plan.size:
+        return None
+    what = f"racing {plan.size}: {', '.join(plan.arms)}" if plan.size >= 2 else "no race, one arm at a time"
+    return (f"a race of {wanted.size} pays every raced arm: ~{usd(full_cost(ranked, wanted.arms), 3)} for "
+            f"{', '.join(wanted.arms)}, over the {usd(budget, 3)} {name} leaves; {what}")

@@ -80,16 +80,46 @@ def test_one_arm_or_n_below_two_is_no_race():
     assert race.forced(THREE, 1).arms == ()
 
 
-def route_race(project, *args):
+@pytest.mark.parametrize("given, ask", [(3, race.RaceAsk(3)), ("2", race.RaceAsk(2)), (1, None), (0, None),
+                                        ("auto", race.RaceAsk(3, auto=True)), ("AUTO:4", race.RaceAsk(4, auto=True))])
+def test_the_race_setting_reads_n_or_auto(given, ask):
+    assert race.parse_ask(given) == ask
+
+
+@pytest.mark.parametrize("given", ["auto:1", "fast", -1, "2.5", True])
+def test_a_race_setting_that_is_neither_n_nor_auto_is_refused(given):
+    with pytest.raises(ValueError, match="auto:M"):
+        race.parse_ask(given)
+
+
+def test_a_forced_race_is_cut_by_max_attempts_and_the_budget_from_its_end():
+    weights = {"cost_weight": 0.1, "time_weight": 0.0}
+    assert race.choose(THREE, race.RaceAsk(3), max_attempts=2, budget=None, **weights).plan.arms == ("a:x", "a:y")
+    cut = race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=1.2, **weights)
+    assert cut.plan.arms == ("a:x", "a:y") and "a race of 3 pays every raced arm: ~$1.500" in cut.note
+    alone = race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=0.7, **weights)
+    assert alone.plan.arms == () and alone.note.endswith("no race, one arm at a time")
+    assert race.choose(THREE, race.RaceAsk(3), max_attempts=None, budget=1.5, **weights).note is None
+
+
+def test_auto_races_only_what_fits_the_budget():
+    timed = {"cost_weight": 0.1, "time_weight": 1.0}
+    free = race.choose(THREE, race.RaceAsk(3, auto=True), max_attempts=None, budget=None, **timed)
+    assert free.plan.size == 3 and free.planner is None
+    cut = race.choose(THREE, race.RaceAsk(3, auto=True), max_attempts=None, budget=1.0, **timed)
+    assert cut.plan.arms == ("a:x", "a:y") and "a race of 3" in cut.note
+
+
+def route_race(project, *args, race: str = "auto:2"):
     from conftest import acr
 
-    r = acr("route", "fix the add function in calc.py", "--race", "2", *args, cwd=project)
+    r = acr("route", "fix the add function in calc.py", "--race", race, *args, cwd=project)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
 
 def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
-    """`acr route --race N`: no race while memory knows no durations (time cannot be saved); once attempts are
+    """`acr route --race auto:N`: no race while memory knows no durations (time cannot be saved); once attempts are
     timed and a minute is worth much, the two arms are raced, with P(at least one passes) and their cost."""
     import json
     import os
@@ -100,7 +130,7 @@ def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
     plain = json.loads(route_race(project, "--json"))["race"]
     assert plain["arms"] == [] and plain["expected_minutes"] is None
     assert plain["expected_reward"]["1"] > plain["expected_reward"]["2"]
-    assert "race: none (up to 2 asked)" in route_race(project, "--explain")
+    assert "race (--race auto:2): none: escalating one arm at a time" in route_race(project, "--explain")
     scenario({"sleep": 0.3})  # both arms change nothing: the run fails after trying both
     failed = acr("run", "fix the add function in calc.py", "--max-attempts", "2", "--verify", VERIFY, cwd=project)
     assert failed.returncode != 0
@@ -114,4 +144,21 @@ def test_route_shows_the_race_plan(project, fakes_on_path, scenario, tmp_path):
     assert timed["expected_minutes"] > 0 and timed["expected_reward"]["2"] > timed["expected_reward"]["1"]
     assert 0 < timed["p_any"] < 1 and timed["joint"]
     shown = route_race(project, "--explain")
-    assert f"race: start {', '.join(first_two)} at once: P(at least one passes)" in shown
+    assert f"race (--race auto:2): start {', '.join(first_two)} at once: P(at least one passes)" in shown
+
+
+def test_route_race_n_shows_the_forced_race_beside_what_the_plan_would_choose(project, fakes_on_path):
+    """`--race N` is the user's request: exactly the first N arms that can run, shown with its figures and,
+    beside it, the plan's own choice (here no race: nothing is timed yet), so the user sees what forcing costs."""
+    import json
+
+    shown = json.loads(route_race(project, "--json", race="3"))
+    order = [f"{o['agent']}:{o['model']}" for o in shown["order"]]
+    race = shown["race"]
+    assert race["ask"] == "3" and race["forced"] and race["arms"] == order[:3]
+    assert 0 < race["p_any"] < 1 and race["expected_cost"] > 0
+    assert race["planner"] == {"arms": [], "p_any": 0.0, "expected_cost": 0.0, "expected_minutes": None}
+    assert race["expected_reward"]["1"] > race["expected_reward"]["3"]
+    text = route_race(project, "--explain", race="3")
+    assert f"race (--race 3): start {', '.join(order[:3])} at once" in text
+    assert "the plan (--race auto:3) would not race" in text and "race of 3" in text
