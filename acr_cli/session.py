@@ -301,6 +301,9 @@ def _check_race(req: RunRequest, made: Plan) -> None:
     """A race needs worktrees (git, rollback on) and runs its agents headless."""
     race = made.options["race"]
     if made.race_ask is None:
+        if req.race_setup and req.race_setup.strip():
+            raise AcrError("--race-setup runs in each arm's lane of a race, and this run does not race",
+                           hint="add --race N (or --race auto), or leave out --race-setup")
         return
     if race.source != "command line" and (not req.rollback or req.interactive):
         return  # a settings file's race gives way to a flag that cannot race: the run goes one arm at a time

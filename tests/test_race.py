@@ -344,3 +344,10 @@ def test_a_sandboxed_races_setup_writes_only_its_worktree(project, fakes_on_path
     assert r.returncode == 0, r.stderr
     assert "passed" in {a["verdict"] for a in json.loads(r.stdout)["attempts"]}
     assert outside.read_text() == "the user's\n" and not (project / "set-up.txt").exists()
+
+
+def test_race_setup_without_a_race_is_refused(project, fakes_on_path, scenario):
+    log = scenario({"write": {"calc.py": GOOD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", FAST, "--race-setup", "npm ci", cwd=project)
+    assert r.returncode == 2 and "--race-setup" in r.stderr and "does not race" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and calls(log) == []

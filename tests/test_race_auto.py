@@ -157,8 +157,8 @@ def test_an_untrusted_project_file_may_not_race_a_trusted_one_may(project, fakes
 
 def test_a_loser_stopped_by_the_winner_is_no_evidence_about_its_skill(project, fakes_on_path, scenario, acr_home,
                                                                      tmp_path):
-    """A cancelled loser counts neither as a failure nor as a pass: what memory and the learned policy say of
-    its arm is what they say when it never ran."""
+    """A cancelled loser counts neither as a failure nor as a pass, nor as a price or a duration: what memory
+    and the learned policy say of its arm is what they say when it never ran."""
     scenario({"match": {"agent": "codex"}, "sleep": 1, "write": {"calc.py": GOOD}},
              {"match": {"agent": "claude"}, "sleep": 40, "write": {"calc.py": GOOD}})
     raced_memory, alone_memory = tmp_path / "raced.sqlite", tmp_path / "alone.sqlite"
@@ -185,6 +185,8 @@ def test_a_loser_stopped_by_the_winner_is_no_evidence_about_its_skill(project, f
     after_race, never_ran = claude(raced_memory), claude(alone_memory)
     assert after_race["attempts"] == 1 and after_race["judged"] == 0 and after_race["passed"] == 0
     assert after_race["pass_rate"] is None
+    # nor about its price or speed: it ran a part of its run
+    assert after_race["mean_duration_s"] is None and after_race["mean_cost_usd"] is None
     assert after_race["posterior_mean"] == never_ran["posterior_mean"]
     assert routed(raced_memory)[SLOW]["mean"] == routed(alone_memory)[SLOW]["mean"]
     assert routed(raced_memory)[SLOW]["attempts"] == 0

@@ -163,3 +163,22 @@ def test_doctor_says_how_race_lanes_are_made(project, acr_home, overlay_lanes):
     r = acr("doctor", cwd=project)
     assert r.returncode == 2 and "race_lanes" in r.stderr and "auto, overlay or worktree" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_race_setup_runs_in_each_overlay_lane_and_stays_there(project, fakes_on_path, scenario, acr_home,
+                                                              overlay_lanes, tmp_path):
+    from test_race import agent_probe
+
+    scenario({"match": {"agent": "codex"}, "commands": [agent_probe(tmp_path / "codex.txt")], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "commands": [agent_probe(tmp_path / "opencode.txt")],
+              "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", "--json",
+            "--race-setup", 'echo "set up $ACR_RACE_SLOT" > setup.txt', cwd=project)
+    assert r.returncode == 0, r.stderr
+    seen = {agent: (tmp_path / f"{agent}.txt").read_text().split("|") for agent in ("codex", "opencode")}
+    assert sorted(s[0] for s in seen.values()) == ["0", "1"]
+    for slot, lane, cwd, setup in seen.values():
+        assert "acr-race-" in lane and os.path.realpath(cwd) == os.path.realpath(lane)
+        assert setup == f"set up {slot}"
+    assert (project / "calc.py").read_text() == GOOD and not (project / "setup.txt").exists()
+    assert race_processes(acr_home) == [] and race_dirs(acr_home) == []

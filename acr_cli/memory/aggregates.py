@@ -34,11 +34,13 @@ from acr_cli.memory import similar
 from acr_cli.memory.sql import (
     EVIDENCE_SQL,
     JUDGED_SQL,
+    POS_COST,
     PRICED_COST,
     SCORE,
     UNVERIFIED_WEIGHT,
     WEIGHT,
     WEIGHTED_SCORE,
+    WHOLE,
     count_if,
     flag,
     total,
@@ -110,7 +112,7 @@ class Near:
 
 
 FAILED = "a.verdict IN ('failed','timeout')"
-POS_TOKENS = "a.cost_usd > 0 AND a.tokens_in + a.tokens_out > 0"  # an attempt that tells the arm's price per token
+POS_TOKENS = f"{POS_COST} AND a.tokens_in + a.tokens_out > 0"  # an attempt that tells the arm's price per token
 WINDOW = 1000  # the newest finished tasks of a group that routing reads (see group_stats)
 
 
@@ -206,13 +208,14 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
             f" {count_if(f'a.verdict IN {JUDGED_SQL}')},"
             f" {count_if(FAILED)},"
             f" {total(f'CASE WHEN {FAILED} THEN {SCORE} END')},"
-            f" COUNT({PRICED_COST}), {count_if('a.cost_usd > 0')},"
-            f" {total('CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) END')},"
-            f" {total('CASE WHEN a.cost_usd > 0 THEN ln(a.cost_usd) * ln(a.cost_usd) END')},"
-            f" {count_if('a.cost_usd > 0 AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0')},"
+            f" COUNT({PRICED_COST}), {count_if(POS_COST)},"
+            f" {total(f'CASE WHEN {POS_COST} THEN ln(a.cost_usd) END')},"
+            f" {total(f'CASE WHEN {POS_COST} THEN ln(a.cost_usd) * ln(a.cost_usd) END')},"
+            f" {count_if(f'{POS_COST} AND COALESCE(a.tokens_in, 0) + COALESCE(a.tokens_out, 0) > 0')},"
             f" {total(f'CASE WHEN {POS_TOKENS} THEN ln(a.tokens_in + a.tokens_out) END')},"
             f" {total(f'CASE WHEN {POS_TOKENS} THEN a.cost_usd / (a.tokens_in + a.tokens_out) END')},"
-            f" {count_if('a.duration_s > 0')}, {total('CASE WHEN a.duration_s > 0 THEN a.duration_s END')}"
+            f" {count_if(f'a.duration_s > 0 AND {WHOLE}')},"
+            f" {total(f'CASE WHEN a.duration_s > 0 AND {WHOLE} THEN a.duration_s END')}"
             f" {one} WHERE {where} GROUP BY {key}, a.agent, a.model", params):
         stats(r[0]).arms[r[1]] = ArmAgg(r[2] or 0, r[3] or 0, r[4] or 0.0, r[5] or 0, r[6] or 0,
                                         r[7] or 0.0, r[8] or 0.0, r[9] or 0, r[10] or 0.0, r[11] or 0.0,
@@ -239,7 +242,7 @@ def _sums(memory: Memory, tasks: str, key: str, where: str, params: list, with_p
     for r in [] if not with_pairs else db.execute(
             f"SELECT {key}, a.agent || ':' || a.model, b.agent || ':' || b.model, COUNT(*), {total('ln(a.cost_usd)')},"
             f" {total('ln(a.cost_usd) * ln(a.cost_usd)')}, {total('ln(a.cost_usd) * ln(b.cost_usd)')}"
-            f" {two} WHERE {where} AND a.cost_usd > 0 AND b.cost_usd > 0"
+            f" {two} WHERE {where} AND {POS_COST} AND {POS_COST.replace('a.', 'b.')}"
             f" GROUP BY {key}, a.agent, a.model, b.agent, b.model", params):
         stats(r[0]).pairs[(r[1], r[2])] = [r[3], r[4], r[5], r[6]]
     return out

@@ -26,8 +26,9 @@ class ArmStats:
     n_passed: int = 0
     cost_sum: float = 0.0
     n_cost: int = 0  # attempts with a known cost
-    duration_sum: float = 0.0
+    duration_sum: float = 0.0  # over whole runs (not cancelled)
     last_used: str | None = None
+    n_whole: int = 0  # attempts not cancelled: what a mean duration is over
 
     def add(self, other: "ArmStats") -> None:
         self.n += other.n
@@ -38,6 +39,7 @@ class ArmStats:
         self.cost_sum += other.cost_sum
         self.n_cost += other.n_cost
         self.duration_sum += other.duration_sum
+        self.n_whole += other.n_whole
         if other.last_used and (self.last_used is None or other.last_used > self.last_used):
             self.last_used = other.last_used
 
@@ -47,13 +49,13 @@ class ArmStats:
 
     @property
     def mean_duration(self) -> float | None:
-        return self.duration_sum / self.n if self.n else None
+        return self.duration_sum / self.n_whole if self.n_whole else None
 
 
 def _stats_from_row(r: Any) -> ArmStats:
     return ArmStats(r["n"], r["n_judged"] or 0, r["n_unverified"] or 0, r["score_sum"] or 0.0, r["n_passed"] or 0,
                     r["cost_sum"] or 0.0,
-                    r["n_cost"] or 0, r["duration_sum"] or 0.0, r["last_used"])
+                    r["n_cost"] or 0, r["duration_sum"] or 0.0, r["last_used"], r["n_whole"] or 0)
 
 
 class Reads(Base):

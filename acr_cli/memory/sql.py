@@ -37,8 +37,12 @@ def flag(condition: str) -> str:
 
 # An attempt's score: its own (partial credit), else 1 for a pass and 0 otherwise.
 SCORE = "COALESCE(a.score, CASE WHEN a.verdict = 'passed' THEN 1.0 ELSE 0.0 END)"
+# A cancelled attempt (Ctrl-C, or a race's loser stopped when another arm passed) spent part of what its run
+# would have cost and took part of its time: no evidence of the arm's price or speed, as of its skill.
+WHOLE = "a.verdict <> 'cancelled'"
 # An attempt's cost as a price: an error's $0 (it never reached the model) is no evidence of cheapness.
-PRICED_COST = "CASE WHEN a.verdict <> 'error' OR a.cost_usd > 0 THEN a.cost_usd END"
+PRICED_COST = f"CASE WHEN {WHOLE} AND (a.verdict <> 'error' OR a.cost_usd > 0) THEN a.cost_usd END"
+POS_COST = f"(a.cost_usd > 0 AND {WHOLE})"  # a positive price, from a whole run
 
 # How much a task accepted with no verifier tells about an arm's skill, as a share of a verified
 # pass: four such tasks count as one verified pass. An agent that finishes without an error says
@@ -63,6 +67,7 @@ STATS_COLUMNS = f"""
     {count_if("a.verdict = 'passed'")} AS n_passed,
     {total(PRICED_COST)} AS cost_sum,
     COUNT({PRICED_COST}) AS n_cost,
-    {total("a.duration_s")} AS duration_sum,
+    {total(f"CASE WHEN {WHOLE} THEN a.duration_s END")} AS duration_sum,
+    {count_if(WHOLE)} AS n_whole,
     MAX(a.started_at) AS last_used
 """

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from acr_cli.context import Context
-from acr_cli.domain import Arm, Decision, TaskState
+from acr_cli.domain import CANCELLED, Arm, Decision, TaskState
 from acr_cli.memory import similar
 from acr_cli.memory.aggregates import ArmAgg, GroupStats, Near
 from acr_cli.money import usd
@@ -519,7 +519,7 @@ class LearnedPolicy(Policy):
         resid = []
         for f in (state.tried if state else []):
             i = self.index.get(f.arm.id)
-            if i is not None and m[i] is not None and f.cost_usd and f.cost_usd > 0:
+            if i is not None and m[i] is not None and f.cost_usd and f.cost_usd > 0 and f.verdict != CANCELLED:
                 resid.append((math.log(f.cost_usd) - m[i]) / sd[i])
         top = fit.ceiling
         k = len(resid)
