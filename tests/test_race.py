@@ -1,4 +1,7 @@
-"""`acr run --race N`: arms side by side in worktrees, through the real CLI, git and the fake agents."""
+"""`acr run --race N`: arms side by side in worktree lanes, through the real CLI, git and the fake agents.
+
+Every test here races in git worktrees (``race_lanes = "worktree"``); tests/test_race_overlay.py runs the
+same race in overlay lanes, which ``auto`` chooses where the kernel allows."""
 
 from __future__ import annotations
 
@@ -18,6 +21,15 @@ from acr_cli import sandbox
 
 FAILING, FAST, SLOW = "opencode:moonshotai/kimi-k2.5", "codex:gpt-5.4", "claude:claude-opus-4-6"
 ARMS = f"{FAILING},{FAST},{SLOW}"
+
+
+@pytest.fixture(autouse=True)
+def worktree_lanes(acr_home) -> Path:
+    """acr's user settings: race lanes are git worktrees."""
+    config = acr_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('race_lanes = "worktree"\n')
+    return config
 
 
 def three_arms(scenario, slow_sleep: float = 40, fast: dict | None = None) -> Path:
@@ -110,7 +122,7 @@ def test_race_worktrees_get_the_users_state_and_race_copy_files(project, fakes_o
     (project / "seen.txt").unlink()
     config = acr_home / "config" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text('race = 2\nrace_copy = [".env"]\n')
+    config.write_text(config.read_text() + 'race = 2\nrace_copy = [".env"]\n')
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["race"]["attempts"] == [1, 2]
@@ -258,7 +270,8 @@ def test_a_lane_whose_race_setup_fails_is_an_error_without_its_agent_and_the_oth
                    {"match": {"agent": "claude"}, "write": {"calc.py": GOOD}})
     config = acr_home / "config" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("race_setup = 'test \"$ACR_RACE_SLOT\" != 0 || { echo no database for slot 0 >&2; exit 3; }'\n")
+    config.write_text(config.read_text()
+                      + "race_setup = 'test \"$ACR_RACE_SLOT\" != 0 || { echo no database for slot 0 >&2; exit 3; }'\n")
     r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{SLOW}", "--race", "2", "--json", cwd=project)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

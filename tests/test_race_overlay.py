@@ -32,7 +32,7 @@ def can_overlay() -> None:
 
 @pytest.fixture
 def overlay_lanes(acr_home, can_overlay) -> Path:
-    """acr's user settings ask for overlay lanes (root's ``auto`` keeps worktrees)."""
+    """acr's user settings ask for overlay lanes (``auto`` falls back to worktrees where they cannot be)."""
     config = acr_home / "config" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('race_lanes = "overlay"\n')
@@ -157,6 +157,9 @@ def test_doctor_says_how_race_lanes_are_made(project, acr_home, overlay_lanes):
     assert out["race_lanes"] == {"setting": "overlay", "source": str(overlay_lanes), "lanes": "overlay",
                                  "problem": None}
     assert not any("race_lanes" in p for p in out["problems"])
+    overlay_lanes.write_text("")
+    assert json.loads(acr("doctor", "--json", cwd=project).stdout)["race_lanes"] == {
+        "setting": "auto", "source": "default", "lanes": "overlay", "problem": None}
     overlay_lanes.write_text('race_lanes = "worktree"\n')
     assert json.loads(acr("doctor", "--json", cwd=project).stdout)["race_lanes"]["lanes"] == "worktree"
     overlay_lanes.write_text('race_lanes = "copy"\n')

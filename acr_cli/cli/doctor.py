@@ -83,14 +83,10 @@ def _lanes_state(settings, report: DoctorReport) -> dict:
     """How ``acr run --race`` makes its lanes here: the race_lanes setting, whether overlays can be mounted (asked
     of a child process), and what ``auto`` uses. ``overlay`` where overlays cannot be mounted is a problem:
     a race refuses to start then."""
-    import os
-
     from acr_cli.workspace import overlay
 
     mode, source = settings.resolve("race_lanes", None, None, "auto")
     why = overlay.probe() if mode != "worktree" else None
-    if why is None and mode == "auto" and os.geteuid() == 0:
-        why = "acr runs as root: auto keeps root out of a user namespace"
     uses = "worktree" if mode == "worktree" or why else "overlay"
     if mode == "overlay" and why:
         report.problems = [*(report.problems or []), f'race_lanes = "overlay" (from {source}): {why}']

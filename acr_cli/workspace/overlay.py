@@ -24,9 +24,12 @@ When a lane cannot be an overlay (:func:`problem` says why), a race uses worktre
 * acr must be single-threaded when it moves (the kernel's rule for a new user namespace);
 * the kernel must allow unprivileged user namespaces and overlay mounts inside them (Linux 5.11 or later),
   and acr's data directory must be on a file system overlay accepts as an upper layer (not overlay itself,
-  as in some containers);
-* as root, moving drops root's power over other users' files and privileged ports for the rest of the run, so
-  the ``auto`` setting keeps root on worktrees; ``race_lanes = "overlay"`` asks for overlay lanes anyway.
+  as in some containers).
+
+What a run gives up by moving, for the rest of the run: for a user, set-user-ID programs (``sudo``) run
+without their privilege; root keeps its power over every file (every id is mapped) but not over what
+belongs to the machine as a whole: binding a port below 1024, mounting, changing the network. A verifier that
+needs those wants ``race_lanes = "worktree"``.
 """
 
 from __future__ import annotations
@@ -74,8 +77,6 @@ def problem(root: Path, git_dir: Path, common_dir: Path, mode: str = "auto") -> 
         return "the repository's git directory is not the .git folder of its work tree"
     if any(c in str(real) for c in _UNSAFE):
         return f"the repository's path holds a character an overlay mount cannot name ({real})"
-    if mode == "auto" and os.geteuid() == 0 and _moved != "":
-        return 'acr runs as root (race_lanes = "overlay" moves root into a user namespace for the run)'
     return _moved or None
 
 
@@ -99,14 +100,52 @@ def _unshare() -> None:
     if threading.active_count() > 1:
         raise OSError(0, "other threads are running")
     uid, gid = os.geteuid(), os.getegid()
+    helper = _map_every_id() if uid == 0 else None
     libc = _libc()
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
-        raise _fail("unshare")
-    Path("/proc/self/setgroups").write_text("deny")
-    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        failed = _fail("unshare")
+        if helper is not None:
+            helper(False)
+        raise failed
+    if helper is not None:
+        helper(True)
+    else:
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
     if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # nothing of ours leaks out
         raise _fail("mount --make-rprivate /")
+
+
+def _map_every_id():
+    """For root: a helper process, forked before acr moves, that stays where acr was and maps every uid and gid
+    of acr's new namespace to itself (only a process with root's power outside may write such a map). So root
+    keeps its power over every user's files inside; what it gives up for the run is what belongs to the
+    machine as a whole (ports below 1024, mounts and network settings outside acr's own). Returns the
+    function that lets the helper go (True: write the maps now) and waits for it."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: no Python clean-up, no return
+        code = 1
+        try:
+            os.close(w)
+            if os.read(r, 1) == b"y":
+                parent = os.getppid()
+                for name in ("uid_map", "gid_map"):
+                    Path(f"/proc/{parent}/{name}").write_text("0 0 4294967295")
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(r)
+
+    def release(write: bool) -> None:
+        os.write(w, b"y" if write else b"n")
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        if write and status != 0:
+            raise OSError(0, "the id maps of the new namespace could not be written")
+
+    return release
 
 
 def mount(lower: Path, upper: Path, work: Path, target: Path) -> None:

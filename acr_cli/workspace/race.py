@@ -330,15 +330,29 @@ def leftovers(ws: Workspace) -> list[Path]:
     return sorted(p for p in parent.glob(f"{PREFIX}*") if p.is_dir()) if parent.is_dir() else []
 
 
+def _drop_orphaned_keep_alive(ws: Workspace) -> None:
+    """Drop the keep-alive refs no checkpoint in acr's store names: an arm killed between writing its
+    checkpoint's ref and saving the checkpoint leaves one (a worktree lane's refs are the repository's)."""
+    live = {f.stem for store in ws.store.dir.parent.iterdir() if store.is_dir() for f in store.glob("*.json")}
+    raw = ws.git("for-each-ref", "--format=%(refname)", refs.KEEP_REFS, repo_objects=True)
+    for ref in raw.decode("utf-8", "surrogateescape").split():
+        name = ref[len(refs.KEEP_REFS):]
+        if name not in live:
+            refs.drop_keep_alive(ws.git, name)
+
+
 def remove_leftovers(ws: Workspace) -> int:
     """Remove what a killed race left (``acr recover``, and the next race): its worktrees and git's registration
     of them, its overlays' layers, and its arms' checkpoints with their keep-alive refs (what those arms'
     rollbacks kept stays in acr's store). How many lanes went."""
-    for store in lane_stores(ws):
+    stores = lane_stores(ws)
+    for store in stores:
         for name in store.names():
             refs.drop_keep_alive(ws.git, name)
             store.delete(name)
     found = leftovers(ws)
+    if stores or found:
+        _drop_orphaned_keep_alive(ws)
     lanes = 0
     for root in found:
         if root.name.endswith(".cow"):
