@@ -185,3 +185,22 @@ def test_race_setup_runs_in_each_overlay_lane_and_stays_there(project, fakes_on_
         assert setup == f"set up {slot}"
     assert (project / "calc.py").read_text() == GOOD and not (project / "setup.txt").exists()
     assert race_processes(acr_home) == [] and race_dirs(acr_home) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="what root keeps in the namespace")
+def test_root_keeps_its_power_over_other_users_files_in_an_overlay_lane(project, fakes_on_path, scenario,
+                                                                        acr_home, overlay_lanes):
+    """As root, every uid is mapped in acr's namespace: an agent reads and changes a file that belongs to
+    another user (mode 600), as it could outside a race."""
+    theirs = project / "theirs.txt"
+    theirs.write_text("another user's file\n")
+    os.chown(theirs, 12345, 12345)
+    theirs.chmod(0o600)
+    copy = [sys.executable, "-c", "open('seen.txt','w').write(open('theirs.txt').read()); "
+                                  "open('theirs.txt','a').write('changed\\n')"]
+    scenario({"match": {"agent": "codex"}, "commands": [copy], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "seen.txt").read_text() == "another user's file\n"
+    assert theirs.read_text() == "another user's file\nchanged\n"

@@ -107,9 +107,7 @@ def _unshare() -> None:
         if helper is not None:
             helper(False)
         raise failed
-    if helper is not None:
-        helper(True)
-    else:
+    if helper is None or not helper(True):  # (a helper that could not map every id: root maps itself alone)
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
@@ -122,7 +120,7 @@ def _map_every_id():
     of acr's new namespace to itself (only a process with root's power outside may write such a map). So root
     keeps its power over every user's files inside; what it gives up for the run is what belongs to the
     machine as a whole (ports below 1024, mounts and network settings outside acr's own). Returns the
-    function that lets the helper go (True: write the maps now) and waits for it."""
+    function that lets the helper go (True: write the maps now), waits for it and says whether it wrote them."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the helper: no Python clean-up, no return
@@ -138,12 +136,11 @@ def _map_every_id():
             os._exit(code)
     os.close(r)
 
-    def release(write: bool) -> None:
+    def release(write: bool) -> bool:
         os.write(w, b"y" if write else b"n")
         os.close(w)
         _, status = os.waitpid(pid, 0)
-        if write and status != 0:
-            raise OSError(0, "the id maps of the new namespace could not be written")
+        return write and status == 0
 
     return release
 
