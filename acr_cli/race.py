@@ -41,8 +41,8 @@ from typing import Callable
 
 from acr_cli import interrupts, sandbox
 from acr_cli.context import Context
-from acr_cli.domain import FAILED, AttemptAborted, Decision, Feedback, TaskState
-from acr_cli.errors import AcrError
+from acr_cli.domain import ERROR, FAILED, AttemptAborted, Decision, Feedback, TaskState
+from acr_cli.errors import AcrError, WorkspaceError
 from acr_cli.live import LiveEnvironment
 from acr_cli.process import reaper
 from acr_cli.verify import run_setup
@@ -111,6 +111,7 @@ class Racer:
                      pick=self.pick, task_id=task_id, lanes="worktree" if not_overlay else "overlay",
                      why_not_overlay=not_overlay)
                 self._run_lanes(lanes, ctx, state, task_id)
+                _lane_faults(lanes)
                 winner = self._choose(lanes)
                 if winner is not None:
                     guard.passed = self._apply(ws, guard, winner, made[lanes.index(winner)], out)
@@ -119,9 +120,11 @@ class Racer:
             finally:
                 with interrupts.deferred():
                     trees.remove_all(ws, made)
-                    for lane in lanes:  # the lanes' checkpoints are gone: so are their objects (kept work stays)
-                        if lane.env is not None and lane.env.workspace is not None:
-                            lane.env.workspace.store.wipe_objects_if_unused()
+                    stores = [lane.env.workspace.store for lane in lanes
+                              if lane.env is not None and lane.env.workspace is not None]
+                    trees.drop_checkpoints(ws, stores)  # an aborted arm's, useless once its lane is gone
+                    for store in stores:  # the lanes' checkpoints are gone: so are their objects (kept work stays)
+                        store.wipe_objects_if_unused()
         if out.winner is not None and guard.kept_before:
             winner = next(lane for lane in lanes if lane.seq == out.winner)
             winner.fb = replace(winner.fb, kept_before=guard.kept_before)
@@ -237,6 +240,18 @@ class Racer:
     def _order(lanes: list[_Lane], winner: int | None) -> list[_Lane]:
         """The lanes in the order the loop records them: by seq, the winner last (it ends the task)."""
         return sorted(lanes, key=lambda lane: (lane.seq == winner, lane.seq))
+
+
+def _lane_faults(lanes: list[_Lane]) -> None:
+    """An arm that broke its own lane (removed its ``.git``, made it unreadable) ends its attempt, not the task:
+    the lane is acr's and is thrown away, and the user's repository is checked apart. Its attempt becomes an
+    error saying so (no evidence about the arm's skill), and the race goes on without it."""
+    for lane in lanes:
+        if isinstance(lane.error, WorkspaceError) and lane.fb is not None:
+            why = f"its lane could not be read back ({lane.error.message}); the lane was removed, your work tree untouched"
+            lane.fb = replace(lane.fb, verdict=ERROR, score=None,
+                              reason=f"{lane.fb.reason}; {why}" if lane.fb.reason else why)
+            lane.error = None
 
 
 def _lines(fb: Feedback) -> int:

@@ -204,3 +204,22 @@ def test_root_keeps_its_power_over_other_users_files_in_an_overlay_lane(project,
     assert r.returncode == 0, r.stderr
     assert (project / "seen.txt").read_text() == "another user's file\n"
     assert theirs.read_text() == "another user's file\nchanged\n"
+
+
+@pytest.mark.parametrize("lanes", ["overlay", "worktree"])
+def test_an_arm_that_breaks_its_own_lane_fails_alone(project, fakes_on_path, scenario, acr_home, overlay_lanes,
+                                                    lanes):
+    """An arm that removes its lane's .git passes its check but its work cannot be read back: its attempt is an
+    error, the task goes on (here: no arm left) and the user's repository is untouched."""
+    overlay_lanes.write_text(f'race_lanes = "{lanes}"\n')
+    scenario({"match": {"agent": "codex"}, "commands": [["rm", "-rf", ".git"]], "write": {"calc.py": GOOD}},
+             {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
+    before = user_edits(project)
+    state = git_state(project)
+    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2", "--json",
+            cwd=project)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    codex = next(a for a in json.loads(r.stdout)["attempts"] if a["agent"] == "codex")
+    assert codex["verdict"] == "error" and "its lane could not be read back" in codex["detail"]
+    assert {p: (project / p).read_bytes() for p in before} == before and git_state(project) == state
+    assert race_dirs(acr_home) == [] and race_processes(acr_home) == []

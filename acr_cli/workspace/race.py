@@ -330,6 +330,16 @@ def leftovers(ws: Workspace) -> list[Path]:
     return sorted(p for p in parent.glob(f"{PREFIX}*") if p.is_dir()) if parent.is_dir() else []
 
 
+def drop_checkpoints(ws: Workspace, stores: list[Store]) -> None:
+    """Drop the checkpoints left in these lanes' stores, with their keep-alive refs (a worktree lane's are the
+    repository's): an arm whose attempt ended abnormally leaves its own, which nothing can recover once the
+    lane is gone. What the arms' rollbacks kept stays in acr's store."""
+    for store in stores:
+        for name in store.names():
+            refs.drop_keep_alive(ws.git, name)
+            store.delete(name)
+
+
 def _drop_orphaned_keep_alive(ws: Workspace) -> None:
     """Drop the keep-alive refs no checkpoint in acr's store names: an arm killed between writing its
     checkpoint's ref and saving the checkpoint leaves one (a worktree lane's refs are the repository's)."""
@@ -346,10 +356,7 @@ def remove_leftovers(ws: Workspace) -> int:
     of them, its overlays' layers, and its arms' checkpoints with their keep-alive refs (what those arms'
     rollbacks kept stays in acr's store). How many lanes went."""
     stores = lane_stores(ws)
-    for store in stores:
-        for name in store.names():
-            refs.drop_keep_alive(ws.git, name)
-            store.delete(name)
+    drop_checkpoints(ws, stores)
     found = leftovers(ws)
     if stores or found:
         _drop_orphaned_keep_alive(ws)
