@@ -75,9 +75,14 @@ def problem(root: Path, git_dir: Path, common_dir: Path, mode: str = "auto") -> 
     real = Path(os.path.realpath(root))
     if Path(os.path.realpath(git_dir)) != real / ".git" or Path(os.path.realpath(common_dir)) != real / ".git":
         return "the repository's git directory is not the .git folder of its work tree"
-    if any(c in str(real) for c in _UNSAFE):
+    if not nameable(real):
         return f"the repository's path holds a character an overlay mount cannot name ({real})"
     return _moved or None
+
+
+def nameable(path: Path) -> bool:
+    """Whether overlay's option string can name ``path`` as it is (no comma, colon, backslash or newline)."""
+    return not any(c in str(os.path.realpath(path)) for c in _UNSAFE)
 
 
 def enter() -> None:

@@ -105,6 +105,8 @@ def lane_problem(ws: Workspace, lanes: str = "auto") -> str | None:
     why = overlay.problem(ws.root, ws.git_dir, ws.common_dir, lanes)
     if why is None and _inside_repo(races_dir(ws), ws.root):
         why = "acr's data directory is inside the repository"
+    if why is None and not overlay.nameable(races_dir(ws)):
+        why = f"acr's data directory's path holds a character an overlay mount cannot name ({races_dir(ws)})"
     return why
 
 
