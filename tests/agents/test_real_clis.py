@@ -260,3 +260,28 @@ def test_a_plans_usage_limit_through_the_real_cli_holds_its_login_until_the_rese
     health = {a["model"]: a["health"] for a in doctor["profile"]["arms"] if a["agent"] == agent}
     assert set(health) == {first.split(":", 1)[1], second.split(":", 1)[1]}
     assert all(h["state"] == "held" and _utc(h["until"]) == held for h in health.values()), health
+
+
+@pytest.mark.parametrize("lanes", ["overlay", "worktree"])
+def test_the_three_clis_race_in_lanes_and_the_winners_change_lands(lanes, project, tmp_path):
+    """The real CLIs run side by side in race lanes (codex's own sandbox inside acr's namespace, for overlays);
+    one's change lands on the user's uncommitted work, the lanes are gone."""
+    from acr_cli.workspace import overlay
+
+    if lanes == "overlay" and overlay.probe() is not None:
+        pytest.skip(f"overlay lanes cannot start here: {overlay.probe()}")
+    (project / "app.py").write_text("print('my uncommitted edit')\n")
+    assert acr("config", "set", "race_lanes", lanes, cwd=project).returncode == 0
+    scripts = {a: [tool_call("echo good > out.txt", final="done")] for a in AGENTS}
+    with Mocks(tmp_path, scripts) as m:
+        out = run(project, m, "write good into out.txt", [ARM[a] for a in AGENTS], "--race", "3")
+    assert out["exit_code"] == 0, out["stderr"]
+    assert out["race"]["winner"] is not None and sorted(out["race"]["attempts"]) == [1, 2, 3]
+    assert {a["agent"] for a in out["attempts"]} == set(AGENTS)
+    said = " ".join(out["stderr"].split())
+    assert ("copy-on-write overlay" if lanes == "overlay" else "its own worktree") in said, said
+    assert {a["verdict"] for a in out["attempts"]} <= {"passed", "cancelled"}, out["attempts"]
+    assert (project / "out.txt").read_text().strip() == "good"
+    assert (project / "app.py").read_text() == "print('my uncommitted edit')\n"
+    lanes_left = [p for p in Path(os.environ["ACR_HOME"]).rglob("acr-race-*")] if "ACR_HOME" in os.environ else []
+    assert lanes_left == []
