@@ -101,15 +101,7 @@ class Racer:
         made: list[trees.RaceTree] = []
         with ws.attempt(f"{task_id}-race{first_seq}", secrets.token_hex(8)) as guard:
             try:
-                with interrupts.deferred():
-                    trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
-                    made, not_overlay = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy,
-                                                         self.lanes)
-                for lane, tree in zip(lanes, made):
-                    lane.env = self._lane_env(ws, tree, lane)
-                emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
-                     pick=self.pick, task_id=task_id, lanes="worktree" if not_overlay else "overlay",
-                     why_not_overlay=not_overlay)
+                made = self._make_lanes(ws, guard, lanes, task_id, emit)
                 self._run_lanes(lanes, ctx, state, task_id)
                 _lane_faults(lanes)
                 winner = self._choose(lanes)
@@ -119,12 +111,26 @@ class Racer:
                         out.winner = winner.seq
             finally:
                 with interrupts.deferred():
-                    trees.remove_all(ws, made)
-                    stores = [lane.env.workspace.store for lane in lanes
-                              if lane.env is not None and lane.env.workspace is not None]
-                    trees.drop_checkpoints(ws, stores)  # an aborted arm's, useless once its lane is gone
-                    for store in stores:  # the lanes' checkpoints are gone: so are their objects (kept work stays)
-                        store.wipe_objects_if_unused()
+                    _remove_lanes(ws, made, lanes)
+        return self._settle(out, lanes, guard)
+
+    def _make_lanes(self, ws: Workspace, guard, lanes: list[_Lane], task_id: str,
+                    emit: Callable[..., None]) -> list[trees.RaceTree]:
+        """One lane per arm (what a killed race left is removed first), each arm's environment in it; the
+        ``race`` event says how the lanes were made."""
+        with interrupts.deferred():
+            trees.remove_leftovers(ws)  # a killed race's (its checkpoint was recovered or discarded)
+            made, not_overlay = trees.create_all(ws, guard.cp, [lane.seq for lane in lanes], self.copy, self.lanes)
+        for lane, tree in zip(lanes, made):
+            lane.env = self._lane_env(ws, tree, lane)
+        emit("race", seqs=[lane.seq for lane in lanes], arms=[lane.decision.arm for lane in lanes],
+             pick=self.pick, task_id=task_id, lanes="worktree" if not_overlay else "overlay",
+             why_not_overlay=not_overlay)
+        return made
+
+    def _settle(self, out: RaceRun, lanes: list[_Lane], guard) -> RaceRun:
+        """The race's record: each attempt in the order the loop records them, the winner's note of what the
+        race's own checkpoint kept, and the error that ends the task (the race's own, else an arm's)."""
         if out.winner is not None and guard.kept_before:
             winner = next(lane for lane in lanes if lane.seq == out.winner)
             winner.fb = replace(winner.fb, kept_before=guard.kept_before)
@@ -240,6 +246,16 @@ class Racer:
     def _order(lanes: list[_Lane], winner: int | None) -> list[_Lane]:
         """The lanes in the order the loop records them: by seq, the winner last (it ends the task)."""
         return sorted(lanes, key=lambda lane: (lane.seq == winner, lane.seq))
+
+
+def _remove_lanes(ws: Workspace, made: list[trees.RaceTree], lanes: list[_Lane]) -> None:
+    """The lanes go, with what their arms' checkpoints left: an aborted arm's checkpoint (useless once its lane
+    is gone) and the checkpoints' objects (what the arms' rollbacks kept stays)."""
+    trees.remove_all(ws, made)
+    stores = [lane.env.workspace.store for lane in lanes if lane.env is not None and lane.env.workspace is not None]
+    trees.drop_checkpoints(ws, stores)
+    for store in stores:
+        store.wipe_objects_if_unused()
 
 
 def _lane_faults(lanes: list[_Lane]) -> None:
