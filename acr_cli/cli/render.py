@@ -76,58 +76,66 @@ class LiveView:
                        + ("" if rollback else " · [yellow]no rollback[/]"))
 
     def event(self, what: str, **data: Any) -> None:
+        """Print one event of the run (the loop's ``emit``): each kind has its method ``_on_<kind>``."""
         if self.quiet:
             return
-        if what == "start":
-            self.start(data["ctx"], data["policy"], data["verify"], data["rollback"])
-        elif what == "note":
-            from rich.markup import escape
+        handler = getattr(self, f"_on_{what}", None)
+        if handler is not None:
+            handler(data)
 
-            self.con.print(f"  [yellow]note[/]: {escape(data['message'])}")
-        elif what == "skipped":
-            from rich.markup import escape  # an agent's error text: `401 Unauthorized [/v1/responses]`
+    def _on_start(self, data: dict) -> None:
+        self.start(data["ctx"], data["policy"], data["verify"], data["rollback"])
 
-            self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
-        elif what == "race":
-            from rich.markup import escape
+    def _on_note(self, data: dict) -> None:
+        from rich.markup import escape
 
-            where = ("a copy-on-write overlay of your repository" if data.get("lanes") == "overlay"
-                     else f"its own worktree [dim](not an overlay: {escape(data['why_not_overlay'])})[/]"
-                     if data.get("why_not_overlay") else "its own worktree")
-            self.con.print(f"[bold cyan]⇉ race[/]: attempts {', '.join(str(s) for s in data['seqs'])} at once, each in "
-                           f"{where} (pick: {data['pick']})")
-        elif what == "attempt":
-            from rich.markup import escape
+        self.con.print(f"  [yellow]note[/]: {escape(data['message'])}")
 
-            d = data["decision"]
-            self.con.print(f"[bold cyan]▶ attempt {data['seq']}[/]: [bold]{escape(d.arm.id)}[/] "
-                           f"[dim]({escape(d.reason)})[/]")
-        elif what == "feedback":
-            fb = data["feedback"]
-            style = VERDICT_STYLE.get(fb.verdict, "white")
-            cost = fmt_money(fb.cost_usd, None) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
-            if fb.cost_source == "plan" and fb.api_cost_usd:
-                cost = f"$0 (plan; {fmt_money(fb.api_cost_usd, None)} at API prices)"
-            tokens = f"{fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok"
-            from rich.markup import escape
+    def _on_skipped(self, data: dict) -> None:
+        from rich.markup import escape  # an agent's error text: `401 Unauthorized [/v1/responses]`
 
-            verdict, reason = verdict_and_reason(fb.verdict, redact(fb.reason) or "")
-            if data.get("raced"):  # raced attempts end in any order: say which one this is
-                verdict = f"attempt {data['seq']} ({escape(fb.arm.id)}) {verdict}"
-            self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {verdict}[/]{escape(reason)}"
-                           f" · {cost} · {tokens} · {fb.duration_s:.1f}s")
-            if not fb.accepted:
-                for line in why_failed(fb):  # (soft: a command or path wrapped by rich would not paste)
-                    self.con.print(line, highlight=False, soft_wrap=True)
-            if not fb.accepted and fb.apply_ok is not None:
-                self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
-                if fb.side_effects:  # .git's files, refs, new ignored files: not in any diff, so say what it did
-                    self.con.print("  [dim]besides the work tree, the rollback undid:[/] "
-                                   + escape(listed(fb.side_effects)), highlight=False)
-            if fb.health:
-                self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
-            if not data.get("counted", True):
-                self.con.print("  [dim]not counted against --max-attempts: it never reached a model[/]")
+        self.con.print(f"  [yellow]skip[/] {escape(data['arm'].id)}: {escape(data['reason'])}")
+
+    def _on_race(self, data: dict) -> None:
+        from rich.markup import escape
+
+        where = "its own worktree"
+        if data.get("lanes") == "overlay":
+            where = "a copy-on-write overlay of your repository"
+        elif data.get("why_not_overlay"):
+            where += f" [dim](not an overlay: {escape(data['why_not_overlay'])})[/]"
+        self.con.print(f"[bold cyan]⇉ race[/]: attempts {', '.join(str(s) for s in data['seqs'])} at once, each in "
+                       f"{where} (pick: {data['pick']})")
+
+    def _on_attempt(self, data: dict) -> None:
+        from rich.markup import escape
+
+        d = data["decision"]
+        self.con.print(f"[bold cyan]▶ attempt {data['seq']}[/]: [bold]{escape(d.arm.id)}[/] "
+                       f"[dim]({escape(d.reason)})[/]")
+
+    def _on_feedback(self, data: dict) -> None:
+        from rich.markup import escape
+
+        fb = data["feedback"]
+        style = VERDICT_STYLE.get(fb.verdict, "white")
+        verdict, reason = verdict_and_reason(fb.verdict, redact(fb.reason) or "")
+        if data.get("raced"):  # raced attempts end in any order: say which one this is
+            verdict = f"attempt {data['seq']} ({escape(fb.arm.id)}) {verdict}"
+        self.con.print(f"  [{style}]{MARK.get(fb.verdict, '?')} {verdict}[/]{escape(reason)}"
+                       f" · {_cost_said(fb)} · {fb.tokens_in or '?'}→{fb.tokens_out or '?'} tok · {fb.duration_s:.1f}s")
+        if not fb.accepted:
+            for line in why_failed(fb):  # (soft: a command or path wrapped by rich would not paste)
+                self.con.print(line, highlight=False, soft_wrap=True)
+        if not fb.accepted and fb.apply_ok is not None:
+            self.con.print("  [dim]work tree rolled back to its state before the attempt[/]")
+            if fb.side_effects:  # .git's files, refs, new ignored files: not in any diff, so say what it did
+                self.con.print("  [dim]besides the work tree, the rollback undid:[/] "
+                               + escape(listed(fb.side_effects)), highlight=False)
+        if fb.health:
+            self.con.print(f"  [yellow]{escape(fb.arm.id)} is {escape(fb.health)}[/]")
+        if not data.get("counted", True):
+            self.con.print("  [dim]not counted against --max-attempts: it never reached a model[/]")
 
     def output(self, adapter, stream: str, line: str) -> None:
         if self.quiet or stream != "out":
@@ -137,6 +145,13 @@ class LiveView:
             from rich.text import Text
 
             self.con.print(Text(f"  │ {text}", style="dim"))
+
+
+def _cost_said(fb) -> str:
+    """An attempt's cost as the live view says it: the amount and where it comes from."""
+    if fb.cost_source == "plan" and fb.api_cost_usd:
+        return f"$0 (plan; {fmt_money(fb.api_cost_usd, None)} at API prices)"
+    return fmt_money(fb.cost_usd, None) + ("" if fb.cost_source == "reported" else f" ({fb.cost_source})")
 
 
 FAILURE_LINES = 6  # of the verifier's output, under a failed attempt (the whole tail is in the log and `acr show`)
