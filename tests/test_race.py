@@ -188,10 +188,8 @@ def test_race_needs_rollback(project, fakes_on_path, scenario):
     assert r.returncode == 2 and "--race" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home):
-    three_arms(scenario, fast={"sleep": 60})
-    before = user_edits(project)
-    state = git_state(project)
+def start_race(project: Path, acr_home: Path) -> subprocess.Popen:
+    """``acr run --race 3`` in the background, once at least two of its arms run."""
     proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms", ARMS,
                              "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL)
@@ -199,12 +197,25 @@ def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, sce
     while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
         time.sleep(0.2)
     assert race_processes(acr_home)
-    (project / "calc.py").write_text("half done\n")  # what a race killed mid-apply could leave
+    return proc
+
+
+def kill_race(proc: subprocess.Popen, acr_home: Path) -> None:
+    """SIGKILL acr (no clean-up of its own), then wait for its arms' processes to end."""
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and race_processes(acr_home):
         time.sleep(0.2)
+
+
+def test_a_killed_race_is_recovered_with_acr_recover(project, fakes_on_path, scenario, acr_home):
+    three_arms(scenario, fast={"sleep": 60})
+    before = user_edits(project)
+    state = git_state(project)
+    proc = start_race(project, acr_home)
+    (project / "calc.py").write_text("half done\n")  # what a race killed mid-apply could leave
+    kill_race(proc, acr_home)
     r = acr("recover", "--kill", "--json", cwd=project)
     assert r.returncode == 0, r.stdout + r.stderr
     assert {p: (project / p).read_bytes() for p in before} == before

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import BAD, GOOD, VERIFY, acr, git, init_repo
-from test_race import ARMS, FAILING, FAST, git_state, race_dirs, race_processes, three_arms, user_edits
+from test_race import (
+    ARMS,
+    FAILING,
+    FAST,
+    git_state,
+    kill_race,
+    race_dirs,
+    race_processes,
+    start_race,
+    three_arms,
+    user_edits,
+)
 
 from acr_cli.workspace import overlay
 
@@ -110,19 +119,9 @@ def test_a_killed_overlay_race_leaves_no_mount_and_acr_recover_removes_its_layer
     three_arms(scenario, fast={"sleep": 60})
     before = user_edits(project)
     state = git_state(project)
-    proc = subprocess.Popen([sys.executable, "-m", "acr_cli", "run", "fix add", "--verify", VERIFY, "--arms", ARMS,
-                             "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
-        time.sleep(0.2)
-    assert race_processes(acr_home)
+    proc = start_race(project, acr_home)
     assert "acr-race-" in mounts_of(proc.pid) and "acr-race-" not in mounts_of(os.getpid())
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and race_processes(acr_home):
-        time.sleep(0.2)
+    kill_race(proc, acr_home)
     assert race_dirs(acr_home)  # the layers of the killed race
     r = acr("recover", "--kill", "--json", cwd=project)
     assert r.returncode == 0, r.stdout + r.stderr
