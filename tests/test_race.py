@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BAD, GOOD, VERIFY, acr, calls, git
+from conftest import BAD, FAKES, GOOD, VERIFY, acr, calls, git
 
 from acr_cli import sandbox
 
@@ -61,15 +61,18 @@ def git_state(project: Path) -> dict[str, bytes]:
             "refs": git(project, "for-each-ref").encode(), "worktrees": git(project, "worktree", "list").encode()}
 
 
-def race_processes(acr_home: Path) -> list[int]:
-    """Live processes whose working directory is a race worktree of this test's acr (not another test's, which
-    may run beside it)."""
+def race_processes(acr_home: Path, agents_only: bool = False) -> list[int]:
+    """Live processes whose working directory is a race lane of this test's acr (not another test's, which
+    may run beside it); ``agents_only``: the fake agents alone (not git filling a worktree lane)."""
     found = []
     for pid in os.listdir("/proc"):
         try:
             cwd = os.readlink(f"/proc/{pid}/cwd") if pid.isdigit() else ""
-            if "acr-race-" in cwd and cwd.startswith(os.path.realpath(acr_home)):
-                found.append(int(pid))
+            if "acr-race-" not in cwd or not cwd.startswith(os.path.realpath(acr_home)):
+                continue
+            if agents_only and str(FAKES) not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+                continue
+            found.append(int(pid))
         except OSError:
             pass
     return found
@@ -194,9 +197,9 @@ def start_race(project: Path, acr_home: Path) -> subprocess.Popen:
                              "--race", "3"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
+    while time.monotonic() < deadline and len(race_processes(acr_home, agents_only=True)) < 2:
         time.sleep(0.2)
-    assert race_processes(acr_home)
+    assert race_processes(acr_home, agents_only=True)
     return proc
 
 
@@ -234,7 +237,7 @@ def test_ctrl_c_ends_every_arm_records_them_cancelled_and_leaves_the_work_tree(p
                              f"{FAST},{SLOW}", "--race", "2", "--json"], cwd=project, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(race_processes(acr_home)) < 2:
+    while time.monotonic() < deadline and len(race_processes(acr_home, agents_only=True)) < 2:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
