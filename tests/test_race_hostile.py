@@ -143,9 +143,10 @@ def test_an_arms_git_worktree_add_in_its_lane_leaves_no_worktree(project, fakes_
 
 def test_one_arms_git_writes_never_reach_the_users_repository_through_another_arms_checkpoint(
         project, fakes_on_path, scenario, acr_home, lanes):
-    """Arm 0 changes the repository's config, stashes, and makes a branch at once; arm 1 takes its checkpoint
+    """Arm 0 changes the repository's config and makes a branch and a tag at once; arm 1 takes its checkpoint
     only later (a slow race set-up). Neither arm's rollback may bring arm 0's git writes back to the user."""
-    hostile = [["git", "config", "core.editor", "evil-editor"], ["git", "stash"], ["git", "branch", "planted"]]
+    hostile = [["git", "config", "core.editor", "evil-editor"], ["git", "branch", "planted"],
+               ["git", "tag", "planted-tag"]]
     scenario({"match": {"agent": "codex"}, "commands": hostile, "write": {"calc.py": GOOD}},
              {"match": {"agent": "opencode"}, "write": {"calc.py": BAD}})
     before = user_edits(project)
