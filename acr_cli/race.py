@@ -125,6 +125,8 @@ class Racer:
                     trees.drop_checkpoints(ws, stores)  # an aborted arm's, useless once its lane is gone
                     for store in stores:  # the lanes' checkpoints are gone: so are their objects (kept work stays)
                         store.wipe_objects_if_unused()
+                    if guard.passed and any(tree.cow is None for tree in made):
+                        ws.restore_repository(guard.cp)  # what worktree arms wrote to the shared refs and config
         if out.winner is not None and guard.kept_before:
             winner = next(lane for lane in lanes if lane.seq == out.winner)
             winner.fb = replace(winner.fb, kept_before=guard.kept_before)

@@ -5,7 +5,6 @@ change applied other than a sequential pass would leave it."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -13,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BAD, GOOD, VERIFY, acr, git
-from test_race import FAILING, FAST, SLOW, git_state, race_dirs, race_processes, user_edits
+from test_race import FAILING, FAST, race_dirs, race_processes, user_edits
+from test_race import git_state as every_git_state
 
 from acr_cli.workspace import overlay
 
@@ -33,6 +33,14 @@ def lanes(request, acr_home) -> str:
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f'race_lanes = "{request.param}"\n')
     return request.param
+
+
+def git_state(project: Path) -> dict[str, bytes]:
+    """The user's config, HEAD, index, refs and worktrees; what an arm made may be kept in acr's own namespace
+    (``refs/acr/put-aside/``), as a sequential rollback keeps it, so refs under ``refs/acr/`` do not count."""
+    state = every_git_state(project)
+    state["refs"] = b"".join(line + b"\n" for line in state["refs"].splitlines() if b"\trefs/acr/" not in line)
+    return state
 
 
 def py(code: str) -> list[str]:
