@@ -234,8 +234,12 @@ class Racer:
                 out.note = why
                 return False
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
+            huge = trees.oversized(tree, tree.git(ws.common_dir), {})
             final = trees.final_tree(tree, ws.common_dir)
             trees.apply(ws, winner.base or tree.base, final, tree.alternates)
+            if huge:
+                out.note = (f"the winner's files over {trees.ATTEMPT_FILE_MAX >> 20} MiB were not read back nor "
+                            f"applied: {few(huge, 10)}")
         return True
 
     @staticmethod

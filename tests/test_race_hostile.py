@@ -5,6 +5,7 @@ change applied other than a sequential pass would leave it."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -101,6 +102,9 @@ def test_a_winners_exotic_change_is_applied_as_a_sequential_pass_leaves_it(proje
     left_clean(project, acr_home, before, state)
 
 
+@pytest.mark.xfail(strict=True, reason="the winner's tree is read with git add, which skips a new nested repository "
+                   "(or records a bare gitlink): the folder never reaches the user's work tree; carrying it means "
+                   "copying new repositories from the lane, files and .git, as a sequential pass leaves them")
 def test_a_winner_that_makes_a_nested_repository_brings_its_files(project, fakes_on_path, scenario, acr_home, lanes):
     """An arm that runs ``git init`` in a new folder and writes files there: a sequential pass leaves the folder
     with its files; the race must not turn it into an empty folder (a gitlink)."""
@@ -130,8 +134,9 @@ def test_a_winner_that_makes_a_huge_sparse_file_does_not_hang_the_race(project, 
     r = race(project)
     took = time.monotonic() - started
     assert took < 60, took
-    assert r.returncode in (0, 1), r.stderr
-    assert (project / "calc.py").read_text() in (GOOD, "def add(a, b):\n    return a * b\n")
+    assert r.returncode == 0, r.stderr
+    assert (project / "calc.py").read_text() == GOOD and not (project / "huge.bin").exists()
+    assert "huge.bin" in json.loads(r.stdout)["race"]["note"]
     left_clean(project, acr_home, before, state)
 
 

@@ -26,6 +26,7 @@ import fnmatch
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from acr_cli.workspace import overlay, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.core import Workspace
 from acr_cli.workspace.git import Git
-from acr_cli.workspace.snapshot import nul_join
+from acr_cli.workspace.snapshot import ATTEMPT_FILE_MAX, nul_join
 from acr_cli.workspace.store import Store
 
 PREFIX = "acr-race-"  # every race worktree's folder name starts with it (and its admin folder's)
@@ -199,11 +200,28 @@ def final_tree(tree: RaceTree, common_dir: Path) -> str:
             env["GIT_OBJECT_DIRECTORY"] = str(common_dir / "objects")
         if not index.exists():
             g("read-tree", tree.base, env=env)
-        g("add", "-A", "--ignore-errors", env=env, check=False)
+        huge = oversized(tree, g, env)
+        g("add", "-A", "--ignore-errors", "--", ".", *(f":(exclude,literal){p}" for p in huge), env=env, check=False)
         return g("write-tree", env=env).decode().strip()
     finally:
         if os.path.exists(idx):
             os.unlink(idx)
+
+
+def oversized(tree: RaceTree, g: Git, env: dict) -> list[str]:
+    """The lane's new or changed files over a sequential attempt's budget of one file (``truncate -s 2T``): never
+    read back (hashing them would stop the race for hours), so the winner's change leaves them out, as it
+    leaves out ignored files; :func:`final_tree` keeps the base's version of such a path."""
+    raw = g("ls-files", "-z", "--others", "--modified", "--exclude-standard", env=env, check=False)
+    out = []
+    for path in sorted(set(raw.decode("utf-8", "surrogateescape").split("\0")) - {""}):
+        try:
+            st = os.lstat(tree.root / path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_size > ATTEMPT_FILE_MAX:
+            out.append(path)
+    return out
 
 
 def changed_paths(ws: Workspace, base: str, final: str, env: dict | None = None) -> list[tuple[str, str]]:
@@ -275,10 +293,36 @@ def remove_all(ws: Workspace, made: list[RaceTree]) -> None:
         shutil.rmtree(tree.root, ignore_errors=True)
         shutil.rmtree(tree.git_dir, ignore_errors=True)
 
+    end_lane_processes([tree.root for tree in made])
     with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
         list(pool.map(gone, made))
     if any(tree.cow is None for tree in made):
         ws.git("worktree", "prune", check=False)
+
+
+def end_lane_processes(roots: list[Path]) -> list[int]:
+    """End the processes still working in these lanes (their working or root directory in one): a daemon an
+    arm started that left its session and cleared its environment is out of the reaper's sight, but not out of
+    its lane; it would outlive acr (and keep an overlay lane's namespace alive). Returns the ones that would
+    not end."""
+    from acr_cli.process import marked
+
+    lanes = tuple(os.path.realpath(root) for root in roots)
+    if not lanes or not os.path.isdir("/proc/self"):
+        return []
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for link in ("cwd", "root"):
+            try:
+                where = os.readlink(f"/proc/{pid}/{link}")
+            except OSError:
+                continue
+            if any(where == lane or where.startswith(lane + os.sep) for lane in lanes):
+                found.append(int(pid))
+                break
+    return marked.kill_pids(found, grace=1.0) if found else []
 
 
 def _rmdir(path: Path) -> None:
