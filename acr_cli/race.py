@@ -236,7 +236,7 @@ class Racer:
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
             huge = trees.oversized(tree, tree.git(ws.common_dir), {})
             final = trees.final_tree(tree, ws.common_dir)
-            trees.apply(ws, winner.base or tree.base, final, tree.alternates)
+            trees.apply(ws, winner.base or tree.base, final, tree.alternates, tree.root)
             if huge:
                 out.note = (f"the winner's files over {trees.ATTEMPT_FILE_MAX >> 20} MiB were not read back nor "
                             f"applied: {few(huge, 10)}")

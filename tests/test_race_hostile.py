@@ -233,3 +233,21 @@ def test_a_users_repository_with_a_submodule_gets_the_winners_change(project, fa
     assert (project / "lib" / "lib.py").read_text() == "LIB = 1\n"
     assert git(project / "lib", "rev-parse", "HEAD") == sub_head
     left_clean(project, acr_home, before, state)
+
+
+def test_a_winners_bytes_arrive_unconverted_whatever_the_repositorys_attributes(project, fakes_on_path, scenario,
+                                                                               acr_home, lanes):
+    """A repository whose attributes convert files (``eol=crlf``, ``ident``): the winner's files arrive with the
+    bytes it wrote, as a sequential pass leaves them, not as git would check them out."""
+    (project / ".gitattributes").write_text("*.txt text eol=crlf\n*.id ident\n")
+    git(project, "add", ".gitattributes")
+    git(project, "commit", "-qm", "attributes")
+    scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD, "notes.txt": "one\ntwo\n",
+                                                     "keep.id": "version $Id$\n"}},
+             {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
+    state = git_state(project)
+    r = race(project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "notes.txt").read_bytes() == b"one\ntwo\n"
+    assert (project / "keep.id").read_bytes() == b"version $Id$\n"
+    left_clean(project, acr_home, {}, state)

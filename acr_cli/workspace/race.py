@@ -239,17 +239,22 @@ def main_changed(ws: Workspace, cp: Checkpoint) -> list[str]:
     return [path for _, path in ws.changes(cp)]
 
 
-def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None) -> list[tuple[str, str]]:
+def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None,
+          lane: Path | None = None) -> list[tuple[str, str]]:
     """Write the change from ``base`` to ``final`` into the user's work tree: added and changed paths from
     ``final`` (their bytes, mode, symlink), deleted paths removed (and folders they leave empty). The user's
     index is not touched, as a sequential attempt that passes leaves it. ``alternates``: the winning lane's
-    :attr:`RaceTree.alternates`. Returns what changed."""
+    :attr:`RaceTree.alternates`. ``lane``: the winning lane's root, whose files are copied as they are (the
+    bytes the arm wrote: git's checkout would convert them by the repository's attributes, ``eol=crlf``,
+    ``ident``); a path it cannot copy is checked out from ``final``. Returns what changed."""
     changes = changed_paths(ws, base, final, alternates)
     writes = [p for s, p in changes if s != "D"]
     for status, path in changes:
         target = ws.root / path
         if status == "D" or status == "T":
             _remove(ws.root, target)
+    if lane is not None:
+        writes = [p for p in writes if not _copy_file(lane / p, ws.root / p)]
     if writes:
         fd, idx = tempfile.mkstemp(prefix="acr-race-apply-")
         os.close(fd)
@@ -262,6 +267,38 @@ def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None) 
             if os.path.exists(idx):
                 os.unlink(idx)
     return changes
+
+
+def _copy_file(src: Path, dest: Path) -> bool:
+    """Make ``dest`` a copy of the lane's file or symlink ``src`` (bytes and mode); False when ``src`` is
+    neither (a nested repository's folder) or cannot be read."""
+    try:
+        st = os.lstat(src)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            return False
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        old = os.lstat(dest) if os.path.lexists(dest) else None
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            shutil.rmtree(dest)
+        elif old is not None and (stat.S_ISLNK(old.st_mode) or stat.S_ISLNK(st.st_mode)):
+            dest.unlink()  # (never written through: a symlink of the user's may point anywhere)
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), dest)
+            return True
+        shutil.copyfile(src, dest)
+        os.chmod(dest, _mode(st.st_mode, old.st_mode if old is not None and stat.S_ISREG(old.st_mode) else None))
+        return True
+    except OSError:
+        return False
+
+
+def _mode(lane: int, user: int | None) -> int:
+    """The mode of a file written from the lane: a file of the user's keeps its permissions, only its executable
+    bits follow the lane's (all git carries; a worktree lane's files have git's modes); a new file the lane's."""
+    if user is None:
+        return stat.S_IMODE(lane)
+    user = stat.S_IMODE(user)
+    return user | ((user & 0o444) >> 2) if lane & stat.S_IXUSR else user & ~0o111
 
 
 def _remove(root: Path, target: Path) -> None:
