@@ -251,3 +251,41 @@ def test_a_winners_bytes_arrive_unconverted_whatever_the_repositorys_attributes(
     assert (project / "notes.txt").read_bytes() == b"one\ntwo\n"
     assert (project / "keep.id").read_bytes() == b"version $Id$\n"
     left_clean(project, acr_home, {}, state)
+
+
+def test_an_arm_running_git_gc_and_stash_in_its_lane_spoils_nothing(project, fakes_on_path, scenario, acr_home,
+                                                                    lanes):
+    """A losing arm stashes the user's work in its lane and prunes every unreachable object at once, while the
+    winner is still working: the winner's change and the user's work and repository come out whole."""
+    hostile = [["git", "stash", "-u"], ["git", "gc", "-q", "--prune=now"], ["git", "stash", "drop"],
+               ["git", "gc", "-q", "--prune=now"]]
+    scenario({"match": {"agent": "opencode"}, "commands": hostile, "write": {"calc.py": BAD}},
+             {"match": {"agent": "codex"}, "sleep": 3, "write": {"calc.py": GOOD}})
+    before = user_edits(project)
+    state = git_state(project)
+    r = race(project)
+    assert r.returncode == 0, r.stderr
+    assert (project / "calc.py").read_text() == GOOD
+    assert git(project, "fsck", "--no-dangling").strip() == ""
+    left_clean(project, acr_home, before, state)
+
+
+def test_a_race_in_a_repository_whose_path_has_a_comma_and_a_colon(tmp_path, fakes_on_path, scenario, acr_home,
+                                                                   lanes):
+    """Overlay's mount options are a comma-separated string: such a path cannot be an overlay lane, so
+    ``overlay`` refuses plainly (exit 2, no agent run) and the other lanes race."""
+    from conftest import init_repo
+
+    project = init_repo(tmp_path / "odd,name:dir", {"calc.py": "def add(a, b):\n    return a * b\n",
+                                                    "test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                                    "    assert add(2, 3) == 5\n"})
+    log = scenario({"match": {"agent": "codex"}, "write": {"calc.py": GOOD}},
+                   {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
+    state = git_state(project)
+    r = race(project)
+    if lanes == "overlay":
+        assert r.returncode == 2 and "race_lanes" in r.stderr and not log.exists(), r.stderr
+    else:
+        assert r.returncode == 0, r.stderr
+        assert (project / "calc.py").read_text() == GOOD
+    left_clean(project, acr_home, {}, state)

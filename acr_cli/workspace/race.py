@@ -36,7 +36,7 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import overlay, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.core import Workspace
-from acr_cli.workspace.git import Git
+from acr_cli.workspace.git import Git, alternate
 from acr_cli.workspace.snapshot import ATTEMPT_FILE_MAX, nul_join
 from acr_cli.workspace.store import Store
 
@@ -56,7 +56,7 @@ class RaceTree:
     def alternates(self) -> dict[str, str]:
         """Environment that lets the user's repository read this lane's objects (an overlay lane keeps its
         own; a worktree shares the repository's)."""
-        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.git_dir / "objects")} if self.cow else {}
+        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": alternate(self.git_dir / "objects")} if self.cow else {}
 
     def git(self, common_dir: Path) -> Git:
         """The guarded git runner for this lane (a worktree: the repository's object store; an overlay: its
