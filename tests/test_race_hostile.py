@@ -289,3 +289,18 @@ def test_a_race_in_a_repository_whose_path_has_a_comma_and_a_colon(tmp_path, fak
         assert r.returncode == 0, r.stderr
         assert (project / "calc.py").read_text() == GOOD
     left_clean(project, acr_home, {}, state)
+
+
+def test_an_arm_that_floods_its_lane_with_files_neither_slows_nor_litters_the_race(project, fakes_on_path, scenario,
+                                                                                   acr_home, lanes):
+    flood = "import os; os.mkdir('flood'); [open(f'flood/{i}.txt', 'w').write(str(i)) for i in range(20000)]"
+    scenario({"match": {"agent": "opencode"}, "commands": [py(flood)], "write": {"calc.py": BAD}},
+             {"match": {"agent": "codex"}, "sleep": 1, "write": {"calc.py": GOOD}})
+    before = user_edits(project)
+    state = git_state(project)
+    started = time.monotonic()
+    r = race(project, "--race-pick", "cheapest")
+    assert time.monotonic() - started < 90
+    assert r.returncode == 0, r.stderr
+    assert (project / "calc.py").read_text() == GOOD and not (project / "flood").exists()
+    left_clean(project, acr_home, before, state)
