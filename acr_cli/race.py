@@ -112,6 +112,8 @@ class Racer:
             finally:
                 with interrupts.deferred():
                     _remove_lanes(ws, made, lanes)
+                    if guard.passed and any(tree.cow is None for tree in made):
+                        ws.restore_repository(guard.cp)  # what worktree arms wrote to the shared refs and config
         return self._settle(out, lanes, guard)
 
     def _make_lanes(self, ws: Workspace, guard, lanes: list[_Lane], task_id: str,
@@ -238,8 +240,12 @@ class Racer:
                 out.note = why
                 return False
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
+            huge = trees.oversized(tree, tree.git(ws.common_dir), {})
             final = trees.final_tree(tree, ws.common_dir)
-            trees.apply(ws, winner.base or tree.base, final, tree.alternates)
+            trees.apply(ws, winner.base or tree.base, final, tree.alternates, tree.root)
+            if huge:
+                out.note = (f"the winner's files over {trees.ATTEMPT_FILE_MAX >> 20} MiB were not read back nor "
+                            f"applied: {few(huge, 10)}")
         return True
 
     @staticmethod

@@ -401,6 +401,12 @@ class Workspace:
                 pass
         return report
 
+    def restore_repository(self, cp: Checkpoint) -> RestoreReport:
+        """Put back the repository's own files, index, refs and HEAD as at ``cp``; the work tree's files stay
+        (:func:`rollback.restore_repository`)."""
+        self.git.invalidate()
+        return rollback.restore_repository(self.snap, cp, self.publish)
+
     def publish(self, loose: bool = True) -> None:
         """Copy acr's objects into the repository, so a ref there can point at them."""
         self.store.publish(self.common_dir / "objects", loose)

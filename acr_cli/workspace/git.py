@@ -98,7 +98,7 @@ class Git:
                     "GIT_WORK_TREE": str(self.root)})
         if self.objects is not None and not repo_objects:
             env["GIT_OBJECT_DIRECTORY"] = str(self.objects)
-            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.common_dir / "objects")
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternate(self.common_dir / "objects")
         env.update(extra or {})
         return env
 
@@ -155,6 +155,15 @@ class Git:
             msg = r.stderr.decode(errors="replace").strip()
             raise WorkspaceError(f"git {args[0]} failed: {msg}")
         return r.stdout
+
+
+def alternate(path: Path) -> str:
+    """``path`` as one entry of ``GIT_ALTERNATE_OBJECT_DIRECTORIES``, a colon-separated list: a path with a colon,
+    a quote, a backslash or a newline in it (a project in ``/work/a:b``) is C-quoted, which git unquotes."""
+    text = str(path)
+    if not any(c in text for c in ':"\\\n'):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def safe_env(config: dict[str, str] = SAFE_CONFIG) -> dict[str, str]:

@@ -152,10 +152,14 @@ def _map_every_id():
 
 def mount(lower: Path, upper: Path, work: Path, target: Path) -> None:
     """Mount ``lower`` at ``target``, copy-on-write into ``upper`` (``work``: overlay's scratch folder, on
-    the same file system). Needs :func:`enter` first."""
+    the same file system). Needs :func:`enter` first.
+
+    ``userxattr``: overlay keeps its own marks (a folder made where a file of the lower layer was deleted, a
+    folder deleted whole) in ``user.overlay.*`` attributes, the only ones a user namespace may write; without
+    it, deleting a folder of the user's or making a folder in place of their file fails with EIO in a lane."""
     for folder in (upper, work, target):
         folder.mkdir(parents=True, exist_ok=True)
-    options = f"lowerdir={os.path.realpath(lower)},upperdir={upper},workdir={work}"
+    options = f"lowerdir={os.path.realpath(lower)},upperdir={upper},workdir={work},userxattr"
     if _libc().mount(b"overlay", os.fsencode(target), b"overlay", 0, os.fsencode(options)) != 0:
         raise _fail(f"overlay mount of {lower}")
 

@@ -26,6 +26,7 @@ import fnmatch
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,8 +36,8 @@ from acr_cli.errors import WorkspaceError
 from acr_cli.workspace import overlay, refs
 from acr_cli.workspace.checkpoint import Checkpoint
 from acr_cli.workspace.core import Workspace
-from acr_cli.workspace.git import Git
-from acr_cli.workspace.snapshot import nul_join
+from acr_cli.workspace.git import Git, alternate
+from acr_cli.workspace.snapshot import ATTEMPT_FILE_MAX, nul_join
 from acr_cli.workspace.store import Store
 
 PREFIX = "acr-race-"  # every race worktree's folder name starts with it (and its admin folder's)
@@ -55,7 +56,7 @@ class RaceTree:
     def alternates(self) -> dict[str, str]:
         """Environment that lets the user's repository read this lane's objects (an overlay lane keeps its
         own; a worktree shares the repository's)."""
-        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.git_dir / "objects")} if self.cow else {}
+        return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": alternate(self.git_dir / "objects")} if self.cow else {}
 
     def git(self, common_dir: Path) -> Git:
         """The guarded git runner for this lane (a worktree: the repository's object store; an overlay: its
@@ -201,11 +202,28 @@ def final_tree(tree: RaceTree, common_dir: Path) -> str:
             env["GIT_OBJECT_DIRECTORY"] = str(common_dir / "objects")
         if not index.exists():
             g("read-tree", tree.base, env=env)
-        g("add", "-A", "--ignore-errors", env=env, check=False)
+        huge = oversized(tree, g, env)
+        g("add", "-A", "--ignore-errors", "--", ".", *(f":(exclude,literal){p}" for p in huge), env=env, check=False)
         return g("write-tree", env=env).decode().strip()
     finally:
         if os.path.exists(idx):
             os.unlink(idx)
+
+
+def oversized(tree: RaceTree, g: Git, env: dict) -> list[str]:
+    """The lane's new or changed files over a sequential attempt's budget of one file (``truncate -s 2T``): never
+    read back (hashing them would stop the race for hours), so the winner's change leaves them out, as it
+    leaves out ignored files; :func:`final_tree` keeps the base's version of such a path."""
+    raw = g("ls-files", "-z", "--others", "--modified", "--exclude-standard", env=env, check=False)
+    out = []
+    for path in sorted(set(raw.decode("utf-8", "surrogateescape").split("\0")) - {""}):
+        try:
+            st = os.lstat(tree.root / path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_size > ATTEMPT_FILE_MAX:
+            out.append(path)
+    return out
 
 
 def changed_paths(ws: Workspace, base: str, final: str, env: dict | None = None) -> list[tuple[str, str]]:
@@ -223,17 +241,22 @@ def main_changed(ws: Workspace, cp: Checkpoint) -> list[str]:
     return [path for _, path in ws.changes(cp)]
 
 
-def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None) -> list[tuple[str, str]]:
+def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None,
+          lane: Path | None = None) -> list[tuple[str, str]]:
     """Write the change from ``base`` to ``final`` into the user's work tree: added and changed paths from
     ``final`` (their bytes, mode, symlink), deleted paths removed (and folders they leave empty). The user's
     index is not touched, as a sequential attempt that passes leaves it. ``alternates``: the winning lane's
-    :attr:`RaceTree.alternates`. Returns what changed."""
+    :attr:`RaceTree.alternates`. ``lane``: the winning lane's root, whose files are copied as they are (the
+    bytes the arm wrote: git's checkout would convert them by the repository's attributes, ``eol=crlf``,
+    ``ident``); a path it cannot copy is checked out from ``final``. Returns what changed."""
     changes = changed_paths(ws, base, final, alternates)
     writes = [p for s, p in changes if s != "D"]
     for status, path in changes:
         target = ws.root / path
         if status == "D" or status == "T":
             _remove(ws.root, target)
+    if lane is not None:
+        writes = [p for p in writes if not _copy_file(lane / p, ws.root / p)]
     if writes:
         fd, idx = tempfile.mkstemp(prefix="acr-race-apply-")
         os.close(fd)
@@ -246,6 +269,38 @@ def apply(ws: Workspace, base: str, final: str, alternates: dict | None = None) 
             if os.path.exists(idx):
                 os.unlink(idx)
     return changes
+
+
+def _copy_file(src: Path, dest: Path) -> bool:
+    """Make ``dest`` a copy of the lane's file or symlink ``src`` (bytes and mode); False when ``src`` is
+    neither (a nested repository's folder) or cannot be read."""
+    try:
+        st = os.lstat(src)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            return False
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        old = os.lstat(dest) if os.path.lexists(dest) else None
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            shutil.rmtree(dest)
+        elif old is not None and (stat.S_ISLNK(old.st_mode) or stat.S_ISLNK(st.st_mode)):
+            dest.unlink()  # (never written through: a symlink of the user's may point anywhere)
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), dest)
+            return True
+        shutil.copyfile(src, dest)
+        os.chmod(dest, _mode(st.st_mode, old.st_mode if old is not None and stat.S_ISREG(old.st_mode) else None))
+        return True
+    except OSError:
+        return False
+
+
+def _mode(lane: int, user: int | None) -> int:
+    """The mode of a file written from the lane: a file of the user's keeps its permissions, only its executable
+    bits follow the lane's (all git carries; a worktree lane's files have git's modes); a new file the lane's."""
+    if user is None:
+        return stat.S_IMODE(lane)
+    user = stat.S_IMODE(user)
+    return user | ((user & 0o444) >> 2) if lane & stat.S_IXUSR else user & ~0o111
 
 
 def _remove(root: Path, target: Path) -> None:
@@ -277,10 +332,36 @@ def remove_all(ws: Workspace, made: list[RaceTree]) -> None:
         shutil.rmtree(tree.root, ignore_errors=True)
         shutil.rmtree(tree.git_dir, ignore_errors=True)
 
+    end_lane_processes([tree.root for tree in made])
     with ThreadPoolExecutor(max_workers=len(made) or 1) as pool:
         list(pool.map(gone, made))
     if any(tree.cow is None for tree in made):
         ws.git("worktree", "prune", check=False)
+
+
+def end_lane_processes(roots: list[Path]) -> list[int]:
+    """End the processes still working in these lanes (their working or root directory in one): a daemon an
+    arm started that left its session and cleared its environment is out of the reaper's sight, but not out of
+    its lane; it would outlive acr (and keep an overlay lane's namespace alive). Returns the ones that would
+    not end."""
+    from acr_cli.process import marked
+
+    lanes = tuple(os.path.realpath(root) for root in roots)
+    if not lanes or not os.path.isdir("/proc/self"):
+        return []
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for link in ("cwd", "root"):
+            try:
+                where = os.readlink(f"/proc/{pid}/{link}")
+            except OSError:
+                continue
+            if any(where == lane or where.startswith(lane + os.sep) for lane in lanes):
+                found.append(int(pid))
+                break
+    return marked.kill_pids(found, grace=1.0) if found else []
 
 
 def _rmdir(path: Path) -> None:

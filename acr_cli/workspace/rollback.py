@@ -154,6 +154,22 @@ def restore(snap: Snapshots, cp: Checkpoint, keep, publish, recovering: bool = F
     return report
 
 
+def restore_repository(snap: Snapshots, cp: Checkpoint, publish) -> RestoreReport:
+    """Put the repository's own files, index, refs and HEAD back as ``cp`` has them, leaving the work tree's
+    files as they are: after a race in worktree lanes, whose arms write the user's refs and ``.git/config``
+    (they share them) and restore them each to its own checkpoint, taken at its own time, so that one arm's
+    checkpoint can hold, and bring back, what another arm already wrote."""
+    report = RestoreReport()
+    left: list[str] = []
+    _restore_git_state(snap, cp, report)
+    publish(loose=False)
+    _restore_refs_and_head(snap.git, cp, report, left)
+    if left:
+        raise WorkspaceError("the race could not put back " + "; ".join(left),
+                             hint="run `acr recover` to finish the rollback")
+    return report
+
+
 def _restore_git_state(snap: Snapshots, cp: Checkpoint, report: RestoreReport) -> None:
     """The repository's own files (config, hooks...), lock files and caches the attempt left, and the index
     (first: nothing after this reads an index the attempt wrote, say with ``: > .git/index``)."""
