@@ -133,7 +133,16 @@ def test_race_worktrees_get_the_users_state_and_race_copy_files(project, fakes_o
     assert "'.env'" in seen and "'local.cfg'" not in seen
 
 
-def test_an_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario, acr_home):
+@pytest.mark.parametrize("lanes", ["worktree", "overlay"])
+def test_an_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario, acr_home,
+                                                                       worktree_lanes, lanes):
+    """With either kind of lane, a write by absolute path into the user's work tree spoils the race."""
+    if lanes == "overlay":
+        from acr_cli.workspace import overlay
+
+        if overlay.probe() is not None:
+            pytest.skip(f"overlay lanes cannot start here: {overlay.probe()}")
+        worktree_lanes.write_text('race_lanes = "overlay"\n')
     hostile = [sys.executable, "-c", f"open({str(project / 'planted.py')!r}, 'w').write('x = 1')"]
     scenario({"match": {"agent": "codex"}, "commands": [hostile], "write": {"calc.py": GOOD}},
              {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})

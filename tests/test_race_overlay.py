@@ -98,22 +98,6 @@ def test_an_overlay_lane_is_the_users_repository_and_its_git_writes_stay_in_it(p
     assert "from-the-lane" not in git(project, "branch")
 
 
-def test_an_overlay_arm_writing_into_the_users_work_tree_is_reported_and_undone(project, fakes_on_path, scenario,
-                                                                               acr_home, overlay_lanes):
-    hostile = [sys.executable, "-c", f"open({str(project / 'planted.py')!r}, 'w').write('x = 1')"]
-    scenario({"match": {"agent": "codex"}, "commands": [hostile], "write": {"calc.py": GOOD}},
-             {"match": {"agent": "opencode"}, "sleep": 1, "write": {"calc.py": BAD}})
-    before = user_edits(project)
-    r = acr("run", "fix add", "--verify", VERIFY, "--arms", f"{FAST},{FAILING}", "--race", "2",
-            "--max-attempts", "2", "--json", cwd=project)
-    assert r.returncode == 1, r.stderr
-    out = json.loads(r.stdout)
-    assert out["race"]["winner"] is None and "planted.py" in out["race"]["note"]
-    assert not (project / "planted.py").exists() and (project / "calc.py").read_text() != GOOD
-    assert {p: (project / p).read_bytes() for p in before} == before
-    assert race_dirs(acr_home) == []
-
-
 def test_a_killed_overlay_race_leaves_no_mount_and_acr_recover_removes_its_layers(project, fakes_on_path, scenario,
                                                                                  acr_home, overlay_lanes):
     three_arms(scenario, fast={"sleep": 60})
