@@ -171,7 +171,7 @@ class Racer:
         why = run_setup(self.setup, env.project, env.verify_timeout, log, marker=marker, sandbox=env.sandbox,
                         env=env.extra_env, stop=lambda: lane.stop)
         if why is None:
-            lane.base = trees.final_tree(tree, ws.common_dir)
+            lane.base = trees.final_tree(tree, ws.common_dir)[0]
         return why
 
     def _run_lanes(self, lanes: list[_Lane], ctx: Context, state: TaskState, task_id: str) -> None:
@@ -240,8 +240,7 @@ class Racer:
                 out.note = why
                 return False
             winner.env.workspace.publish()  # objects the winner's own checkpoint wrote, which its index may name
-            huge = trees.oversized(tree, tree.git(ws.common_dir), {})
-            final = trees.final_tree(tree, ws.common_dir)
+            final, huge = trees.final_tree(tree, ws.common_dir)
             trees.apply(ws, winner.base or tree.base, final, tree.alternates, tree.root)
             if huge:
                 out.note = (f"the winner's files over {trees.ATTEMPT_FILE_MAX >> 20} MiB were not read back nor "

@@ -385,7 +385,7 @@ def _race_overhead(ws, i: int, lanes: str, size: int = 3) -> float:
     t0 = time.perf_counter()
     trees, _ = race.create_all(ws, cp, list(range(size)), lanes=lanes)
     (trees[0].root / "src" / "m0" / "f0.py").write_text(f"winner {i}\n")
-    race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir), trees[0].alternates)
+    race.apply(ws, cp.tree, race.final_tree(trees[0], ws.common_dir)[0], trees[0].alternates)
     race.remove_all(ws, trees)
     took = time.perf_counter() - t0
     ws.restore(cp)

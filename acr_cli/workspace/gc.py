@@ -89,7 +89,7 @@ def prune(ws, older_than_days: float = DEFAULT_AGE_DAYS, dry_run: bool = False, 
     now = time.time() if now is None else now
     cutoff = now - older_than_days * 86400
     out = Pruned(older_than_days, dry_run)
-    live = set(ws.interrupted_checkpoints()) | _live_anywhere(ws.store.dir.parent)
+    live = set(ws.interrupted_checkpoints()) | live_checkpoints(ws.store.dir.parent)
 
     def needed(name: str) -> bool:  # a live checkpoint's own, or one of its "-2" put-aside folders
         hit = next((c for c in live if name == c or name.startswith(c + "-")), None)
@@ -153,7 +153,7 @@ def _prune_lanes(lanes) -> int:
     return gone
 
 
-def _live_anywhere(base: Path) -> set[str]:
+def live_checkpoints(base: Path) -> set[str]:
     """The checkpoints in every worktree's store: the refs under refs/acr and the put-aside folder are the
     repository's, shared by its linked worktrees, and another worktree's killed run may need them."""
     try:

@@ -181,13 +181,13 @@ def _copy_ignored(src: Path, dest: Path, globs: tuple[str, ...]) -> list[str]:
     return copied
 
 
-def final_tree(tree: RaceTree, common_dir: Path) -> str:
-    """The lane's files as a tree (ignored files aside), read with a copy of its own index so that files git
-    already checked out are not read again; the tree's new objects go to the user's repository (``common_dir``),
-    where :func:`apply` reads them (with the lane's own objects, for an overlay lane). The copy keeps the
-    index's modification time: git trusts an entry's size and time only when the file is older than the
-    index, so a same-size edit made in the second the lane was written is still read (a fresh time would hide
-    it, and the winner's change with it)."""
+def final_tree(tree: RaceTree, common_dir: Path) -> tuple[str, list[str]]:
+    """The lane's files as a tree, and the lane's :func:`oversized` files, left out of it as ignored files are.
+    Read with a copy of the lane's own index so that files git already checked out are not read again; the
+    tree's new objects go to the user's repository (``common_dir``), where :func:`apply` reads them (with the
+    lane's own objects, for an overlay lane). The copy keeps the index's modification time: git trusts an
+    entry's size and time only when the file is older than the index, so a same-size edit made in the second
+    the lane was written is still read (a fresh time would hide it, and the winner's change with it)."""
     g = tree.git(common_dir)
     fd, idx = tempfile.mkstemp(prefix="acr-race-index-")
     os.close(fd)
@@ -204,7 +204,7 @@ def final_tree(tree: RaceTree, common_dir: Path) -> str:
             g("read-tree", tree.base, env=env)
         huge = oversized(tree, g, env)
         g("add", "-A", "--ignore-errors", "--", ".", *(f":(exclude,literal){p}" for p in huge), env=env, check=False)
-        return g("write-tree", env=env).decode().strip()
+        return g("write-tree", env=env).decode().strip(), huge
     finally:
         if os.path.exists(idx):
             os.unlink(idx)
@@ -426,7 +426,9 @@ def drop_checkpoints(ws: Workspace, stores: list[Store]) -> None:
 def _drop_orphaned_keep_alive(ws: Workspace) -> None:
     """Drop the keep-alive refs no checkpoint in acr's store names: an arm killed between writing its
     checkpoint's ref and saving the checkpoint leaves one (a worktree lane's refs are the repository's)."""
-    live = {f.stem for store in ws.store.dir.parent.iterdir() if store.is_dir() for f in store.glob("*.json")}
+    from acr_cli.workspace.gc import live_checkpoints
+
+    live = live_checkpoints(ws.store.dir.parent)
     raw = ws.git("for-each-ref", "--format=%(refname)", refs.KEEP_REFS, repo_objects=True)
     for ref in raw.decode("utf-8", "surrogateescape").split():
         name = ref[len(refs.KEEP_REFS):]
